@@ -1,0 +1,272 @@
+package ad
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// gradCase builds a non-scalar output from its inputs; the check reduces it
+// with fixed random weights so every output element's gradient is exercised.
+type gradCase struct {
+	name   string
+	shapes [][]int
+	f      func(tp *Tape[float64], in []*Node[float64]) *Node[float64]
+	// avoid keeps inputs away from kinks (ReLU at 0, max ties) where finite
+	// differences are meaningless.
+	avoid func(x []float64) bool
+}
+
+func randTensor(rng *rand.Rand, shape []int) *Tensor[float64] {
+	t := New[float64](shape...)
+	for i := range t.Data {
+		t.Data[i] = rng.NormFloat64()
+	}
+	return t
+}
+
+func evalCase(c gradCase, vals []*Tensor[float64], w []float64, record bool) (float64, []*Node[float64]) {
+	tp := NewTape[float64](record)
+	in := make([]*Node[float64], len(vals))
+	for i, v := range vals {
+		in[i] = tp.Var(v)
+	}
+	out := c.f(tp, in)
+	if w == nil {
+		return out.Value.Data[0], in
+	}
+	loss := tp.WeightedSum(out, w)
+	if record {
+		if err := tp.Backward(loss); err != nil {
+			panic(err)
+		}
+	}
+	return loss.Value.Data[0], in
+}
+
+func checkGrad(t *testing.T, c gradCase, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	vals := make([]*Tensor[float64], len(c.shapes))
+	for i, s := range c.shapes {
+		vals[i] = randTensor(rng, s)
+	}
+	if c.avoid != nil {
+		for _, v := range vals {
+			for c.avoid(v.Data) {
+				for i := range v.Data {
+					v.Data[i] = rng.NormFloat64()
+				}
+			}
+		}
+	}
+	// Output size from a dry run.
+	tp := NewTape[float64](false)
+	var dry []*Node[float64]
+	for _, v := range vals {
+		dry = append(dry, tp.Const(v))
+	}
+	n := c.f(tp, dry).Value.Len()
+	w := make([]float64, n)
+	for i := range w {
+		w[i] = rng.NormFloat64()
+	}
+	_, in := evalCase(c, vals, w, true)
+	const h = 1e-6
+	for k, v := range vals {
+		for i := range v.Data {
+			orig := v.Data[i]
+			v.Data[i] = orig + h
+			fp, _ := evalCase(c, vals, w, false)
+			v.Data[i] = orig - h
+			fm, _ := evalCase(c, vals, w, false)
+			v.Data[i] = orig
+			num := (fp - fm) / (2 * h)
+			var got float64
+			if in[k].Grad != nil {
+				got = in[k].Grad.Data[i]
+			}
+			if math.Abs(got-num) > 1e-6*math.Max(1, math.Abs(num)) {
+				t.Fatalf("%s: input %d element %d: analytic %.9g, finite difference %.9g", c.name, k, i, got, num)
+			}
+		}
+	}
+}
+
+// nearKink reports values within 1e-3 of zero (ReLU's kink).
+func nearKink(x []float64) bool {
+	for _, v := range x {
+		if math.Abs(v) < 1e-3 {
+			return true
+		}
+	}
+	return false
+}
+
+func TestGradients(t *testing.T) {
+	cases := []gradCase{
+		{name: "MatMul", shapes: [][]int{{3, 4}, {4, 5}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.MatMul(in[0], in[1]) }},
+		{name: "Linear", shapes: [][]int{{2, 3, 4}, {5, 4}, {5}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.Linear(in[0], in[1], in[2])
+		}},
+		{name: "LinearNoBias", shapes: [][]int{{3, 4}, {2, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.Linear(in[0], in[1], nil)
+		}},
+		{name: "AddBias", shapes: [][]int{{3, 4}, {4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.AddBias(in[0], in[1]) }},
+		{name: "Add", shapes: [][]int{{3, 4}, {3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.Add(in[0], in[1]) }},
+		{name: "Sub", shapes: [][]int{{3, 4}, {3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.Sub(in[0], in[1]) }},
+		{name: "Mul", shapes: [][]int{{3, 4}, {3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.Mul(in[0], in[1]) }},
+		{name: "MulSelf", shapes: [][]int{{3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.Mul(in[0], in[0]) }},
+		{name: "Scale", shapes: [][]int{{3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.Scale(in[0], -2.5) }},
+		{name: "ClampMin", shapes: [][]int{{3, 4}}, avoid: func(x []float64) bool {
+			for _, v := range x {
+				if math.Abs(v-0.3) < 1e-3 {
+					return true
+				}
+			}
+			return false
+		}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.ClampMin(in[0], 0.3) }},
+		{name: "ReLU", shapes: [][]int{{3, 4}}, avoid: nearKink, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.ReLU(in[0]) }},
+		{name: "Tanh", shapes: [][]int{{3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.Tanh(in[0]) }},
+		{name: "Sigmoid", shapes: [][]int{{3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.Sigmoid(in[0]) }},
+		{name: "Reshape", shapes: [][]int{{3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.Reshape(in[0], 2, 6)
+		}},
+		{name: "Concat1", shapes: [][]int{{2, 3, 2}, {2, 1, 2}, {2, 4, 2}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.Concat(1, in...)
+		}},
+		{name: "Concat0", shapes: [][]int{{2, 3}, {1, 3}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.Concat(0, in...)
+		}},
+		{name: "Slice", shapes: [][]int{{2, 5, 3}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.Slice(in[0], 1, 1, 4)
+		}},
+		{name: "SplitRejoin", shapes: [][]int{{3, 5}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			p := tp.Split(in[0], 1, 2, 3)
+			return tp.Concat(1, tp.Tanh(p[1]), p[0])
+		}},
+		{name: "Gather", shapes: [][]int{{4, 3}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.Gather(in[0], []int{2, 0, 2, 3})
+		}},
+		{name: "Conv2D", shapes: [][]int{{2, 2, 5, 6}, {3, 2, 3, 3}, {3}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.Conv2D(in[0], in[1], in[2], ConvGeom{Kernel: 3, Stride: 2, Pad: 1})
+		}},
+		{name: "Conv2DNoPad", shapes: [][]int{{1, 1, 4, 4}, {2, 1, 2, 2}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.Conv2D(in[0], in[1], nil, ConvGeom{Kernel: 2, Stride: 1, Pad: 0})
+		}},
+		{name: "LogSoftmax", shapes: [][]int{{3, 5}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.LogSoftmax(in[0]) }},
+		{name: "CrossEntropy", shapes: [][]int{{4, 5}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.CrossEntropy(in[0], []int{1, -1, 4, 0}, []float64{0.5, 1, 2, 1})
+		}},
+		{name: "MaskedSoftmax", shapes: [][]int{{3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			keep := []bool{true, false, true, true, false, false, false, false, true, true, true, true}
+			return tp.MaskedSoftmax(in[0], keep)
+		}},
+		{name: "MaxLast", shapes: [][]int{{4, 5}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.MaxLast(in[0], []bool{false, false, true, false, false})
+		}},
+		{name: "Sum", shapes: [][]int{{3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.Sum(in[0]) }},
+		{name: "RNNStep", shapes: [][]int{{2, 3}, {2, 4}, {4, 3}, {4, 4}, {4}}, avoid: nearKink, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			h := tp.ReLU(tp.Add(tp.Linear(in[0], in[2], in[4]), tp.Linear(in[1], in[3], nil)))
+			return tp.ReLU(tp.Add(tp.Linear(in[0], in[2], in[4]), tp.Linear(h, in[3], nil)))
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 3; seed++ {
+				checkGrad(t, c, seed)
+			}
+		})
+	}
+}
+
+func TestParamGradientAccumulates(t *testing.T) {
+	p := NewParam[float64]("w", 2, 2)
+	copy(p.W.Data, []float64{1, 2, 3, 4})
+	for step := 1; step <= 2; step++ {
+		tp := NewTrainingTape[float64]()
+		x := tp.Const(FromSlice([]float64{1, 1}, 1, 2))
+		// The same parameter used twice on one tape must give one summed gradient.
+		y := tp.Add(tp.Linear(x, tp.Param(p), nil), tp.Linear(x, tp.Param(p), nil))
+		if err := tp.Backward(tp.Sum(y)); err != nil {
+			t.Fatal(err)
+		}
+		for i, g := range p.G.Data {
+			if want := 2 * float64(step); g != want {
+				t.Fatalf("step %d: grad[%d] = %v, want %v", step, i, g, want)
+			}
+		}
+	}
+	p.ZeroGrad()
+	if p.G.Data[0] != 0 {
+		t.Fatal("ZeroGrad left a gradient")
+	}
+}
+
+func TestBackwardErrors(t *testing.T) {
+	tp := NewTape[float64](false)
+	if err := tp.Backward(tp.Const(New[float64]())); err == nil {
+		t.Error("Backward on a non-recording tape succeeded")
+	}
+	tp = NewTape[float64](true)
+	if err := tp.Backward(tp.Var(New[float64](2))); err == nil {
+		t.Error("Backward on a non-scalar succeeded")
+	}
+	if err := tp.Backward(tp.Const(New[float64]())); err == nil {
+		t.Error("Backward on a constant succeeded")
+	}
+	// Attack mode: parameters are constants, only the input gets a gradient.
+	p := NewParam[float64]("w", 1, 1)
+	p.W.Data[0] = 3
+	x := tp.Var(FromSlice([]float64{2}, 1, 1))
+	if err := tp.Backward(tp.Sum(tp.Linear(x, tp.Param(p), nil))); err != nil {
+		t.Fatal(err)
+	}
+	if x.Grad.Data[0] != 3 || p.G.Data[0] != 0 {
+		t.Fatalf("input grad %v, param grad %v; want 3 and 0", x.Grad.Data[0], p.G.Data[0])
+	}
+}
+
+func TestMaxLastTieLowestIndex(t *testing.T) {
+	tp := NewTape[float64](true)
+	x := tp.Var(FromSlice([]float64{1, 5, 5, 2}, 1, 4))
+	m := tp.MaxLast(x, nil)
+	if err := tp.Backward(tp.Sum(m)); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{0, 1, 0, 0}; !equal(x.Grad.Data, want) {
+		t.Fatalf("gradient %v, want %v (tie to lowest index)", x.Grad.Data, want)
+	}
+}
+
+func TestAdamMinimisesQuadratic(t *testing.T) {
+	p := NewParam[float32]("x", 3)
+	copy(p.W.Data, []float32{3, -2, 1})
+	opt := NewAdam([]*Param[float32]{p}, 0.05)
+	for i := 0; i < 500; i++ {
+		p.ZeroGrad()
+		tp := NewTrainingTape[float32]()
+		x := tp.Param(p)
+		if err := tp.Backward(tp.Sum(tp.Mul(x, x))); err != nil {
+			t.Fatal(err)
+		}
+		opt.Step()
+	}
+	for i, v := range p.W.Data {
+		if math.Abs(float64(v)) > 1e-2 {
+			t.Fatalf("x[%d] = %v after 500 steps, want ~0", i, v)
+		}
+	}
+}
+
+func equal(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,64 @@
+package ad
+
+import "fmt"
+
+// MatMul returns a·b for a of shape [m, k] and b of shape [k, n].
+func (tp *Tape[T]) MatMul(a, b *Node[T]) *Node[T] {
+	if len(a.Value.Shape) != 2 || len(b.Value.Shape) != 2 || a.Value.Shape[1] != b.Value.Shape[0] {
+		panic(fmt.Sprintf("ad.MatMul: shapes %v and %v", a.Value.Shape, b.Value.Shape))
+	}
+	m, k, n := a.Value.Shape[0], a.Value.Shape[1], b.Value.Shape[1]
+	out := New[T](m, n)
+	Gemm(false, false, m, n, k, 1, a.Value.Data, b.Value.Data, 0, out.Data)
+	return tp.op(out, func(o *Node[T]) {
+		if a.needsGrad { // dA = dO·bᵀ
+			Gemm(false, true, m, k, n, 1, o.Grad.Data, b.Value.Data, 1, a.grad().Data)
+		}
+		if b.needsGrad { // dB = aᵀ·dO
+			Gemm(true, false, k, n, m, 1, a.Value.Data, o.Grad.Data, 1, b.grad().Data)
+		}
+	}, a, b)
+}
+
+// Linear returns x·Wᵀ + bias, the fully connected layer in PyTorch's weight
+// layout: x is [..., in] (all leading dimensions are flattened into rows), W
+// is [out, in] and bias is [out] or nil.
+func (tp *Tape[T]) Linear(x, w, bias *Node[T]) *Node[T] {
+	in := x.Value.Cols()
+	if len(w.Value.Shape) != 2 || w.Value.Shape[1] != in {
+		panic(fmt.Sprintf("ad.Linear: input %v, weight %v", x.Value.Shape, w.Value.Shape))
+	}
+	rows, outDim := x.Value.Rows(), w.Value.Shape[0]
+	if bias != nil && bias.Value.Len() != outDim {
+		panic(fmt.Sprintf("ad.Linear: bias %v for %d outputs", bias.Value.Shape, outDim))
+	}
+	shape := append(append([]int(nil), x.Value.Shape[:len(x.Value.Shape)-1]...), outDim)
+	out := New[T](shape...)
+	if bias != nil {
+		for r := 0; r < rows; r++ {
+			copy(out.Data[r*outDim:(r+1)*outDim], bias.Value.Data)
+		}
+	}
+	Gemm(false, true, rows, outDim, in, 1, x.Value.Data, w.Value.Data, 1, out.Data)
+	inputs := []*Node[T]{x, w}
+	if bias != nil {
+		inputs = append(inputs, bias)
+	}
+	return tp.op(out, func(o *Node[T]) {
+		g := o.Grad.Data
+		if x.needsGrad { // dX = dO·W
+			Gemm(false, false, rows, in, outDim, 1, g, w.Value.Data, 1, x.grad().Data)
+		}
+		if w.needsGrad { // dW = dOᵀ·X
+			Gemm(true, false, outDim, in, rows, 1, g, x.Value.Data, 1, w.grad().Data)
+		}
+		if bias != nil && bias.needsGrad {
+			db := bias.grad().Data
+			for r := 0; r < rows; r++ {
+				for j, v := range g[r*outDim : (r+1)*outDim] {
+					db[j] += v
+				}
+			}
+		}
+	}, inputs...)
+}
