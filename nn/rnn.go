@@ -1,0 +1,40 @@
+package nn
+
+import (
+	"math/rand/v2"
+
+	"github.com/lenspec/lenspec/ad"
+)
+
+// RNNCell is the vanilla recurrent cell with ReLU activation,
+//
+//	h' = ReLU(W_ih·i + b_ih + W_hh·h + b_hh),
+//
+// laid out as PyTorch's nn.RNNCell(nonlinearity="relu"). Only affine maps and
+// ReLU: the verifier encodes it exactly.
+type RNNCell[T ad.Float] struct {
+	In, Hidden         int
+	Wih, Whh, Bih, Bhh *ad.Param[T]
+}
+
+// NewRNNCell returns a cell named prefix, initialised from rng.
+func NewRNNCell[T ad.Float](prefix string, in, hidden int, rng *rand.Rand) *RNNCell[T] {
+	c := &RNNCell[T]{In: in, Hidden: hidden,
+		Wih: ad.NewParam[T](prefix+".weight_ih", hidden, in),
+		Whh: ad.NewParam[T](prefix+".weight_hh", hidden, hidden),
+		Bih: ad.NewParam[T](prefix+".bias_ih", hidden),
+		Bhh: ad.NewParam[T](prefix+".bias_hh", hidden)}
+	for _, p := range c.Params() {
+		initUniform(p, hidden, rng) // PyTorch uses 1/√hidden for every RNN tensor
+	}
+	return c
+}
+
+// Forward computes the next hidden state from input i [B, In] and h [B, Hidden].
+func (c *RNNCell[T]) Forward(tp *ad.Tape[T], i, h *ad.Node[T]) *ad.Node[T] {
+	pre := tp.Add(tp.Linear(i, tp.Param(c.Wih), tp.Param(c.Bih)), tp.Linear(h, tp.Param(c.Whh), tp.Param(c.Bhh)))
+	return tp.ReLU(pre)
+}
+
+// Params lists the layer's parameters.
+func (c *RNNCell[T]) Params() []*ad.Param[T] { return []*ad.Param[T]{c.Wih, c.Whh, c.Bih, c.Bhh} }
