@@ -119,6 +119,20 @@ func readBody(r io.Reader, want int64, what string) ([]byte, error) {
 	return body, nil
 }
 
+// readMagic reads the 4-byte IDX magic number and checks it first, so that
+// passing the wrong kind of file is reported as such even when the file is
+// also too short for the expected header.
+func readMagic(r io.Reader, want uint32, kind string) error {
+	var b [4]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return fmt.Errorf("truncated header: %w", err)
+	}
+	if got := binary.BigEndian.Uint32(b[:]); got != want {
+		return fmt.Errorf("bad magic 0x%08x, want 0x%08x (%s)", got, want, kind)
+	}
+	return nil
+}
+
 // DecodeImages decodes an IDX3 unsigned-byte image file of 28×28 images from
 // r, which may be gzip-compressed. It returns the number of images and their
 // pixels, row-major.
@@ -127,17 +141,16 @@ func DecodeImages(r io.Reader) (n int, images []uint8, err error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	var hdr [imagesHeaderLen]byte
+	if err := readMagic(r, ImagesMagic, "IDX3 unsigned-byte images"); err != nil {
+		return 0, nil, err
+	}
+	var hdr [imagesHeaderLen - 4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return 0, nil, fmt.Errorf("truncated header: %w", err)
 	}
-	magic := binary.BigEndian.Uint32(hdr[0:])
-	count := binary.BigEndian.Uint32(hdr[4:])
-	rows := binary.BigEndian.Uint32(hdr[8:])
-	cols := binary.BigEndian.Uint32(hdr[12:])
-	if magic != ImagesMagic {
-		return 0, nil, fmt.Errorf("bad magic 0x%08x, want 0x%08x (IDX3 unsigned-byte images)", magic, ImagesMagic)
-	}
+	count := binary.BigEndian.Uint32(hdr[0:])
+	rows := binary.BigEndian.Uint32(hdr[4:])
+	cols := binary.BigEndian.Uint32(hdr[8:])
 	if rows != Rows || cols != Cols {
 		return 0, nil, fmt.Errorf("images are %dx%d, want %dx%d", rows, cols, Rows, Cols)
 	}
@@ -155,15 +168,14 @@ func DecodeLabels(r io.Reader) ([]uint8, error) {
 	if err != nil {
 		return nil, err
 	}
-	var hdr [labelsHeaderLen]byte
+	if err := readMagic(r, LabelsMagic, "IDX1 unsigned-byte labels"); err != nil {
+		return nil, err
+	}
+	var hdr [labelsHeaderLen - 4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, fmt.Errorf("truncated header: %w", err)
 	}
-	magic := binary.BigEndian.Uint32(hdr[0:])
-	count := binary.BigEndian.Uint32(hdr[4:])
-	if magic != LabelsMagic {
-		return nil, fmt.Errorf("bad magic 0x%08x, want 0x%08x (IDX1 unsigned-byte labels)", magic, LabelsMagic)
-	}
+	count := binary.BigEndian.Uint32(hdr[0:])
 	labels, err := readBody(r, int64(count), fmt.Sprintf("labels for %d items", count))
 	if err != nil {
 		return nil, err
