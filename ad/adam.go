@@ -2,13 +2,17 @@ package ad
 
 import "math"
 
-// Adam is the Adam optimiser (Kingma & Ba) with optional decoupled weight
-// decay left out on purpose: the paper trains with plain Adam.
+// Adam is the Adam optimiser (Kingma & Ba). WeightDecay, if set, is
+// decoupled (AdamW, Loshchilov & Hutter): each step shrinks W by
+// LR·WeightDecay·W, independently of the gradient scale.
 type Adam[T Float] struct {
 	LR, Beta1, Beta2, Eps float64
-	params                []*Param[T]
-	m, v                  [][]float64
-	step                  int
+	WeightDecay           float64
+	// Decay selects the parameters weight decay applies to (nil: all).
+	Decay  func(*Param[T]) bool
+	params []*Param[T]
+	m, v   [][]float64
+	step   int
 }
 
 // NewAdam returns Adam over params with the usual defaults (β1 0.9,
@@ -29,6 +33,12 @@ func (a *Adam[T]) Step() {
 	c1 := 1 - math.Pow(a.Beta1, float64(a.step))
 	c2 := 1 - math.Pow(a.Beta2, float64(a.step))
 	for i, p := range a.params {
+		if a.WeightDecay > 0 && (a.Decay == nil || a.Decay(p)) {
+			f := T(1 - a.LR*a.WeightDecay)
+			for j := range p.W.Data {
+				p.W.Data[j] *= f
+			}
+		}
 		m, v := a.m[i], a.v[i]
 		for j, g := range p.G.Data {
 			gf := float64(g)

@@ -69,6 +69,12 @@ func (m *Captioner[T]) Vocab() int { return len(m.Cfg.Vocab) }
 
 // Encode maps images x [B, C, H, W] (or [B, C·H·W]) to i₀ [B, Embedding].
 func (m *Captioner[T]) Encode(tp *ad.Tape[T], x *ad.Node[T]) *ad.Node[T] {
+	return m.encode(tp, x, 0, nil)
+}
+
+// encode is Encode with dropout (probability drop, masks from rng) on the
+// fully connected layers' inputs, for training only.
+func (m *Captioner[T]) encode(tp *ad.Tape[T], x *ad.Node[T], drop float64, rng *rand.Rand) *ad.Node[T] {
 	in := m.Cfg.Input
 	b := x.Value.Len() / m.Cfg.InputSize()
 	a := tp.Reshape(x, b, in.Channels, in.Height, in.Width)
@@ -76,8 +82,8 @@ func (m *Captioner[T]) Encode(tp *ad.Tape[T], x *ad.Node[T]) *ad.Node[T] {
 		a = tp.ReLU(c.Forward(tp, a))
 	}
 	a = tp.Reshape(a, b, a.Value.Len()/b)
-	a = tp.ReLU(m.FC1.Forward(tp, a))
-	return m.FC2.Forward(tp, a)
+	a = tp.ReLU(m.FC1.Forward(tp, tp.Dropout(a, drop, rng)))
+	return m.FC2.Forward(tp, tp.Dropout(a, drop, rng))
 }
 
 // Step runs one decoder step from input i [B, Embedding] and state h
@@ -100,12 +106,18 @@ func (m *Captioner[T]) Embed(tp *ad.Tape[T], ids []int) *ad.Node[T] {
 // (token ids without eos; eos is appended here), summed over steps and
 // averaged over the batch.
 func (m *Captioner[T]) Loss(tp *ad.Tape[T], x *ad.Node[T], labels [][]int) *ad.Node[T] {
+	return m.TrainLoss(tp, x, labels, 0, nil)
+}
+
+// TrainLoss is Loss with dropout of probability drop in the encoder's fully
+// connected layers, masks drawn from rng (nil when drop is 0).
+func (m *Captioner[T]) TrainLoss(tp *ad.Tape[T], x *ad.Node[T], labels [][]int, drop float64, rng *rand.Rand) *ad.Node[T] {
 	b := len(labels)
 	steps := 0
 	for _, l := range labels {
 		steps = max(steps, len(l)+1)
 	}
-	in := m.Encode(tp, x)
+	in := m.encode(tp, x, drop, rng)
 	var h *ad.Node[T]
 	var total *ad.Node[T]
 	targets := make([]int, b)

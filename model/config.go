@@ -101,6 +101,11 @@ func (c *Config) Validate() error {
 	if c.FCHidden <= 0 || c.Embedding <= 0 || c.Hidden <= 0 {
 		bad("fc_hidden %d, embedding_size %d, hidden_size %d must be positive", c.FCHidden, c.Embedding, c.Hidden)
 	}
+	if len(errs) == 0 {
+		if n := c.paramCount(); n > 1e9 {
+			bad("the architecture has %.3g parameters, more than the supported 1e9", n)
+		}
+	}
 	if c.Cell != "rnn_relu" {
 		bad("cell %q is not supported (want rnn_relu)", c.Cell)
 	}
@@ -110,13 +115,40 @@ func (c *Config) Validate() error {
 	if c.EOS < 0 || c.EOS >= len(c.Vocab) {
 		bad("eos_id %d outside vocab of %d", c.EOS, len(c.Vocab))
 	}
-	if c.MaxSteps <= 0 {
-		bad("max_steps %d must be positive", c.MaxSteps)
+	if c.MaxSteps <= 0 || c.MaxSteps > 10000 {
+		bad("max_steps %d must be in 1..10000", c.MaxSteps)
+	}
+	// Bound sizes so a hostile config cannot demand terabytes.
+	const maxDim = 1 << 16
+	for _, d := range []int{c.Input.Channels, c.Input.Height, c.Input.Width, c.FCHidden, c.Embedding, c.Hidden, len(c.Vocab)} {
+		if d > maxDim {
+			bad("dimension %d exceeds the supported %d", d, maxDim)
+			break
+		}
+	}
+	for _, cv := range c.Conv {
+		if cv.OutChannels > maxDim || cv.Kernel > maxDim || cv.Stride > maxDim || cv.Padding > maxDim {
+			bad("conv layer %+v exceeds the supported size %d", cv, maxDim)
+			break
+		}
 	}
 	if c.DType != "" && c.DType != "float32" {
 		bad("dtype %q is not supported (want float32)", c.DType)
 	}
 	return errors.Join(errs...)
+}
+
+// paramCount is computed in float64 so absurd configs cannot overflow it.
+func (c *Config) paramCount() float64 {
+	n, in := 0.0, float64(c.Input.Channels)
+	for _, cv := range c.Conv {
+		n += float64(cv.OutChannels) * (in*float64(cv.Kernel)*float64(cv.Kernel) + 1)
+		in = float64(cv.OutChannels)
+	}
+	ch, h, w := c.FeatureShape()
+	v, e, hd := float64(len(c.Vocab)), float64(c.Embedding), float64(c.Hidden)
+	n += float64(ch)*float64(h)*float64(w)*float64(c.FCHidden) + float64(c.FCHidden)*(e+1) + e
+	return n + v*e + hd*(e+hd+2) + v*(hd+1)
 }
 
 // FeatureShape returns the encoder's convolution output [C, H, W].
@@ -140,14 +172,27 @@ func ReadConfig(dir string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read model config: %w", err)
 	}
+	c, err := ParseConfig(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseConfig decodes and validates a config.json document. Unknown fields
+// are errors: a misspelt key must not silently fall back to a default.
+func ParseConfig(b []byte) (*Config, error) {
 	var c Config
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("%s: malformed config: %w", path, err)
+		return nil, fmt.Errorf("malformed config: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("malformed config: trailing data after the JSON object")
 	}
 	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, flatten(err))
+		return nil, flatten(err)
 	}
 	return &c, nil
 }

@@ -20,8 +20,7 @@ func NewConv2D[T ad.Float](prefix string, in, out int, g ad.ConvGeom, rng *rand.
 		W: ad.NewParam[T](prefix+".weight", out, in, g.Kernel, g.Kernel),
 		B: ad.NewParam[T](prefix+".bias", out)}
 	fanIn := in * g.Kernel * g.Kernel
-	initUniform(c.W, fanIn, rng)
-	initUniform(c.B, fanIn, rng)
+	initHe(c.W, fanIn, rng)
 	return c
 }
 

@@ -18,8 +18,7 @@ func NewLinear[T ad.Float](prefix string, in, out int, rng *rand.Rand) *Linear[T
 	l := &Linear[T]{In: in, Out: out,
 		W: ad.NewParam[T](prefix+".weight", out, in),
 		B: ad.NewParam[T](prefix+".bias", out)}
-	initUniform(l.W, in, rng)
-	initUniform(l.B, in, rng)
+	initHe(l.W, in, rng)
 	return l
 }
 

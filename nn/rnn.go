@@ -24,9 +24,8 @@ func NewRNNCell[T ad.Float](prefix string, in, hidden int, rng *rand.Rand) *RNNC
 		Whh: ad.NewParam[T](prefix+".weight_hh", hidden, hidden),
 		Bih: ad.NewParam[T](prefix+".bias_ih", hidden),
 		Bhh: ad.NewParam[T](prefix+".bias_hh", hidden)}
-	for _, p := range c.Params() {
-		initUniform(p, hidden, rng) // PyTorch uses 1/√hidden for every RNN tensor
-	}
+	initHe(c.Wih, in, rng)
+	initHe(c.Whh, hidden, rng)
 	return c
 }
 

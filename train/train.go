@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lenspec/lenspec/ad"
@@ -28,6 +29,11 @@ type Options struct {
 	LR        float64
 	// FinalLR is reached by cosine decay from LR over the run (0: no decay).
 	FinalLR float64
+	// Dropout is the drop probability in the encoder's fully connected
+	// layers; WeightDecay is AdamW's decoupled decay on weight matrices
+	// (not biases or embeddings). Both fight the encoder's tendency to
+	// memorise digit positions.
+	Dropout, WeightDecay float64
 	// CheckpointDir, if set, receives a checkpoint after every epoch and is
 	// read at start to resume.
 	CheckpointDir string
@@ -59,6 +65,8 @@ func Captioner(ctx context.Context, m *model.Captioner[float32], ds *multimnist.
 	}
 	params := m.Params()
 	adam := ad.NewAdam(params, opt.LR)
+	adam.WeightDecay = opt.WeightDecay
+	adam.Decay = func(p *ad.Param[float32]) bool { return strings.HasSuffix(p.Name, "weight") && !strings.Contains(p.Name, "embedding") }
 	startEpoch := 0
 	if opt.CheckpointDir != "" {
 		e, err := loadCheckpoint(opt.CheckpointDir, m, adam, opt.Seed)
@@ -95,7 +103,7 @@ func Captioner(ctx context.Context, m *model.Captioner[float32], ds *multimnist.
 				p.ZeroGrad()
 			}
 			tp := ad.NewTrainingTape[float32]()
-			loss := m.Loss(tp, tp.Const(ad.FromSlice(buf, opt.BatchSize, size)), labels)
+			loss := m.TrainLoss(tp, tp.Const(ad.FromSlice(buf, opt.BatchSize, size)), labels, opt.Dropout, rng)
 			if err := tp.Backward(loss); err != nil {
 				return 0, err
 			}

@@ -1,0 +1,38 @@
+# lenspec: `make demo` runs the main job on the shipped model, `make test`
+# runs the test suite. Both install what they need first.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/lenspec
+MODEL := models/mmnist-rnn
+
+.PHONY: all setup build data demo test test-purego lint bench clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	$(GO) build -o $(BIN) ./cmd/lenspec
+
+data: build
+	@$(BIN) data mnist
+
+demo: data
+	@bash scripts/demo.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags purego ./...
+
+test: data lint
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -tags purego ./...
+
+bench: data
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./bench/...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/lenspec/lenspec/internal/progress"
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/train"
+	"github.com/spf13/cobra"
+)
+
+type evalOutput struct {
+	Model            string  `json:"model"`
+	Split            string  `json:"split"`
+	Samples          int     `json:"samples"`
+	SequenceAccuracy float64 `json:"sequence_accuracy"`
+	MaxLenSplit      int     `json:"max_len"`
+	MaxLenTrain      int     `json:"max_len_train"`
+	UnstoppedTrain   int     `json:"unstopped_train"`
+	LengthHistogram  []int   `json:"length_histogram"`
+}
+
+func newEvalCmd(a *app) *cobra.Command {
+	var modelDir, splitName string
+	var maxSteps int
+	var dataSeed uint64
+	c := &cobra.Command{
+		Use:   "eval",
+		Short: "Exact-sequence accuracy on a Multi-MNIST split, and the longest greedy output on the training set",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if modelDir == "" {
+				return usagef("--model is required")
+			}
+			m, err := model.Load[float32](modelDir)
+			if err != nil {
+				return err
+			}
+			tr, te, err := a.loadMultiMNIST(c.Context(), dataSeed)
+			if err != nil {
+				return err
+			}
+			ds, err := split(tr, te, splitName)
+			if err != nil {
+				return err
+			}
+			rep := progress.New("eval "+splitName, ds.N, a.quiet)
+			ev, err := train.Evaluate(c.Context(), m, ds, maxSteps, func(d int) { rep.Set(d, "") })
+			rep.Finish()
+			if err != nil {
+				return err
+			}
+			evTrain := ev
+			if splitName != "train" {
+				rep := progress.New("eval train", tr.N, a.quiet)
+				evTrain, err = train.Evaluate(c.Context(), m, tr, maxSteps, func(d int) { rep.Set(d, "") })
+				rep.Finish()
+				if err != nil {
+					return err
+				}
+			}
+			out := evalOutput{modelDir, splitName, ev.Samples, ev.SequenceAccuracy, ev.MaxLen, evTrain.MaxLen, evTrain.Unstopped, ev.LengthHistogram}
+			return a.emit(out, func(w io.Writer) {
+				fmt.Fprintf(w, "%s on %s (%d samples): sequence accuracy %.4f; longest output on train %d (unstopped %d); lengths %v\n",
+					modelDir, splitName, out.Samples, out.SequenceAccuracy, out.MaxLenTrain, out.UnstoppedTrain, out.LengthHistogram)
+			})
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&modelDir, "model", "", "model directory")
+	f.StringVar(&splitName, "split", "test", "train or test")
+	f.IntVar(&maxSteps, "max-steps", 0, "decoding step cap (default: the model's max_steps)")
+	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
+	return c
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lenspec/lenspec/internal/progress"
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/train"
+	"github.com/spf13/cobra"
+)
+
+type trainSummary struct {
+	Out              string  `json:"out"`
+	Seed             uint64  `json:"seed"`
+	Epochs           int     `json:"epochs"`
+	Seconds          float64 `json:"seconds"`
+	FinalLoss        float64 `json:"final_loss"`
+	SequenceAccuracy float64 `json:"sequence_accuracy"`
+	MaxLenTrain      int     `json:"max_len_train"`
+	UnstoppedTrain   int     `json:"unstopped_train"`
+}
+
+func newTrainCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "train", Short: "Train models"}
+	def := train.DefaultOptions()
+	opt := def
+	cfg := model.DefaultCaptionerConfig()
+	var out string
+	var dataSeed uint64
+	c := &cobra.Command{
+		Use:   "captioner",
+		Short: "Train the Multi-MNIST CNN-RNN captioner (Adam, teacher-forced cross-entropy)",
+		Long: `Train the Multi-MNIST CNN-RNN captioner and write config.json and
+model.safetensors to --out. A checkpoint is written to --out after every epoch;
+rerunning the same command resumes from it. The defaults reproduce
+models/mmnist-rnn.`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if out == "" {
+				return usagef("--out is required")
+			}
+			if opt.Epochs <= 0 || opt.BatchSize <= 0 || !(opt.LR > 0) || opt.FinalLR < 0 {
+				return usagef("--epochs, --batch and --lr must be positive, --final-lr non-negative")
+			}
+			if err := cfg.Validate(); err != nil {
+				return usageError{err}
+			}
+			tr, te, err := a.loadMultiMNIST(c.Context(), dataSeed)
+			if err != nil {
+				return err
+			}
+			m, err := model.NewCaptioner[float32](cfg, rand.New(rand.NewPCG(opt.Seed, 0)))
+			if err != nil {
+				return err
+			}
+			ckpt := filepath.Join(out, "checkpoint")
+			opt.CheckpointDir = ckpt
+			rep := progress.New("train", tr.N/opt.BatchSize*opt.Epochs, a.quiet)
+			opt.Progress = func(p train.Progress) {
+				rep.Set(p.Step, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
+			}
+			start := time.Now()
+			loss, err := train.Captioner(c.Context(), m, tr, opt)
+			rep.Finish()
+			if err != nil {
+				return err
+			}
+			secs := time.Since(start).Seconds()
+			evTest, err := train.Evaluate(c.Context(), m, te, 0, nil)
+			if err != nil {
+				return err
+			}
+			evTrain, err := train.Evaluate(c.Context(), m, tr, 0, nil)
+			if err != nil {
+				return err
+			}
+			m.Cfg.Training = map[string]any{
+				"seed": opt.Seed, "data_seed": dataSeed, "epochs": opt.Epochs, "batch_size": opt.BatchSize,
+				"lr": opt.LR, "final_lr": opt.FinalLR, "optimizer": "adam",
+				"test_sequence_accuracy": evTest.SequenceAccuracy, "max_len_train": evTrain.MaxLen,
+				"command": fmt.Sprintf("lenspec train captioner --out DIR --seed %d --epochs %d", opt.Seed, opt.Epochs),
+			}
+			if err := model.Save(out, m); err != nil {
+				return err
+			}
+			if err := os.RemoveAll(ckpt); err != nil {
+				return err
+			}
+			s := trainSummary{out, opt.Seed, opt.Epochs, secs, loss, evTest.SequenceAccuracy, evTrain.MaxLen, evTrain.Unstopped}
+			return a.emit(s, func(w io.Writer) {
+				fmt.Fprintf(w, "trained %s in %.0fs: test sequence accuracy %.4f, longest train output %d (unstopped %d)\n",
+					out, secs, s.SequenceAccuracy, s.MaxLenTrain, s.UnstoppedTrain)
+			})
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&out, "out", "", "output model directory")
+	f.Uint64Var(&opt.Seed, "seed", def.Seed, "seed for initialisation and shuffling")
+	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
+	f.IntVar(&opt.Epochs, "epochs", def.Epochs, "passes over the 50,000 training canvases")
+	f.IntVar(&opt.BatchSize, "batch", def.BatchSize, "batch size")
+	f.Float64Var(&opt.LR, "lr", def.LR, "Adam learning rate")
+	f.Float64Var(&opt.FinalLR, "final-lr", def.FinalLR, "learning rate at the end of the cosine schedule (0: constant)")
+	f.IntVar(&cfg.Conv[0].OutChannels, "conv1", cfg.Conv[0].OutChannels, "channels of the first convolution")
+	f.IntVar(&cfg.Conv[1].OutChannels, "conv2", cfg.Conv[1].OutChannels, "channels of the second convolution")
+	f.IntVar(&cfg.FCHidden, "fc", cfg.FCHidden, "width of the first fully connected layer")
+	cmd.AddCommand(c)
+	return cmd
+}

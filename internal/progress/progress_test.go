@@ -1,0 +1,48 @@
+package progress
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPlainLines(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewTo(&buf, "train", 10, false, false)
+	r.interval = 0
+	r.Set(4, "loss 0.5")
+	r.Add(6, "loss 0.1")
+	r.Finish()
+	out := buf.String()
+	for _, want := range []string{"train: started (10)", "train: 4/10, loss 0.5", "train: done 10/10, loss 0.1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output %q lacks %q", out, want)
+		}
+	}
+	if strings.ContainsAny(out, "\r\x1b") {
+		t.Errorf("plain output has control characters: %q", out)
+	}
+}
+
+func TestPlainThrottled(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewTo(&buf, "x", 100, false, false)
+	r.interval = time.Hour
+	for i := 0; i < 100; i++ {
+		r.Set(i, "")
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 1 {
+		t.Fatalf("%d lines for a throttled run, want only the start line", n)
+	}
+}
+
+func TestQuiet(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewTo(&buf, "x", 3, false, true)
+	r.Set(3, "")
+	r.Finish()
+	if buf.Len() != 0 {
+		t.Fatalf("quiet reporter wrote %q", buf.String())
+	}
+}

@@ -1,0 +1,296 @@
+//go:build cgo && !purego
+
+package cbc
+
+/*
+#cgo pkg-config: cbc clp
+#cgo CXXFLAGS: -std=c++11 -O2
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime/cgo"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/lenspec/lenspec/mip"
+	"github.com/lenspec/lenspec/mip/internal/evsink"
+	"github.com/lenspec/lenspec/mip/internal/prune"
+)
+
+// solveMu serialises in-process CBC solves. CBC 2.10 keeps global state
+// (in CbcMain1's parameter handling and in the shim's callback, which has
+// no user-data argument): concurrent solves in one process were seen to
+// return at once with nothing solved. This is the package's only mutable
+// package-level state. To solve in parallel, use mip/external, which runs
+// one cbc process per solve.
+var solveMu sync.Mutex
+
+// Solver solves models with CBC linked into the process. The zero value
+// is ready to use. Solves are serialised: concurrent calls to Solve wait
+// for one another.
+type Solver struct{}
+
+var _ mip.Solver = Solver{}
+
+// Name returns "cbc 2.10.x".
+func (Solver) Name() string { return "cbc " + Version }
+
+//export lsCbcEvent
+func lsCbcEvent(h C.uintptr_t, kind C.int, obj, bound C.double, nodes C.int64_t, elapsed C.double) {
+	cgo.Handle(h).Value().(*evsink.Sink).Send(mip.Event{
+		Kind:      mip.EventKind(kind),
+		Objective: float64(obj),
+		Bound:     float64(bound),
+		Nodes:     int64(nodes),
+		Elapsed:   time.Duration(float64(elapsed) * float64(time.Second)),
+	})
+}
+
+// cArrays holds the model in C memory: the problem struct handed to C
+// holds pointers, and cgo forbids passing Go memory that contains
+// pointers to Go memory.
+type cArrays struct {
+	ptrs []unsafe.Pointer
+}
+
+func (a *cArrays) doubles(v []float64) *C.double {
+	if len(v) == 0 {
+		v = []float64{0}
+	}
+	p := C.malloc(C.size_t(len(v)) * C.size_t(unsafe.Sizeof(C.double(0))))
+	a.ptrs = append(a.ptrs, p)
+	copy(unsafe.Slice((*float64)(p), len(v)), v)
+	return (*C.double)(p)
+}
+
+func (a *cArrays) ints(v []int) *C.int {
+	if len(v) == 0 {
+		v = []int{0}
+	}
+	p := C.malloc(C.size_t(len(v)) * C.size_t(unsafe.Sizeof(C.int(0))))
+	a.ptrs = append(a.ptrs, p)
+	s := unsafe.Slice((*C.int)(p), len(v))
+	for i, x := range v {
+		s[i] = C.int(x)
+	}
+	return (*C.int)(p)
+}
+
+func (a *cArrays) bytes(v []byte) *C.char {
+	if len(v) == 0 {
+		v = []byte{0}
+	}
+	p := C.malloc(C.size_t(len(v)))
+	a.ptrs = append(a.ptrs, p)
+	copy(unsafe.Slice((*byte)(p), len(v)), v)
+	return (*C.char)(p)
+}
+
+func (a *cArrays) free() {
+	for _, p := range a.ptrs {
+		C.free(p)
+	}
+}
+
+// cInf maps ±Inf to CBC's infinity (COIN_DBL_MAX), which is what its
+// loaders treat as "no bound".
+func cInf(v []float64) []float64 {
+	for i, x := range v {
+		if math.IsInf(x, 1) {
+			v[i] = math.MaxFloat64
+		} else if math.IsInf(x, -1) {
+			v[i] = -math.MaxFloat64
+		}
+	}
+	return v
+}
+
+// Solve solves m with CBC; see mip.Solver for the contract. The objective
+// constant is handled in Go: CBC sees the objective without it, and the
+// cutoff and all reported values are shifted accordingly.
+func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.Result, error) {
+	if err := opt.Validate(m); err != nil {
+		return nil, err
+	}
+	if m.NumVars() == 0 {
+		return nil, fmt.Errorf("cbc: model %q has no variables", m.Name())
+	}
+	start, index, value := m.CSC()
+	if len(index) > math.MaxInt32 {
+		return nil, fmt.Errorf("cbc: model %q has %d nonzeros, more than CBC can index", m.Name(), len(index))
+	}
+	n := m.NumVars()
+	collb, colub := make([]float64, n), make([]float64, n)
+	isint := make([]byte, n)
+	for j := range n {
+		v := m.Var(j)
+		collb[j], colub[j] = v.Lb, v.Ub
+		if v.Type != mip.Continuous {
+			isint[j] = 1
+		}
+	}
+	obj, constant := m.Objective()
+	rowlb, rowub := m.RowBounds()
+
+	var a cArrays
+	defer a.free()
+	p := C.ls_problem{
+		ncols:   C.int(n),
+		nrows:   C.int(m.NumRows()),
+		start:   a.ints(start),
+		index:   a.ints(index),
+		value:   a.doubles(value),
+		collb:   a.doubles(cInf(collb)),
+		colub:   a.doubles(cInf(colub)),
+		obj:     a.doubles(obj),
+		rowlb:   a.doubles(cInf(rowlb)),
+		rowub:   a.doubles(cInf(rowub)),
+		isint:   a.bytes(isint),
+		rel_gap: C.double(opt.RelGap),
+		abs_gap: C.double(opt.AbsGap),
+	}
+	if opt.Start != nil {
+		p.mipstart = a.doubles(opt.Start)
+	}
+	if opt.TimeLimit > 0 {
+		p.time_limit = C.double(opt.TimeLimit.Seconds())
+	}
+	p.threads = C.int(max(opt.Threads, 1))
+	if opt.UseCutoff {
+		p.use_cutoff = 1
+		p.cutoff = C.double(opt.Cutoff - constant)
+	}
+	p.solution_limit = C.int(opt.SolutionLimit)
+	x := make([]float64, n)
+	xc := a.doubles(x)
+
+	res := &mip.Result{Solver: s.Name(), Bound: math.NaN()}
+	t0 := time.Now()
+	if ctx.Err() != nil {
+		res.Status = mip.Cancelled
+		res.Wall = time.Since(t0)
+		res.Finish(m, &opt)
+		return res, nil
+	}
+
+	var h cgo.Handle
+	events := 0
+	sink := evsink.New(opt.OnEvent, constant, t0)
+	if sink != nil {
+		h = cgo.NewHandle(sink)
+		defer h.Delete()
+		events = 1
+	}
+	c := C.ls_ctx_new(C.uintptr_t(h), C.int(events))
+	defer C.ls_ctx_free(c)
+
+	solveMu.Lock()
+	defer solveMu.Unlock()
+	if ctx.Err() != nil { // cancelled while waiting for the mutex
+		res.Status = mip.Cancelled
+		res.Wall = time.Since(t0)
+		res.Finish(m, &opt)
+		return res, nil
+	}
+	done := make(chan struct{})
+	watcher := make(chan struct{})
+	go func() {
+		defer close(watcher)
+		select {
+		case <-ctx.Done():
+			C.ls_ctx_cancel(c)
+		case <-done:
+		}
+	}()
+	var r C.ls_result
+	C.ls_solve(&p, c, &r, xc)
+	close(done)
+	<-watcher
+	res.Wall = time.Since(t0)
+
+	if r.exception != 0 {
+		return nil, fmt.Errorf("cbc: solving %q: CBC threw a C++ exception", m.Name())
+	}
+	res.Nodes = int64(r.nodes)
+	if r.has_solution != 0 {
+		res.HasSolution = true
+		res.Solution = make([]float64, n)
+		copy(res.Solution, unsafe.Slice((*float64)(unsafe.Pointer(xc)), n))
+	}
+	var boundOK bool
+	res.Status, boundOK = status(&r, res.HasSolution)
+	if bound := float64(r.bound); boundOK && bound > -1e49 && bound < 1e49 {
+		res.Bound = bound + constant
+	}
+	if res.Status == mip.Optimal && !boundOK {
+		res.Bound = math.Inf(1) // lowered to the incumbent below
+	}
+	if res.HasSolution {
+		// CBC prunes nodes whose LP bound comes within its cutoff
+		// increment of the incumbent, so that is how far below the
+		// incumbent the optimum may hide.
+		res.Bound = math.Min(res.Bound, m.Eval(res.Solution)-prune.Slack(m, float64(r.increment)))
+	}
+	res.Finish(m, &opt)
+	sink.Final(res)
+	return res, nil
+}
+
+// status maps CBC's status and secondary status to a mip.Status and says
+// whether CBC's bound can be used.
+func status(r *C.ls_result, hasSol bool) (st mip.Status, boundOK bool) {
+	cancelled := r.cancelled != 0
+	switch r.status {
+	case -1:
+		// CbcMain1 stopped before branch and bound (the callback does
+		// that when cancelled during preprocessing).
+		if cancelled {
+			return mip.Cancelled, false
+		}
+		return mip.Error, false
+	case 0:
+		// Search completed. Cancellation only ever poses as a time
+		// limit (see shim.cpp), so completion is genuine even if the
+		// context was done meanwhile. On completion the proof is the
+		// incumbent itself (the caller subtracts the pruning slack):
+		// CBC's best possible value is then meaningless when
+		// preprocessing solved the whole model.
+		switch {
+		case r.unbounded != 0 || r.secondary == 7:
+			return mip.Unbounded, false
+		case hasSol && r.secondary == 2:
+			return mip.Optimal, true // stopped on the requested gap
+		case hasSol:
+			return mip.Optimal, false
+		}
+		return mip.Infeasible, false
+	case 1:
+		switch {
+		case r.secondary == 7:
+			return mip.Unbounded, false
+		case cancelled:
+			return mip.Cancelled, true
+		case r.secondary == 2:
+			return mip.Optimal, true // stopped on the requested gap
+		case r.secondary == 4:
+			return mip.TimeLimit, true
+		case r.secondary == 6:
+			return mip.SolutionLimit, true
+		}
+	case 5:
+		if cancelled {
+			return mip.Cancelled, true
+		}
+	}
+	return mip.Error, false
+}
+
+// sigintHandler returns the address of the current SIGINT handler.
+func sigintHandler() uintptr { return uintptr(C.ls_sigint_handler()) }

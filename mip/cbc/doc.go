@@ -1,0 +1,60 @@
+// Package cbc solves mip models with COIN-OR CBC 2.10 linked into the
+// process through cgo, and provides LP, a re-optimisable linear
+// relaxation on CLP for bound tightening.
+//
+// The backend needs the Debian packages coinor-libcbc-dev,
+// coinor-libclp-dev, pkg-config and g++. Without cgo, or with the build
+// tag purego, the package compiles to stubs whose Solve and NewLP return
+// ErrUnavailable, so that code using it still builds.
+//
+// # How a solve runs
+//
+// A small C++ shim loads the model into a CbcModel and runs it through
+// CbcMain0/CbcMain1, the driver of the cbc program, so that preprocessing,
+// cuts and heuristics are those of the command line. The objective
+// constant stays in Go: CBC sees the objective without it and every value
+// is shifted back. The time limit is wall-clock time ("timeMode
+// elapsed"). A MIP start is matched to columns by name; CBC fixes its
+// integer part and solves an LP for the rest, ignoring a start that is
+// infeasible or not below the cutoff.
+//
+// Events come from a CbcEventHandler that the shim clones into every
+// model CBC creates, reading incumbent and bound from the main model
+// only (heuristics' sub-models solve other problems). Bound and
+// incumbent changes are reported at once, progress at most every 0.5 s.
+//
+// Cancellation: when the context is done, the handler makes CBC's time
+// limit look reached at its next event. CBC then stops along its usual
+// time-limit path, which keeps the incumbent and an honest bound; it
+// typically returns within milliseconds. (Telling CBC to "stop" instead
+// ends the search as if it had completed, which reads as proven
+// optimality: never do that.)
+//
+// Silence: CBC's log level is 0 and, for the duration of a solve, the C
+// stdio stdout and stderr pointers and the C++ standard streams point to
+// /dev/null, because some heuristics print whatever the log level. File
+// descriptor 1 is untouched, so Go's own writes to os.Stdout during a
+// solve still appear. CbcMain1's SIGINT handler is disabled, leaving
+// Ctrl-C to the Go program.
+//
+// # Concurrency
+//
+// CBC is not re-entrant, so in-process solves are serialised by a
+// package-level mutex: concurrent calls to Solver.Solve wait for one
+// another (and a call cancelled while waiting returns Cancelled). For
+// parallel solves use mip/external, which runs one process per solve.
+// LPs do not take the mutex: distinct LPs may be used concurrently.
+//
+// # Statuses and bounds
+//
+// See package mip for what each Status guarantees. This backend maps
+// CBC's verdict as follows. Search completed with a solution: Optimal,
+// with Bound the incumbent's value less CBC's pruning slack (its cutoff
+// increment, 1e-5 by default, unless the objective is integral); stopped
+// on the requested gap: Optimal with CBC's best possible value as Bound.
+// Completed without one: Infeasible. Stopped on time, solutions or
+// cancellation: TimeLimit, SolutionLimit, Cancelled, with Bound the
+// minimum of CBC's best possible value and the incumbent less the slack.
+// Unbounded relaxation: Unbounded. Anything else, including a C++
+// exception caught in the shim, is Error.
+package cbc

@@ -1,0 +1,324 @@
+//go:build cgo && !purego
+
+// A small C++ shim around CbcModel that the C API of CBC 2.10 lacks:
+// events (incumbent, bound, progress) reported to Go, cancellation, and
+// silence. The solve goes through CbcMain0/CbcMain1, the driver behind the
+// cbc program, so that the model gets the same preprocessing, cuts and
+// heuristics as the command line.
+
+#include "shim.h"
+
+#include <coin/CbcEventHandler.hpp>
+#include <coin/CbcModel.hpp>
+#include <coin/CbcSolver.hpp>
+#include <coin/CoinTime.hpp>
+#include <coin/OsiClpSolverInterface.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <signal.h>
+#include <streambuf>
+#include <string>
+#include <vector>
+
+extern "C" void lsCbcEvent(uintptr_t h, int kind, double obj, double bound, int64_t nodes, double elapsed);
+
+// Event kinds; they match mip.EventKind.
+enum { kIncumbent = 0, kBound = 1, kProgress = 2 };
+
+// CBC keeps "no solution" as a huge objective value.
+static const double kNoSolution = 1e49;
+
+struct ls_ctx {
+	uintptr_t handle;
+	int events;
+	std::atomic<int> cancel;
+	double t0;
+	// main is the model branch and bound runs on (set just before it
+	// starts); events read the incumbent and bound from it, since the
+	// handler is also cloned into heuristics' sub-models, whose own
+	// values are not those of the problem.
+	std::atomic<CbcModel *> main;
+	std::mutex mu; // guards the fields below and calls into Go
+	double last_obj, last_bound, last_report;
+	double increment;
+};
+
+extern "C" ls_ctx *ls_ctx_new(uintptr_t h, int events) {
+	ls_ctx *c = new ls_ctx;
+	c->handle = h;
+	c->events = events;
+	c->cancel.store(0);
+	c->t0 = CoinGetTimeOfDay();
+	c->main.store(nullptr);
+	c->last_obj = HUGE_VAL;
+	c->last_bound = -HUGE_VAL;
+	c->last_report = c->t0;
+	c->increment = 0;
+	return c;
+}
+
+extern "C" void ls_ctx_cancel(ls_ctx *c) { c->cancel.store(1); }
+
+extern "C" void ls_ctx_free(ls_ctx *c) { delete c; }
+
+// report forwards the state of the main model to Go if something changed
+// or if a progress heartbeat is due.
+static void report(ls_ctx *c) {
+	CbcModel *m = c->main.load();
+	if (!c->events || m == nullptr) {
+		return;
+	}
+	double obj = m->bestSolution() != nullptr ? m->getObjValue() : HUGE_VAL;
+	if (obj >= kNoSolution) {
+		obj = HUGE_VAL;
+	}
+	double bound = m->getBestPossibleObjValue();
+	if (bound <= -kNoSolution) {
+		bound = -HUGE_VAL;
+	}
+	int64_t nodes = m->getNodeCount();
+	std::lock_guard<std::mutex> lock(c->mu);
+	double now = CoinGetTimeOfDay();
+	int kind;
+	if (obj < c->last_obj) {
+		kind = kIncumbent;
+	} else if (bound > c->last_bound && bound < kNoSolution) {
+		kind = kBound;
+	} else if (now - c->last_report >= 0.5) {
+		kind = kProgress;
+	} else {
+		return;
+	}
+	c->last_obj = std::fmin(c->last_obj, obj);
+	if (bound < kNoSolution) {
+		c->last_bound = std::fmax(c->last_bound, bound);
+	}
+	c->last_report = now;
+	lsCbcEvent(c->handle, kind, obj, bound, nodes, now - c->t0);
+}
+
+// Handler is cloned into every model CBC creates from the one it is
+// passed in to; all clones share the context.
+class Handler : public CbcEventHandler {
+public:
+	explicit Handler(ls_ctx *c) : CbcEventHandler(), ctx_(c) {}
+	Handler(const Handler &o) : CbcEventHandler(o), ctx_(o.ctx_) {}
+	CbcEventHandler *clone() const override { return new Handler(*this); }
+
+	CbcAction event(CbcEvent e) override {
+		if (ctx_->cancel.load()) {
+			// Cancellation poses as a time limit: CBC then winds down
+			// root cuts, heuristics and the tree search along its usual
+			// limit path, which keeps the incumbent and reports an
+			// honest status and bound. Returning "stop" instead ends the
+			// search with status "finished", which reads as proven
+			// optimality.
+			if (model_ != nullptr) {
+				model_->setMaximumSeconds(-1.0);
+			}
+			if (CbcModel *m = ctx_->main.load()) {
+				m->setMaximumSeconds(-1.0);
+			}
+			return noAction;
+		}
+		report(ctx_);
+		return noAction;
+	}
+
+private:
+	ls_ctx *ctx_;
+};
+
+// The CbcMain1 callback is a plain function: it finds the context through
+// this variable, which is safe because solves are serialised (see the Go
+// side's mutex).
+static ls_ctx *current;
+
+static int callback(CbcModel *model, int whereFrom) {
+	ls_ctx *c = current;
+	if (whereFrom == 3) {
+		c->increment = model->getCutoffIncrement();
+		c->main.store(model);
+		report(c);
+	} else if (whereFrom == 4) {
+		c->increment = std::fmax(c->increment, model->getCutoffIncrement());
+		report(c);
+		c->main.store(nullptr);
+	}
+	// Stop before branch and bound if cancelled during preprocessing.
+	if (whereFrom <= 3 && c->cancel.load()) {
+		return 1;
+	}
+	return 0;
+}
+
+// nullbuf discards everything written to it.
+class nullbuf : public std::streambuf {
+protected:
+	int overflow(int ch) override { return ch == EOF ? 0 : ch; }
+	std::streamsize xsputn(const char *, std::streamsize n) override { return n; }
+};
+
+// devnull is opened once and never closed: message handlers capture the
+// stdout FILE* when they are built, so one built during a solve may keep
+// (and, in principle, write to) it afterwards.
+static FILE *devnull;
+
+// Silence redirects C stdio's stdout and stderr and the C++ standard
+// streams to /dev/null for its lifetime. Some CBC heuristics print with
+// printf whatever the log level, and message handlers print to the stdout
+// FILE* they captured. Swapping the FILE pointers rather than file
+// descriptor 1 leaves Go's own writes to os.Stdout (which use the
+// descriptor directly) untouched even if they happen during a solve.
+// Solves are serialised, so no two Silences overlap.
+class Silence {
+public:
+	Silence() {
+		fflush(stdout);
+		fflush(stderr);
+		if (devnull == nullptr) {
+			devnull = fopen("/dev/null", "w");
+		}
+		if (devnull != nullptr) {
+			out_ = stdout;
+			err_ = stderr;
+			stdout = devnull;
+			stderr = devnull;
+		}
+		cout_ = std::cout.rdbuf(&buf_);
+		cerr_ = std::cerr.rdbuf(&buf_);
+		clog_ = std::clog.rdbuf(&buf_);
+	}
+	~Silence() {
+		std::cout.rdbuf(cout_);
+		std::cerr.rdbuf(cerr_);
+		std::clog.rdbuf(clog_);
+		if (out_ != nullptr) {
+			fflush(devnull);
+			stdout = out_;
+			stderr = err_;
+		}
+	}
+
+private:
+	FILE *out_ = nullptr, *err_ = nullptr;
+	nullbuf buf_;
+	std::streambuf *cout_, *cerr_, *clog_;
+};
+
+static std::string num(double v) {
+	char b[64];
+	snprintf(b, sizeof b, "%.17g", v);
+	return b;
+}
+
+static void solve(const ls_problem *p, ls_ctx *c, ls_result *r, double *x) {
+	OsiClpSolverInterface solver;
+	solver.loadProblem(p->ncols, p->nrows, p->start, p->index, p->value, p->collb, p->colub, p->obj, p->rowlb, p->rowub);
+	for (int j = 0; j < p->ncols; j++) {
+		if (p->isint[j]) {
+			solver.setInteger(j);
+		}
+	}
+	solver.messageHandler()->setLogLevel(0);
+	solver.getModelPtr()->messageHandler()->setLogLevel(0);
+
+	CbcModel model(solver);
+	model.setLogLevel(0);
+	model.messageHandler()->setLogLevel(0);
+	Handler handler(c);
+	model.passInEventHandler(&handler);
+
+	if (p->mipstart != nullptr) {
+		// CbcMain1 matches the start to columns by name.
+		std::vector<std::pair<std::string, double>> start;
+		start.reserve(p->ncols);
+		OsiSolverInterface *s = model.solver();
+		s->setIntParam(OsiNameDiscipline, 2);
+		for (int j = 0; j < p->ncols; j++) {
+			std::string name = "c" + std::to_string(j);
+			s->setColName(j, name);
+			start.emplace_back(name, p->mipstart[j]);
+		}
+		model.setMIPStart(start);
+	}
+
+	CbcSolverUsefulData data;
+	data.noPrinting_ = true;
+	// CbcMain1 would otherwise install its own SIGINT handler, taking
+	// Ctrl-C away from the Go runtime.
+	data.useSignalHandler_ = false;
+	CbcMain0(model, data);
+	model.setLogLevel(0);
+
+	std::vector<std::string> args = {"lenspec", "-log", "0", "-slog", "0", "-timeMode", "elapsed"};
+	if (p->time_limit > 0) {
+		args.insert(args.end(), {"-sec", num(p->time_limit)});
+	}
+	if (p->threads > 1) {
+		args.insert(args.end(), {"-threads", std::to_string(p->threads)});
+	}
+	if (p->use_cutoff) {
+		args.insert(args.end(), {"-cutoff", num(p->cutoff)});
+	}
+	if (p->solution_limit > 0) {
+		args.insert(args.end(), {"-maxSolutions", std::to_string(p->solution_limit)});
+	}
+	if (p->rel_gap > 0) {
+		args.insert(args.end(), {"-ratioGap", num(p->rel_gap)});
+	}
+	if (p->abs_gap > 0) {
+		args.insert(args.end(), {"-allowableGap", num(p->abs_gap)});
+	}
+	args.insert(args.end(), {"-solve", "-quit"});
+	std::vector<const char *> argv;
+	for (const std::string &a : args) {
+		argv.push_back(a.c_str());
+	}
+
+	current = c;
+	r->main_return = CbcMain1(int(argv.size()), argv.data(), model, callback, data);
+	current = nullptr;
+
+	r->ran = 1;
+	r->status = model.status();
+	r->secondary = model.secondaryStatus();
+	r->proven_optimal = model.isProvenOptimal();
+	r->proven_infeasible = model.isProvenInfeasible();
+	r->unbounded = model.isContinuousUnbounded();
+	r->abandoned = model.isAbandoned();
+	r->bound = model.getBestPossibleObjValue();
+	r->nodes = model.getNodeCount();
+	const double *best = model.bestSolution();
+	r->has_solution = best != nullptr && model.getMinimizationObjValue() < kNoSolution;
+	r->objective = model.getMinimizationObjValue();
+	if (r->has_solution) {
+		for (int j = 0; j < p->ncols; j++) {
+			x[j] = best[j];
+		}
+	}
+}
+
+extern "C" void ls_solve(const ls_problem *p, ls_ctx *c, ls_result *r, double *x) {
+	*r = ls_result{};
+	Silence quiet;
+	try {
+		solve(p, c, r, x);
+	} catch (...) {
+		r->exception = 1;
+	}
+	r->cancelled = c->cancel.load();
+	r->increment = c->increment;
+}
+
+extern "C" uintptr_t ls_sigint_handler(void) {
+	struct sigaction sa;
+	if (sigaction(SIGINT, nullptr, &sa) != 0) {
+		return 0;
+	}
+	return reinterpret_cast<uintptr_t>(sa.sa_handler);
+}

@@ -1,0 +1,68 @@
+// Interface between the Go package and the C++ shim around CbcModel.
+// Declarations only: the file is included by cgo preambles, which must not
+// contain definitions in a package with //export functions.
+
+#ifndef LENSPEC_CBC_SHIM_H
+#define LENSPEC_CBC_SHIM_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ls_problem is a minimisation problem in column-major form.
+typedef struct {
+	int ncols, nrows;
+	const int *start;   // ncols+1 column starts
+	const int *index;   // row indices
+	const double *value;
+	const double *collb, *colub, *obj;
+	const double *rowlb, *rowub;
+	const char *isint;  // ncols flags
+	const double *mipstart; // ncols values or NULL
+	double time_limit;  // seconds; <= 0 means none
+	int threads;
+	int use_cutoff;
+	double cutoff;
+	int solution_limit; // <= 0 means none
+	double rel_gap, abs_gap; // <= 0 means default
+} ls_problem;
+
+// ls_result receives CBC's verdict.
+typedef struct {
+	int ran;            // CbcMain1 reached branch and bound
+	int status, secondary;
+	int proven_optimal, proven_infeasible, unbounded, abandoned;
+	int has_solution;
+	double objective;   // CBC's objective of the solution
+	double bound;       // CBC's best possible objective value
+	int64_t nodes;
+	int cancelled;      // the cancel flag was seen set
+	int main_return;    // CbcMain1's return code
+	int exception;      // a C++ exception was caught
+	double increment;   // CBC's cutoff increment during branch and bound
+} ls_result;
+
+typedef struct ls_ctx ls_ctx;
+
+// ls_ctx_new returns a context reporting events to the Go handle h if
+// events is nonzero.
+ls_ctx *ls_ctx_new(uintptr_t h, int events);
+// ls_ctx_cancel asks the solve using c to stop; safe from any thread.
+void ls_ctx_cancel(ls_ctx *c);
+void ls_ctx_free(ls_ctx *c);
+
+// ls_solve solves p, writing the solution (if any) into x (ncols values).
+// Solves must not run concurrently.
+void ls_solve(const ls_problem *p, ls_ctx *c, ls_result *r, double *x);
+
+// ls_sigint_handler returns the address of the current SIGINT handler, so
+// that tests can check that a solve leaves Go's signal handling alone.
+uintptr_t ls_sigint_handler(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
