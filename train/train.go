@@ -66,7 +66,9 @@ func Captioner(ctx context.Context, m *model.Captioner[float32], ds *multimnist.
 	params := m.Params()
 	adam := ad.NewAdam(params, opt.LR)
 	adam.WeightDecay = opt.WeightDecay
-	adam.Decay = func(p *ad.Param[float32]) bool { return strings.HasSuffix(p.Name, "weight") && !strings.Contains(p.Name, "embedding") }
+	adam.Decay = func(p *ad.Param[float32]) bool {
+		return strings.HasSuffix(p.Name, "weight") && !strings.Contains(p.Name, "embedding")
+	}
 	startEpoch := 0
 	if opt.CheckpointDir != "" {
 		e, err := loadCheckpoint(opt.CheckpointDir, m, adam, opt.Seed)
