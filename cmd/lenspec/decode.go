@@ -7,6 +7,7 @@ import (
 
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
+	"github.com/lenspec/lenspec/safetensors"
 	"github.com/spf13/cobra"
 )
 
@@ -55,7 +56,7 @@ func (r decodeRecord) line() string {
 }
 
 func newDecodeCmd(a *app) *cobra.Command {
-	var modelDir, image, splitName string
+	var modelDir, image, input, splitName string
 	var indices []int
 	var maxSteps int
 	var dataSeed uint64
@@ -70,8 +71,14 @@ and its smallest top-2 logit margin.`,
 			if modelDir == "" {
 				return usagef("--model is required")
 			}
-			if (image == "") == (len(indices) == 0) {
-				return usagef("give exactly one of --image or --index")
+			given := 0
+			for _, g := range []bool{image != "", input != "", len(indices) > 0} {
+				if g {
+					given++
+				}
+			}
+			if given != 1 {
+				return usagef("give exactly one of --image, --input or --index")
 			}
 			m, err := model.Load[float64](modelDir)
 			if err != nil {
@@ -80,7 +87,12 @@ and its smallest top-2 logit margin.`,
 			var x []float64
 			var srcs []string
 			var labels [][]int
-			if image != "" {
+			if input != "" {
+				if x, err = readInput(input, m.Cfg.InputSize()); err != nil {
+					return err
+				}
+				srcs, labels = []string{input}, [][]int{nil}
+			} else if image != "" {
 				if m.Cfg.Input.Height != multimnist.Height || m.Cfg.Input.Width != multimnist.Width || m.Cfg.Input.Channels != 1 {
 					return fmt.Errorf("%s: model input is %dx%dx%d, PNG decoding supports 1x28x112", modelDir, m.Cfg.Input.Channels, m.Cfg.Input.Height, m.Cfg.Input.Width)
 				}
@@ -125,9 +137,33 @@ and its smallest top-2 logit margin.`,
 	f := c.Flags()
 	f.StringVar(&modelDir, "model", "", "model directory (config.json + model.safetensors)")
 	f.StringVar(&image, "image", "", "PNG image (112x28 grayscale; 0..255 maps to [-1, 1])")
+	f.StringVar(&input, "input", "", "exact input: a safetensors file with a tensor \"input\" (attack witnesses are saved this way)")
 	f.IntSliceVar(&indices, "index", nil, "Multi-MNIST canvas index (repeatable, or comma-separated)")
 	f.StringVar(&splitName, "split", "test", "train or test, with --index")
 	f.IntVar(&maxSteps, "max-steps", 0, "decoding step cap (default: the model's max_steps)")
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
 	return c
+}
+
+// readInput reads the exact input values of a witness file.
+func readInput(path string, size int) ([]float64, error) {
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := f.Tensor("input")
+	if !ok {
+		return nil, fmt.Errorf("%s: no tensor named \"input\"", path)
+	}
+	x, err := t.Float64s()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(x) != size {
+		return nil, fmt.Errorf("%s: input has %d values, the model reads %d", path, len(x), size)
+	}
+	if err := t.CheckFinite(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return x, nil
 }

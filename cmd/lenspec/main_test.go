@@ -53,7 +53,7 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{"unknown flag", []string{"decode", "--bogus"}, 2, "unknown flag"},
 		{"bad flag value", []string{"decode", "--max-steps", "many"}, 2, "invalid argument"},
 		{"missing model flag", []string{"decode", "--image", badPNG}, 2, "--model is required"},
-		{"both inputs", []string{"decode", "--model", dir, "--image", badPNG, "--index", "1"}, 2, "exactly one"},
+		{"both inputs", []string{"decode", "--model", dir, "--image", badPNG, "--index", "1"}, 2, "exactly one of --image, --input or --index"},
 		{"positional args", []string{"eval", "extra"}, 2, "takes no arguments"},
 		{"missing model dir", []string{"decode", "--model", "/nonexistent/model", "--image", badPNG}, 1, "/nonexistent/model/config.json"},
 		{"bad png", []string{"decode", "--model", dir, "--image", badPNG}, 1, "bad.png"},

@@ -1,0 +1,415 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/plot/vg"
+)
+
+// checkPNG decodes the PNG at path, checks its size in pixels and returns it.
+func checkPNG(t *testing.T, path string, w, h vg.Length) image.Image {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("decode %s: %v", path, err)
+	}
+	wantW := int(math.Round(float64(w/vg.Inch) * DPI))
+	wantH := int(math.Round(float64(h/vg.Inch) * DPI))
+	if b := img.Bounds(); b.Dx() != wantW || b.Dy() != wantH {
+		t.Errorf("%s is %dx%d pixels, want %dx%d", path, b.Dx(), b.Dy(), wantW, wantH)
+	}
+	return img
+}
+
+// svgText checks that the SVG at path is well-formed XML with an <svg> root
+// and returns its text nodes in document order.
+func svgText(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(b))
+	var texts []string
+	var root string
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s is not well-formed XML: %v", path, err)
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			if root == "" {
+				root = tok.Name.Local
+			}
+		case xml.CharData:
+			if s := strings.TrimSpace(string(tok)); s != "" {
+				texts = append(texts, s)
+			}
+		}
+	}
+	if root != "svg" {
+		t.Fatalf("%s: root element %q, want svg", path, root)
+	}
+	return texts
+}
+
+// hasColor reports whether img has a pixel of exactly color c, as the
+// interior of a filled bar has.
+func hasColor(img image.Image, c color.Color) bool {
+	r0, g0, b0, _ := c.RGBA()
+	bounds := img.Bounds()
+	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			if r>>8 == r0>>8 && g>>8 == g0>>8 && b>>8 == b0>>8 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fakeLengths is a small attack run: the reference at delta 0, then random
+// noise and PGD at three bounds, PGD getting longer and failing to stop.
+func fakeLengths() []LengthPoint {
+	var pts []LengthPoint
+	for i := range 12 {
+		pts = append(pts, LengthPoint{Method: "original", Length: 1 + i%4, Stopped: true})
+	}
+	// Deliberately out of order.
+	for _, d := range []float64{0.1, 0.05, 0.2} {
+		for i := range 12 {
+			pts = append(pts, LengthPoint{Method: "random", Delta: d, Length: 1 + i%4, Stopped: true})
+			l := 1 + i%4 + int(d*40)
+			pts = append(pts, LengthPoint{Method: "pgd", Delta: d, Length: l, Stopped: l < 8})
+		}
+	}
+	return pts
+}
+
+func TestLengthHistograms(t *testing.T) {
+	pts := []LengthPoint{
+		{"pgd", 0.2, 5, true},
+		{"original", 0, 2, true},
+		{"original", 0, 3, true},
+		{"pgd", 0.1, 3, true},
+		{"pgd", 0.1, 99, false},
+		{"zeta", 0.1, 2, true},
+		{"alpha", 0.2, 2, true},
+		{"random", 0.2, 2, true},
+		{"PGD", 0.1, 4, true}, // a different method from "pgd", still ordered with it
+	}
+	h, err := lengthHistograms(pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(h.deltas, []float64{0.1, 0.2}) {
+		t.Errorf("deltas = %v, want [0.1 0.2]", h.deltas)
+	}
+	var names []string
+	for _, m := range h.methods {
+		names = append(names, m.label)
+	}
+	if want := []string{"original", "random", "PGD", "pgd", "alpha", "zeta"}; !slices.Equal(names, want) {
+		t.Errorf("methods = %v, want %v", names, want)
+	}
+	if h.methods[3].fill != okVermilion || h.methods[0].fill != gray || h.methods[4].fill == h.methods[5].fill {
+		t.Errorf("method colors = %v", h.methods)
+	}
+	if !slices.Equal(h.lengths, []int{2, 3, 4, 5}) || !h.unstopped {
+		t.Errorf("lengths = %v unstopped %v, want [2 3 4 5] true", h.lengths, h.unstopped)
+	}
+	// counts[panel][method] over lengths 2, 3, 4, 5 and unstopped.
+	want := [][][]int{
+		{ // delta 0.1
+			{1, 1, 0, 0, 0}, // original, the reference, in every panel
+			{0, 0, 0, 0, 0}, // random
+			{0, 0, 1, 0, 0}, // PGD
+			{0, 1, 0, 0, 1}, // pgd
+			{0, 0, 0, 0, 0}, // alpha
+			{1, 0, 0, 0, 0}, // zeta
+		},
+		{ // delta 0.2
+			{1, 1, 0, 0, 0},
+			{1, 0, 0, 0, 0},
+			{0, 0, 0, 0, 0},
+			{0, 0, 0, 1, 0},
+			{1, 0, 0, 0, 0},
+			{0, 0, 0, 0, 0},
+		},
+	}
+	for d := range want {
+		for m := range want[d] {
+			if !slices.Equal(h.counts[d][m], want[d][m]) {
+				t.Errorf("counts[%v][%s] = %v, want %v", h.deltas[d], names[m], h.counts[d][m], want[d][m])
+			}
+		}
+	}
+	if h.maxCount != 1 {
+		t.Errorf("maxCount = %d, want 1", h.maxCount)
+	}
+
+	// Only the reference: a single panel at delta 0, no unstopped bar.
+	h, err = lengthHistograms([]LengthPoint{{"original", 0, 3, true}, {"original", 0, 3, true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(h.deltas, []float64{0}) || h.unstopped || h.maxCount != 2 {
+		t.Errorf("reference only: deltas %v unstopped %v max %d", h.deltas, h.unstopped, h.maxCount)
+	}
+	// Nothing stopped: only the unstopped category.
+	h, err = lengthHistograms([]LengthPoint{{"pgd", 0.1, 0, false}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.lengths) != 0 || !h.unstopped || h.counts[0][0][0] != 1 {
+		t.Errorf("none stopped: lengths %v counts %v", h.lengths, h.counts)
+	}
+}
+
+func manyDeltas(n int) []LengthPoint {
+	pts := make([]LengthPoint, n)
+	for i := range pts {
+		pts[i] = LengthPoint{"pgd", float64(i + 1), 1, true}
+	}
+	return pts
+}
+
+func manyMethods(n int) []LengthPoint {
+	pts := make([]LengthPoint, n)
+	for i := range pts {
+		pts[i] = LengthPoint{fmt.Sprint("m", i), 0.1, 1, true}
+	}
+	return pts
+}
+
+func TestLengthHistogramsErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		points []LengthPoint
+		want   string
+	}{
+		{"empty", nil, "no points"},
+		{"nan delta", []LengthPoint{{"pgd", math.NaN(), 1, true}}, "delta"},
+		{"inf delta", []LengthPoint{{"pgd", math.Inf(1), 1, true}}, "delta"},
+		{"negative delta", []LengthPoint{{"pgd", -0.1, 1, true}}, "delta"},
+		{"empty method", []LengthPoint{{"", 0.1, 1, true}}, "empty method"},
+		{"negative length", []LengthPoint{{"pgd", 0.1, -1, true}}, "negative length"},
+		{"reference and perturbed", []LengthPoint{{"pgd", 0, 1, true}, {"pgd", 0.1, 1, true}}, "delta 0"},
+		{"huge length", []LengthPoint{{"pgd", 0.1, 0, true}, {"pgd", 0.1, math.MaxInt, true}}, "span"},
+		{"too many deltas", manyDeltas(maxPanels + 1), "panels"},
+		{"too many methods", manyMethods(maxMethods + 1), "methods"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := lengthHistograms(tt.points)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+	// A negative length is fine for an output that did not stop: it is unused.
+	if _, err := lengthHistograms([]LengthPoint{{"pgd", 0.1, -1, false}}); err != nil {
+		t.Errorf("unstopped negative length: %v", err)
+	}
+}
+
+func TestLengthFigure(t *testing.T) {
+	dir := t.TempDir()
+	pngPath, svgPath := filepath.Join(dir, "len.png"), filepath.Join(dir, "len.svg")
+	pts := fakeLengths()
+	const title = "Output lengths under attack"
+	if err := LengthFigure(pts, title, pngPath, svgPath); err != nil {
+		t.Fatal(err)
+	}
+	h, err := lengthHistograms(pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, c := h.grid(); r != 1 || c != 3 {
+		t.Errorf("grid for 3 deltas = %dx%d, want 1x3", r, c)
+	}
+	w, ht := h.size(title)
+	img := checkPNG(t, pngPath, w, ht)
+	for _, m := range methodStyles {
+		if !hasColor(img, m.fill) {
+			t.Errorf("PNG has no bar of %s's color", m.label)
+		}
+	}
+	texts := svgText(t, svgPath)
+	for _, want := range []string{title, "original", "random", "pgd", NoEOSLabel, "number of images", "output length"} {
+		if !slices.Contains(texts, want) {
+			t.Errorf("SVG lacks text %q", want)
+		}
+	}
+	// Panels in ascending order of delta.
+	var panels []string
+	for _, s := range texts {
+		if strings.HasPrefix(s, "δ = ") {
+			panels = append(panels, s)
+		}
+	}
+	if want := []string{"δ = 0.05", "δ = 0.1", "δ = 0.2"}; !slices.Equal(panels, want) {
+		t.Errorf("panel titles = %v, want %v", panels, want)
+	}
+}
+
+func TestLengthFigureGrid(t *testing.T) {
+	for _, tt := range []struct{ n, rows, cols int }{{1, 1, 1}, {2, 1, 2}, {3, 1, 3}, {4, 2, 2}, {5, 2, 3}, {6, 2, 3}, {7, 3, 3}, {10, 3, 4}} {
+		h := &lengthHist{deltas: make([]float64, tt.n)}
+		if r, c := h.grid(); r != tt.rows || c != tt.cols {
+			t.Errorf("%d deltas: grid %dx%d, want %dx%d", tt.n, r, c, tt.rows, tt.cols)
+		}
+	}
+	// Five panels leave one tile empty; drawing must cope.
+	var pts []LengthPoint
+	for _, d := range []float64{0.01, 0.02, 0.03, 0.04, 0.05} {
+		pts = append(pts, LengthPoint{"pgd", d, 3, true})
+	}
+	dir := t.TempDir()
+	if err := LengthFigure(pts, "", filepath.Join(dir, "g.png"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "g.svg")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("SVG written for an empty path: %v", err)
+	}
+}
+
+func TestFigureErrors(t *testing.T) {
+	dir := t.TempDir()
+	pngPath := filepath.Join(dir, "x.png")
+	missing := filepath.Join(dir, "no", "such", "x.png")
+	vc := []VerdictCount{{0.1, 1, 1, 1}}
+	tests := []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"length empty", func() error { return LengthFigure(nil, "t", pngPath, "") }, "no points"},
+		{"verdict empty", func() error { return VerdictFigure(nil, "t", pngPath, "") }, "no verdict counts"},
+		{"length no paths", func() error { return LengthFigure(fakeLengths(), "t", "", "") }, "no output path"},
+		{"verdict no paths", func() error { return VerdictFigure(vc, "t", "", "") }, "no output path"},
+		{"length bad dir", func() error { return LengthFigure(fakeLengths(), "t", missing, "") }, missing},
+		{"verdict bad dir", func() error { return VerdictFigure(vc, "t", "", missing) }, missing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.run()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := os.Stat(pngPath); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("failed figure left a file: %v", err)
+	}
+	// Failed writes leave neither the figure nor a temporary file.
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		t.Errorf("left behind %s", e.Name())
+	}
+}
+
+func TestProportions(t *testing.T) {
+	got, err := proportions([]VerdictCount{
+		{Delta: 0.2, Robust: 0, Vulnerable: 3, Unknown: 1},
+		{Delta: 0.05, Robust: 8, Vulnerable: 0, Unknown: 2},
+		{Delta: 0.1, Robust: 1, Vulnerable: 1, Unknown: 2},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []verdictProps{
+		{0.05, 0.8, 0, 0.2, 10},
+		{0.1, 0.25, 0.25, 0.5, 4},
+		{0.2, 0, 0.75, 0.25, 4},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d bars, want %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.delta != w.delta || g.n != w.n ||
+			math.Abs(g.robust-w.robust) > 1e-12 || math.Abs(g.vulnerable-w.vulnerable) > 1e-12 || math.Abs(g.unknown-w.unknown) > 1e-12 {
+			t.Errorf("bar %d = %+v, want %+v", i, g, w)
+		}
+		if s := g.robust + g.vulnerable + g.unknown; math.Abs(s-1) > 1e-12 {
+			t.Errorf("bar %d sums to %v", i, s)
+		}
+	}
+
+	for _, tt := range []struct {
+		name   string
+		counts []VerdictCount
+		want   string
+	}{
+		{"empty", nil, "no verdict counts"},
+		{"no samples", []VerdictCount{{0.1, 0, 0, 0}}, "no samples"},
+		{"negative", []VerdictCount{{0.1, 3, -1, 0}}, "negative"},
+		{"duplicate delta", []VerdictCount{{0.1, 1, 0, 0}, {0.1, 0, 1, 0}}, "twice"},
+		{"nan delta", []VerdictCount{{math.NaN(), 1, 0, 0}}, "delta"},
+		{"negative delta", []VerdictCount{{-1, 1, 0, 0}}, "delta"},
+		{"too many", make([]VerdictCount, maxVerdictBars+1), "bars"},
+	} {
+		if _, err := proportions(tt.counts); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestVerdictFigure(t *testing.T) {
+	dir := t.TempDir()
+	pngPath, svgPath := filepath.Join(dir, "v.png"), filepath.Join(dir, "v.svg")
+	counts := []VerdictCount{
+		{0.01, 30, 25, 45}, {0.001, 95, 0, 5}, {0.05, 0, 88, 12}, {0.005, 60, 8, 32},
+	}
+	const title = "Verified output-length bounds"
+	if err := VerdictFigure(counts, title, pngPath, svgPath); err != nil {
+		t.Fatal(err)
+	}
+	w, h := verdictSize(len(counts), title)
+	img := checkPNG(t, pngPath, w, h)
+	for _, e := range verdictEntries {
+		if !hasColor(img, e.fill) {
+			t.Errorf("PNG has no %s segment", e.label)
+		}
+	}
+	texts := svgText(t, svgPath)
+	for _, want := range []string{title, "robust", "vulnerable", "unknown", "proportion of samples"} {
+		if !slices.Contains(texts, want) {
+			t.Errorf("SVG lacks text %q", want)
+		}
+	}
+	// The delta labels appear left to right in ascending order.
+	var xs []string
+	for _, s := range texts {
+		if slices.Contains([]string{"0.001", "0.005", "0.01", "0.05"}, s) {
+			xs = append(xs, s)
+		}
+	}
+	if want := []string{"0.001", "0.005", "0.01", "0.05"}; !slices.Equal(xs, want) {
+		t.Errorf("x labels = %v, want %v", xs, want)
+	}
+}
