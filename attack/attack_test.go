@@ -14,7 +14,7 @@ import (
 func tinyConfig() model.Config {
 	c := model.DefaultCaptionerConfig()
 	c.Input = model.InputConfig{Channels: 1, Height: 4, Width: 6, Min: -1, Max: 1}
-	c.Conv = []model.ConvConfig{{3, 3, 2, 1}}
+	c.Conv = []model.ConvConfig{{OutChannels: 3, Kernel: 3, Stride: 2, Padding: 1}}
 	c.FCHidden, c.Embedding, c.Hidden = 6, 4, 5
 	c.Vocab = []string{"a", "b", "c", "<eos>"}
 	c.EOS = 3

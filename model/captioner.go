@@ -64,6 +64,12 @@ func (m *Captioner[T]) Params() []*ad.Param[T] {
 // EOS is the end-of-sequence token id.
 func (m *Captioner[T]) EOS() int { return m.Cfg.EOS }
 
+// InputSize is the number of input values per image.
+func (m *Captioner[T]) InputSize() int { return m.Cfg.InputSize() }
+
+// MaxSteps is the default decoding step cap.
+func (m *Captioner[T]) MaxSteps() int { return m.Cfg.MaxSteps }
+
 // Vocab is the number of output tokens.
 func (m *Captioner[T]) Vocab() int { return len(m.Cfg.Vocab) }
 

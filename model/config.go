@@ -83,9 +83,6 @@ func (c *Config) Validate() error {
 	if !(c.Input.Min < c.Input.Max) {
 		bad("input range [%v, %v] is empty", c.Input.Min, c.Input.Max)
 	}
-	if len(c.Conv) == 0 {
-		bad("conv: need at least one convolution layer")
-	}
 	h, w := c.Input.Height, c.Input.Width
 	for i, cv := range c.Conv {
 		if cv.OutChannels <= 0 || cv.Kernel <= 0 || cv.Stride <= 0 || cv.Padding < 0 {
@@ -151,9 +148,10 @@ func (c *Config) paramCount() float64 {
 	return n + v*e + hd*(e+hd+2) + v*(hd+1)
 }
 
-// FeatureShape returns the encoder's convolution output [C, H, W].
+// FeatureShape returns the encoder's convolution output [C, H, W] (the
+// input itself when there are no convolutions).
 func (c *Config) FeatureShape() (ch, h, w int) {
-	h, w = c.Input.Height, c.Input.Width
+	ch, h, w = c.Input.Channels, c.Input.Height, c.Input.Width
 	for _, cv := range c.Conv {
 		h = (h+2*cv.Padding-cv.Kernel)/cv.Stride + 1
 		w = (w+2*cv.Padding-cv.Kernel)/cv.Stride + 1

@@ -1,0 +1,207 @@
+package verify
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/lenspec/lenspec/model"
+)
+
+func tinyConfig(convs int) model.Config {
+	c := model.DefaultCaptionerConfig()
+	c.Input = model.InputConfig{Channels: 1, Height: 4, Width: 6, Min: -1, Max: 1}
+	c.Conv = []model.ConvConfig{{OutChannels: 3, Kernel: 3, Stride: 2, Padding: 1}, {OutChannels: 2, Kernel: 3, Stride: 1, Padding: 1}}[:convs]
+	c.FCHidden, c.Embedding, c.Hidden = 6, 4, 5
+	c.Vocab = []string{"a", "b", "c", "<eos>"}
+	c.EOS = 3
+	c.MaxSteps = 8
+	return c
+}
+
+func tinyNet(t testing.TB, seed uint64, convs int) (*model.Captioner[float64], *Net) {
+	t.Helper()
+	m, err := model.NewCaptioner[float64](tinyConfig(convs), rand.New(rand.NewPCG(seed, 21)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomBiases(m, seed)
+	n, err := Lower(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, n
+}
+
+// greedy decodes with the lowered net, recording the pre-activations of
+// every hidden layer and the logits, step by step.
+func greedy(n *Net, x []float64, steps int) (pre [][]float64, logits [][]float64, toks []int) {
+	encPre, i := n.Forward(x)
+	pre = encPre
+	h := make([]float64, n.Hidden)
+	for t := 0; t < steps; t++ {
+		// Recompute the pre-activation of the hidden layer for the record.
+		z := make([]float64, n.Hidden)
+		for j := range z {
+			s := n.Bih[j] + n.Bhh[j]
+			for k, v := range n.Wih[j] {
+				s += v * i[k]
+			}
+			for k, v := range n.Whh[j] {
+				s += v * h[k]
+			}
+			z[j] = s
+		}
+		var o []float64
+		h, o = n.Step(i, h)
+		pre = append(pre, z)
+		logits = append(logits, o)
+		y, _, _ := model.Argmax(o)
+		toks = append(toks, y)
+		if y == n.EOS {
+			break
+		}
+		i = n.Emb[y]
+	}
+	return pre, logits, toks
+}
+
+func TestLowerMatchesModel(t *testing.T) {
+	for _, convs := range []int{0, 1, 2} {
+		m, n := tinyNet(t, 3, convs)
+		rng := rand.New(rand.NewPCG(1, 1))
+		for trial := 0; trial < 50; trial++ {
+			x := make([]float64, n.InputSize)
+			for i := range x {
+				x[i] = 2*rng.Float64() - 1
+			}
+			_, _, toks := greedy(n, x, 8)
+			res, err := m.Decode(context.Background(), x, 1, 8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := append([]int(nil), res[0].Tokens...)
+			if res[0].Stopped {
+				want = append(want, n.EOS)
+			}
+			if len(toks) != len(want) {
+				t.Fatalf("convs %d: lowered net decodes %v, model %v", convs, toks, want)
+			}
+			for k := range toks {
+				if toks[k] != want[k] {
+					t.Fatalf("convs %d: lowered net decodes %v, model %v", convs, toks, want)
+				}
+			}
+		}
+	}
+}
+
+// TestBoundsContainSamples: every sampled input's activations along its
+// greedy path lie inside the bounds, for both methods, as long as the path
+// is still a counterexample candidate (no eos yet).
+func TestBoundsContainSamples(t *testing.T) {
+	const K = 3
+	for seed := uint64(1); seed <= 30; seed++ {
+		convs := int(seed % 3)
+		_, n := tinyNet(t, seed, convs)
+		rng := rand.New(rand.NewPCG(seed, 9))
+		center := make([]float64, n.InputSize)
+		for i := range center {
+			center[i] = 2*rng.Float64() - 1
+		}
+		delta := []float64{0.01, 0.1, 0.5, 2}[seed%4]
+		lo, hi := make([]float64, n.InputSize), make([]float64, n.InputSize)
+		for i, c := range center {
+			lo[i], hi[i] = max(c-delta, -1), min(c+delta, 1)
+		}
+		s := newSpine(n, K)
+		for _, method := range []BoundMethod{BoundInterval, BoundCROWN} {
+			b := computeBounds(s, lo, hi, method)
+			for trial := 0; trial < 300; trial++ {
+				x := make([]float64, n.InputSize)
+				for i := range x {
+					x[i] = lo[i] + (hi[i]-lo[i])*rng.Float64()
+				}
+				if trial == 0 {
+					copy(x, lo)
+				}
+				pre, logits, toks := greedy(n, x, K+1)
+				// Encoder layers always.
+				for L := 0; L <= s.enc; L++ {
+					checkIn(t, method, s.layers[L].Name, b.Pre[L], pre[L])
+				}
+				for step := 0; step < len(logits) && step < len(b.Logits); step++ {
+					checkIn(t, method, s.layers[s.hidden(step)].Name, b.Pre[s.hidden(step)], pre[s.hidden(step)])
+					checkIn(t, method, "logits", b.Logits[step], logits[step])
+					for z := range logits[step] {
+						if z == n.EOS {
+							continue
+						}
+						d := logits[step][z] - logits[step][n.EOS]
+						if mg := b.Margin[step][z]; d < mg.Lo || d > mg.Hi {
+							t.Fatalf("%s seed %d step %d: margin %v outside %+v", method, seed, step, d, mg)
+						}
+					}
+					y := toks[step]
+					if y == n.EOS {
+						break
+					}
+					if !b.Allowed[step][y] {
+						t.Fatalf("%s seed %d step %d: token %d emitted but not allowed", method, seed, step, y)
+					}
+				}
+				if b.Proven && len(toks) > b.ProvenAt && toks[b.ProvenAt] != n.EOS {
+					// A proof that eos wins at ProvenAt for paths without earlier eos.
+					early := false
+					for _, y := range toks[:b.ProvenAt] {
+						early = early || y == n.EOS
+					}
+					if !early {
+						t.Fatalf("%s seed %d: bounds proved eos at step %d, sample decodes %v", method, seed, b.ProvenAt, toks)
+					}
+				}
+			}
+		}
+	}
+}
+
+func checkIn(t *testing.T, method BoundMethod, name string, b []Interval, v []float64) {
+	t.Helper()
+	for j, x := range v {
+		if x < b[j].Lo || x > b[j].Hi {
+			t.Fatalf("%s: %s[%d] = %v outside [%v, %v]", method, name, j, x, b[j].Lo, b[j].Hi)
+		}
+	}
+}
+
+// TestCROWNTighter: CROWN bounds are never looser (by construction) and
+// strictly tighter somewhere on deeper layers.
+func TestCROWNTighter(t *testing.T) {
+	tighter := 0
+	for seed := uint64(1); seed <= 10; seed++ {
+		_, n := tinyNet(t, seed, 2)
+		lo, hi := make([]float64, n.InputSize), make([]float64, n.InputSize)
+		for i := range lo {
+			lo[i], hi[i] = -0.3, 0.3
+		}
+		s := newSpine(n, 2)
+		bi := computeBounds(s, lo, hi, BoundInterval)
+		bc := computeBounds(s, lo, hi, BoundCROWN)
+		for L := range bc.Pre {
+			if L >= len(bi.Pre) {
+				break
+			}
+			for j := range bc.Pre[L] {
+				if bc.Pre[L][j].Lo < bi.Pre[L][j].Lo-1e-9 || bc.Pre[L][j].Hi > bi.Pre[L][j].Hi+1e-9 {
+					t.Fatalf("CROWN looser than intervals at layer %d neuron %d", L, j)
+				}
+				if bc.Pre[L][j].Hi-bc.Pre[L][j].Lo < 0.99*(bi.Pre[L][j].Hi-bi.Pre[L][j].Lo) {
+					tighter++
+				}
+			}
+		}
+	}
+	if tighter == 0 {
+		t.Fatal("CROWN never tightened an interval bound")
+	}
+}

@@ -1,0 +1,230 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lenspec/lenspec/attack"
+	"github.com/lenspec/lenspec/mip"
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/spec"
+)
+
+// Verdict is the answer for one (input, radius, K̂).
+type Verdict string
+
+const (
+	// Robust: no input of the ball decodes more than K̂ tokens (proven).
+	Robust Verdict = "robust"
+	// Vulnerable: a witness input of the ball decodes, replayed in float64
+	// with no tie on its path, more than K̂ tokens.
+	Vulnerable Verdict = "vulnerable"
+	// Unknown: neither was settled (time limit, or numerical doubt).
+	Unknown Verdict = "unknown"
+)
+
+// Options configures Verify.
+type Options struct {
+	Bounds BoundMethod
+	// Solver solves the MIP; nil means no MIP: bounds and attacks only.
+	Solver    mip.Solver
+	TimeLimit time.Duration // for the whole sample
+	Threads   int
+	// Safety is how far below 0 the proven bound on the margin must be to
+	// claim robustness: it covers the solver's tolerances (feasibility
+	// 1e-7 relative, integrality 1e-6 times big-M coefficients of order
+	// 10²) and float64 evaluation of the network.
+	Safety float64
+	// Decision mode prunes everything with margin ≤ −Safety (a cutoff)
+	// and stops at the first incumbent with margin ≥ Safety: a strict
+	// counterexample candidate. Incumbents in between are near-ties and do
+	// not stop the search. Without it the MIP is optimised: the proven
+	// bound and incumbent are then the max-min margin.
+	Decision bool
+	// AttackSteps and AttackRestarts size the PGD warm start; 0 skips it.
+	AttackSteps, AttackRestarts int
+	AttackLR                    float64
+	Seed                        uint64
+	// WriteMPS, if set, is a directory where each sample's MIP is written.
+	WriteMPS string
+	MaxSteps int // decoder step cap for replay
+}
+
+// DefaultOptions: CROWN bounds, decision mode, a 300-step PGD warm start.
+func DefaultOptions() Options {
+	return Options{Bounds: BoundCROWN, TimeLimit: 60 * time.Second, Threads: 1, Safety: 1e-3, Decision: true,
+		AttackSteps: 300, AttackRestarts: 2, AttackLR: 0.01, MaxSteps: 20}
+}
+
+// Result is the outcome for one sample.
+type Result struct {
+	Verdict Verdict
+	K       int
+	// Stage that settled it: "attack", "bounds", "mip", or "" for unknown.
+	Stage string
+	// Bound is a proven upper bound on max over the ball of
+	// min_{t≤K} (max_{z≠eos} o_t[z] − o_t[eos]); robust needs Bound ≤ −Safety.
+	// +Inf when nothing was proven.
+	Bound float64
+	// Incumbent is the best margin the MIP found (NaN if none).
+	Incumbent float64
+	Nodes     int64
+	// Binaries in the MIP (ReLU + argmax); ReLUBinaries alone; Unstable
+	// counts unstable ReLUs under the bounds used.
+	Binaries, ReLUBinaries int
+	Seconds                float64
+	BoundSeconds           float64
+	Witness                []float64
+	WitnessResult          model.Result
+	Reason                 string
+	MPS                    string
+}
+
+// Sample is one verification problem.
+type Sample struct {
+	Name string
+	Ball spec.Ball
+	K    int
+}
+
+// Verify decides whether any input of the ball decodes more than K tokens:
+// a short PGD attack first (a replayed success is a witness), then sound
+// bounds (which may prove eos wins at some step), then the MIP in
+// decision mode. Every vulnerable verdict carries a float64-replayed
+// witness; every robust verdict a proven bound below −Safety.
+func Verify(ctx context.Context, net *Net, m32 attack.Model[float32], m64 attack.Model[float64], sm Sample, opt Options) (*Result, error) {
+	start := time.Now()
+	if opt.TimeLimit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opt.TimeLimit)
+		defer cancel()
+	}
+	res := &Result{Verdict: Unknown, K: sm.K, Bound: math.Inf(1), Incumbent: math.NaN()}
+	defer func() { res.Seconds = time.Since(start).Seconds() }()
+	maxSteps := opt.MaxSteps
+	if maxSteps <= sm.K {
+		maxSteps = sm.K + 1
+	}
+	tg := attack.Target{Spec: spec.Spec{Ball: sm.Ball, K: sm.K}}
+	var best []float64
+	if opt.AttackSteps > 0 {
+		pgd := attack.DefaultPGD()
+		pgd.Steps, pgd.Restarts, pgd.LR, pgd.Seed, pgd.MaxSteps = opt.AttackSteps, max(1, opt.AttackRestarts), opt.AttackLR, opt.Seed, maxSteps
+		outs, err := attack.PGD(ctx, m32, m64, []attack.Target{tg}, pgd)
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+		if err == nil {
+			best = outs[0].Input
+			if outs[0].Success {
+				res.Verdict, res.Stage = Vulnerable, "attack"
+				res.Witness, res.WitnessResult = outs[0].Input, outs[0].Result
+				return res, nil
+			}
+		}
+	}
+	bstart := time.Now()
+	s := newSpine(net, sm.K)
+	lo, hi := sm.Ball.Box()
+	b := computeBounds(s, lo, hi, opt.Bounds)
+	res.BoundSeconds = time.Since(bstart).Seconds()
+	if b.Proven {
+		res.Verdict, res.Stage = Robust, "bounds"
+		res.Bound = math.Inf(-1) // eos provably wins at b.ProvenAt: no margin to report
+		res.Reason = fmt.Sprintf("bounds show eos wins at step %d", b.ProvenAt)
+		return res, nil
+	}
+	if opt.Solver == nil {
+		res.Reason = "bounds inconclusive and no MIP solver"
+		return res, nil
+	}
+	enc, err := encode(s, b, sm.K)
+	if err != nil {
+		return nil, err
+	}
+	res.Binaries, res.ReLUBinaries = enc.Binaries, enc.ReLUBinaries
+	if opt.WriteMPS != "" {
+		if err := os.MkdirAll(opt.WriteMPS, 0o755); err != nil {
+			return nil, err
+		}
+		res.MPS = filepath.Join(opt.WriteMPS, sm.Name+".mps")
+		f, err := os.Create(res.MPS)
+		if err != nil {
+			return nil, err
+		}
+		err = enc.m.WriteMPS(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("write %s: %w", res.MPS, err)
+		}
+	}
+	mo := mip.Options{Threads: opt.Threads}
+	if dl, ok := ctx.Deadline(); ok {
+		mo.TimeLimit = time.Until(dl)
+		if mo.TimeLimit <= 0 {
+			res.Reason = "time limit reached before the MIP"
+			return res, nil
+		}
+	}
+	solveCtx := ctx
+	if opt.Decision {
+		mo.UseCutoff, mo.Cutoff = true, opt.Safety
+		var stop context.CancelFunc
+		solveCtx, stop = context.WithCancel(ctx)
+		defer stop()
+		mo.OnEvent = func(ev mip.Event) {
+			if ev.Kind == mip.IncumbentFound && ev.Objective <= -opt.Safety {
+				stop() // a strict candidate: replay it now
+			}
+		}
+	}
+	if best != nil {
+		if v, ok := enc.assignment(best); ok && enc.m.Check(v, 1e-6) == nil {
+			mo.Start = v
+		}
+	}
+	r, err := opt.Solver.Solve(solveCtx, enc.m, mo)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			res.Reason = "time limit"
+			return res, nil
+		}
+		return nil, err
+	}
+	res.Nodes = r.Nodes
+	res.Bound = -r.Bound // minimised −m: −Bound bounds m from above
+	if r.HasSolution {
+		res.Incumbent = -r.Objective
+		x := make([]float64, len(enc.x))
+		for i, v := range enc.x {
+			x[i] = r.Solution[v]
+		}
+		spec.Project(sm.Ball, x)
+		out, err := m64.Decode(context.Background(), x, 1, maxSteps)
+		if err != nil {
+			return nil, err
+		}
+		if spec.Exceeds(out[0], sm.K) && out[0].MinRelMargin >= model.RelTieMargin {
+			res.Verdict, res.Stage = Vulnerable, "mip"
+			res.Witness, res.WitnessResult = x, out[0]
+			return res, nil
+		}
+		res.Reason = fmt.Sprintf("MIP candidate (margin %.3g) does not replay: decodes %d tokens, tie margin %.2g", res.Incumbent, len(out[0].Tokens), out[0].MinRelMargin)
+	}
+	if res.Bound <= -opt.Safety && (r.Status == mip.Optimal || r.Status == mip.Infeasible || !r.HasSolution) && !math.IsInf(r.Bound, -1) {
+		res.Verdict, res.Stage = Robust, "mip"
+		res.Reason = ""
+		return res, nil
+	}
+	if res.Reason == "" {
+		res.Reason = fmt.Sprintf("solver stopped: %v, proven margin ≤ %.3g", r.Status, res.Bound)
+	}
+	return res, nil
+}
