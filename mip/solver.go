@@ -35,6 +35,10 @@ type Options struct {
 	// takes the fraction of the root relaxation's value); 0 keeps the
 	// solver's default. Bound stays a proven bound either way.
 	RelGap, AbsGap float64
+	// Params are backend-specific parameters passed through verbatim (for
+	// CBC, command-line style: "-preprocess", "off", "-cuts", "off"); the
+	// external backend appends them to the solver's command line.
+	Params []string
 	// OnEvent, if not nil, receives progress events. It may be called
 	// from a goroutine other than the caller's, but never concurrently
 	// with itself, and must return quickly: the solver waits for it.

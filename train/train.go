@@ -34,6 +34,14 @@ type Options struct {
 	// (not biases or embeddings). Both fight the encoder's tendency to
 	// memorise digit positions.
 	Dropout, WeightDecay float64
+	// Shift moves each training canvas horizontally by a random amount
+	// that keeps every digit inside it (the label is unchanged): new
+	// placements of the same digits, which teaches the encoder the
+	// translation invariance it otherwise learns position by position.
+	Shift bool
+	// ClipNorm, if positive, rescales the gradient to this global L2 norm
+	// when it is larger (ReLU RNNs have occasional gradient spikes).
+	ClipNorm float64
 	// CheckpointDir, if set, receives a checkpoint after every epoch and is
 	// read at start to resume.
 	CheckpointDir string
@@ -98,6 +106,9 @@ func Captioner(ctx context.Context, m *model.Captioner[float32], ds *multimnist.
 			adam.LR = cosine(opt.LR, opt.FinalLR, step, total)
 			idx := perm[s*opt.BatchSize : (s+1)*opt.BatchSize]
 			multimnist.Normalize(buf, ds, idx)
+			if opt.Shift {
+				shiftCanvases(buf, ds, idx, rng)
+			}
 			for i, j := range idx {
 				labels[i] = ds.Labels[j]
 			}
@@ -113,6 +124,9 @@ func Captioner(ctx context.Context, m *model.Captioner[float32], ds *multimnist.
 			if math.IsNaN(l) || math.IsInf(l, 0) {
 				return 0, fmt.Errorf("train: loss became %v at step %d (lower the learning rate)", l, step)
 			}
+			if opt.ClipNorm > 0 {
+				clipGrad(params, opt.ClipNorm)
+			}
 			adam.Step()
 			epochLoss += l
 			if opt.Progress != nil {
@@ -127,6 +141,50 @@ func Captioner(ctx context.Context, m *model.Captioner[float32], ds *multimnist.
 		}
 	}
 	return epochLoss, nil
+}
+
+// shiftCanvases shifts each normalised canvas in buf horizontally by a
+// uniform amount keeping its digits inside, filling with background (−1).
+func shiftCanvases(buf []float32, ds *multimnist.Dataset, idx []int, rng *rand.Rand) {
+	const h, w, digit = multimnist.Height, multimnist.Width, 28
+	row := make([]float32, w)
+	for k, i := range idx {
+		offs := ds.Offsets[i]
+		lo, hi := -offs[0], w-digit-offs[len(offs)-1]
+		d := lo + rng.IntN(hi-lo+1)
+		if d == 0 {
+			continue
+		}
+		img := buf[k*h*w : (k+1)*h*w]
+		for y := 0; y < h; y++ {
+			r := img[y*w : (y+1)*w]
+			for x := range row {
+				row[x] = -1
+				if sx := x - d; sx >= 0 && sx < w {
+					row[x] = r[sx]
+				}
+			}
+			copy(r, row)
+		}
+	}
+}
+
+// clipGrad rescales all gradients together to global norm at most c.
+func clipGrad(params []*ad.Param[float32], c float64) {
+	var ss float64
+	for _, p := range params {
+		for _, g := range p.G.Data {
+			ss += float64(g) * float64(g)
+		}
+	}
+	if n := math.Sqrt(ss); n > c {
+		f := float32(c / n)
+		for _, p := range params {
+			for i := range p.G.Data {
+				p.G.Data[i] *= f
+			}
+		}
+	}
 }
 
 func cosine(lr, final float64, step, total int) float64 {

@@ -252,8 +252,37 @@ func (s *spine) crownHead(b *Bounds, L int, r Row) Interval {
 // identity or zero, whichever is closer), token terms by their maximum
 // over the allowed tokens. c is overwritten.
 func (s *spine) upper(b *Bounds, L int, c []float64, k float64) float64 {
-	abs := math.Abs(k)
-	absc := make([]float64, len(c))
+	xc, k, abs, absc := s.back(b, L, c, k)
+	for i, ci := range xc {
+		iv := b.Input[i]
+		if ci >= 0 {
+			k += ci * iv.Hi
+		} else {
+			k += ci * iv.Lo
+		}
+		abs += absc[i] * math.Max(math.Abs(iv.Lo), math.Abs(iv.Hi))
+	}
+	return k + relPad*abs + absPad
+}
+
+// linearUpper returns coefficients w and constant k with c·a_L + k₀ ≤ w·x + k
+// for every input x of the box: CROWN's linear upper bound, its constant
+// padded for rounding (the padding assumes |x| ≤ max(|lo|, |hi|)).
+func (s *spine) linearUpper(b *Bounds, L int, c []float64, k float64) ([]float64, float64) {
+	xc, k, abs, absc := s.back(b, L, c, k)
+	for i := range xc {
+		iv := b.Input[i]
+		abs += absc[i] * math.Max(math.Abs(iv.Lo), math.Abs(iv.Hi))
+	}
+	return xc, k + relPad*abs + absPad
+}
+
+// back back-substitutes c·a_L + k to the input: it returns coefficients over
+// x, the constant, the absolute sum of the constant's terms and the
+// absolute coefficients (for rounding allowances).
+func (s *spine) back(b *Bounds, L int, c []float64, k float64) (xc []float64, kk, abs float64, absc []float64) {
+	abs = math.Abs(k)
+	absc = make([]float64, len(c))
 	for i, v := range c {
 		absc[i] = math.Abs(v)
 	}
@@ -326,14 +355,5 @@ func (s *spine) upper(b *Bounds, L int, c []float64, k float64) float64 {
 		}
 		c, absc = next, nextAbs
 	}
-	for i, ci := range c {
-		iv := b.Input[i]
-		if ci >= 0 {
-			k += ci * iv.Hi
-		} else {
-			k += ci * iv.Lo
-		}
-		abs += absc[i] * math.Max(math.Abs(iv.Lo), math.Abs(iv.Hi))
-	}
-	return k + relPad*abs + absPad
+	return c, k, abs, absc
 }

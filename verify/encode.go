@@ -9,11 +9,25 @@ import (
 
 // neuron kinds of a ReLU under known pre-activation bounds.
 const (
-	inactive = iota // hi ≤ 0: output 0, no variable
-	active          // lo ≥ 0: output = pre-activation, continuous
-	unstable        // big-M with one binary
-	linear          // no ReLU
+	inactive   = iota // hi ≤ 0: output 0, no variable
+	active            // lo ≥ 0: output = pre-activation, continuous
+	unstable          // big-M with one binary
+	linear            // no ReLU
+	relaxed           // unstable, encoded by its triangle relaxation (no binary)
+	abstracted        // inside the encoder, replaced by linear bounds on i₀
 )
+
+// encodeOptions chooses how exact the MIP is.
+type encodeOptions struct {
+	// relaxGap: unstable ReLUs whose triangle relaxation is within this
+	// of the ReLU everywhere (−l·u/(u−l) < relaxGap) get the relaxation
+	// instead of a binary.
+	relaxGap float64
+	// abstract replaces the whole encoder by CROWN's linear lower and
+	// upper bounds of i₀ in terms of the input: a far smaller MIP whose
+	// feasible set contains the exact one.
+	abstract bool
+}
 
 // encoding is the MIP of "some input of the ball decodes more than K
 // tokens" (docs/verification.md): the unrolled network with big-M ReLUs,
@@ -36,6 +50,8 @@ type encoding struct {
 	mvar  int
 	// Binaries counts the binary variables (ReLUs and argmax).
 	Binaries, ReLUBinaries int
+	// Relaxed counts unstable ReLUs encoded by their triangle relaxation.
+	Relaxed int
 }
 
 // lin is a linear expression Σ coef·var + c.
@@ -63,8 +79,12 @@ func (e *encoding) rowVar(name string, v int, a float64, ex lin, extra []int, ex
 	e.m.AddRow(name, idx, coef, sense, rhs+ex.c)
 }
 
-// encode builds the MIP from the spine and its bounds.
-func encode(s *spine, b *Bounds, K int) (*encoding, error) {
+// encode builds the MIP from the spine and its bounds. With relaxations
+// (see encodeOptions) the model over-approximates: a robustness proof stays
+// sound, but a counterexample it finds may be spurious (it is replayed
+// anyway).
+func encode(s *spine, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
+	relaxGap := eo.relaxGap
 	e := &encoding{m: mip.NewModel("lenspec"), s: s, b: b, K: K}
 	for i, iv := range b.Input {
 		e.x = append(e.x, e.m.AddVar(fmt.Sprintf("x%d", i), iv.Lo, iv.Hi, mip.Continuous))
@@ -72,6 +92,12 @@ func encode(s *spine, b *Bounds, K int) (*encoding, error) {
 	prevOut := e.x
 	for L, l := range s.layers {
 		pre := b.Pre[L]
+		if eo.abstract && L <= s.enc {
+			outs := e.abstractLayer(L)
+			e.kind, e.out, e.bin = append(e.kind, nil), append(e.out, outs), append(e.bin, nil)
+			prevOut = outs
+			continue
+		}
 		kinds := make([]int, len(l.Rows))
 		outs := make([]int, len(l.Rows))
 		bins := make([]int, len(l.Rows))
@@ -105,6 +131,19 @@ func encode(s *spine, b *Bounds, K int) (*encoding, error) {
 				kinds[j] = active
 				outs[j] = e.m.AddVar(name, iv.Lo, iv.Hi, mip.Continuous)
 				e.rowVar(name+"_def", outs[j], 1, ex, nil, nil, mip.EQ, 0)
+			case -iv.Lo*iv.Hi/(iv.Hi-iv.Lo) < relaxGap:
+				kinds[j] = relaxed
+				a := e.m.AddVar(name, 0, iv.Hi, mip.Continuous)
+				outs[j] = a
+				e.Relaxed++
+				// a ≥ ẑ;  a ≤ u/(u−l)·(ẑ − l): with a ≥ 0 (its bound), the triangle.
+				sl := iv.Hi / (iv.Hi - iv.Lo)
+				e.rowVar(name+"_ge", a, 1, ex, nil, nil, mip.GE, 0)
+				scaled := lin{idx: ex.idx, c: sl * ex.c}
+				for _, c := range ex.coef {
+					scaled.coef = append(scaled.coef, sl*c)
+				}
+				e.rowVar(name+"_chord", a, 1, scaled, nil, nil, mip.LE, -sl*iv.Lo)
 			default:
 				kinds[j] = unstable
 				a := e.m.AddVar(name, 0, iv.Hi, mip.Continuous)
@@ -144,6 +183,40 @@ func encode(s *spine, b *Bounds, K int) (*encoding, error) {
 		return nil, fmt.Errorf("verify: encoding: %w", err)
 	}
 	return e, nil
+}
+
+// abstractLayer stands in for encoder layer L: nothing for inner layers;
+// for the last (i₀), variables bounded by CROWN's linear bounds in x.
+func (e *encoding) abstractLayer(L int) []int {
+	s, b := e.s, e.b
+	if L < s.enc {
+		return nil
+	}
+	l := s.layers[L]
+	outs := make([]int, len(l.Rows))
+	for j, r := range l.Rows {
+		iv := b.Pre[L][j]
+		name := fmt.Sprintf("%s_%d", l.Name, j)
+		outs[j] = e.m.AddVar(name, iv.Lo, iv.Hi, mip.Continuous)
+		c := make([]float64, l.In)
+		for k, idx := range r.Idx {
+			c[idx] = r.W[k]
+		}
+		neg := make([]float64, len(c))
+		for i, v := range c {
+			neg[i] = -v
+		}
+		wu, ku := s.linearUpper(b, L-1, c, r.B)
+		wl, kl := s.linearUpper(b, L-1, neg, -r.B) // −i₀ ≤ wl·x + kl
+		up, lo := lin{c: ku}, lin{c: -kl}
+		for i, xi := range e.x {
+			up.add(xi, wu[i])
+			lo.add(xi, -wl[i])
+		}
+		e.rowVar(name+"_up", outs[j], 1, up, nil, nil, mip.LE, 0)
+		e.rowVar(name+"_lo", outs[j], 1, lo, nil, nil, mip.GE, 0)
+	}
+	return outs
 }
 
 // head encodes the logits of step t, the argmax one-hot over the allowed
@@ -231,6 +304,15 @@ func (e *encoding) assignment(x []float64) (v []float64, ok bool) {
 	pre, in := net.Forward(x)
 	set := func(L int, z []float64) []float64 {
 		out := make([]float64, len(z))
+		if e.kind[L] == nil { // abstracted encoder layer
+			if L == e.s.enc {
+				for j, zj := range z {
+					out[j] = zj
+					v[e.out[L][j]] = zj
+				}
+			}
+			return out
+		}
 		for j, zj := range z {
 			switch e.kind[L][j] {
 			case linear:

@@ -50,6 +50,18 @@ type Options struct {
 	AttackSteps, AttackRestarts int
 	AttackLR                    float64
 	Seed                        uint64
+	// RelaxGap: unstable ReLUs whose triangle relaxation is within this
+	// of the ReLU get no binary in a first, relaxed MIP (sound for
+	// robustness; its candidates are replayed). If that MIP is
+	// inconclusive, the exact MIP runs with the remaining time. 0: exact
+	// MIP only.
+	RelaxGap float64
+	// Abstract first solves a MIP in which the encoder is replaced by
+	// CROWN's linear bounds of i₀ in terms of the input (exact decoder):
+	// small and fast, sound for robustness, candidates replayed.
+	Abstract bool
+	// Params are passed to the MIP solver (for CBC, e.g. "-cuts", "off").
+	Params []string
 	// WriteMPS, if set, is a directory where each sample's MIP is written.
 	WriteMPS string
 	MaxSteps int // decoder step cap for replay
@@ -58,7 +70,7 @@ type Options struct {
 // DefaultOptions: CROWN bounds, decision mode, a 300-step PGD warm start.
 func DefaultOptions() Options {
 	return Options{Bounds: BoundCROWN, TimeLimit: 60 * time.Second, Threads: 1, Safety: 1e-3, Decision: true,
-		AttackSteps: 300, AttackRestarts: 2, AttackLR: 0.01, MaxSteps: 20}
+		AttackSteps: 300, AttackRestarts: 2, AttackLR: 0.01, MaxSteps: 20, Abstract: true}
 }
 
 // Result is the outcome for one sample.
@@ -77,12 +89,15 @@ type Result struct {
 	// Binaries in the MIP (ReLU + argmax); ReLUBinaries alone; Unstable
 	// counts unstable ReLUs under the bounds used.
 	Binaries, ReLUBinaries int
-	Seconds                float64
-	BoundSeconds           float64
-	Witness                []float64
-	WitnessResult          model.Result
-	Reason                 string
-	MPS                    string
+	// Relaxed counts unstable ReLUs given the triangle relaxation in the
+	// last MIP built.
+	Relaxed       int
+	Seconds       float64
+	BoundSeconds  float64
+	Witness       []float64
+	WitnessResult model.Result
+	Reason        string
+	MPS           string
 }
 
 // Sample is one verification problem.
@@ -143,34 +158,49 @@ func Verify(ctx context.Context, net *Net, m32 attack.Model[float32], m64 attack
 		res.Reason = "bounds inconclusive and no MIP solver"
 		return res, nil
 	}
-	enc, err := encode(s, b, sm.K)
+	var phases []encodeOptions
+	if opt.Abstract {
+		phases = append(phases, encodeOptions{abstract: true})
+	}
+	if opt.RelaxGap > 0 {
+		phases = append(phases, encodeOptions{relaxGap: opt.RelaxGap})
+	}
+	phases = append(phases, encodeOptions{})
+	for _, eo := range phases {
+		done, err := solvePhase(ctx, s, b, sm, opt, eo, best, m64, maxSteps, res)
+		if err != nil || done {
+			return res, err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if res.Reason == "" {
+		res.Reason = "time limit"
+	}
+	return res, nil
+}
+
+// solvePhase builds the MIP with the given relaxation gap and solves it,
+// recording into res. done reports a final verdict.
+func solvePhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options, eo encodeOptions, best []float64, m64 attack.Model[float64], maxSteps int, res *Result) (done bool, err error) {
+	enc, err := encode(s, b, sm.K, eo)
+	exact := !eo.abstract && eo.relaxGap == 0
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	res.Binaries, res.ReLUBinaries = enc.Binaries, enc.ReLUBinaries
-	if opt.WriteMPS != "" {
-		if err := os.MkdirAll(opt.WriteMPS, 0o755); err != nil {
-			return nil, err
-		}
-		res.MPS = filepath.Join(opt.WriteMPS, sm.Name+".mps")
-		f, err := os.Create(res.MPS)
-		if err != nil {
-			return nil, err
-		}
-		err = enc.m.WriteMPS(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, fmt.Errorf("write %s: %w", res.MPS, err)
+	res.Binaries, res.ReLUBinaries, res.Relaxed = enc.Binaries, enc.ReLUBinaries, enc.Relaxed
+	if opt.WriteMPS != "" && exact {
+		if err := writeMPS(opt.WriteMPS, sm.Name, enc, res); err != nil {
+			return false, err
 		}
 	}
-	mo := mip.Options{Threads: opt.Threads}
+	mo := mip.Options{Threads: opt.Threads, Params: opt.Params}
 	if dl, ok := ctx.Deadline(); ok {
 		mo.TimeLimit = time.Until(dl)
 		if mo.TimeLimit <= 0 {
-			res.Reason = "time limit reached before the MIP"
-			return res, nil
+			res.Reason = "time limit"
+			return false, nil
 		}
 	}
 	solveCtx := ctx
@@ -185,7 +215,11 @@ func Verify(ctx context.Context, net *Net, m32 attack.Model[float32], m64 attack
 			}
 		}
 	}
-	if best != nil {
+	// A MIP start only helps an optimising solve (in decision mode its
+	// margin is below the cutoff and CBC ignores it), and CBC 2.10.8 was
+	// seen to crash (SIGSEGV inside CbcMain1) on starts for the abstract
+	// model: pass one only when optimising the exact model.
+	if best != nil && !opt.Decision && !eo.abstract {
 		if v, ok := enc.assignment(best); ok && enc.m.Check(v, 1e-6) == nil {
 			mo.Start = v
 		}
@@ -194,12 +228,15 @@ func Verify(ctx context.Context, net *Net, m32 attack.Model[float32], m64 attack
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			res.Reason = "time limit"
-			return res, nil
+			return false, nil
 		}
-		return nil, err
+		return false, err
 	}
-	res.Nodes = r.Nodes
-	res.Bound = -r.Bound // minimised −m: −Bound bounds m from above
+	res.Nodes += r.Nodes
+	phaseBound := -r.Bound // minimised −m: −Bound bounds m from above
+	if !math.IsInf(r.Bound, -1) {
+		res.Bound = math.Min(res.Bound, phaseBound)
+	}
 	if r.HasSolution {
 		res.Incumbent = -r.Objective
 		x := make([]float64, len(enc.x))
@@ -209,22 +246,48 @@ func Verify(ctx context.Context, net *Net, m32 attack.Model[float32], m64 attack
 		spec.Project(sm.Ball, x)
 		out, err := m64.Decode(context.Background(), x, 1, maxSteps)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if spec.Exceeds(out[0], sm.K) && out[0].MinRelMargin >= model.RelTieMargin {
 			res.Verdict, res.Stage = Vulnerable, "mip"
 			res.Witness, res.WitnessResult = x, out[0]
-			return res, nil
+			res.Reason = ""
+			return true, nil
 		}
 		res.Reason = fmt.Sprintf("MIP candidate (margin %.3g) does not replay: decodes %d tokens, tie margin %.2g", res.Incumbent, len(out[0].Tokens), out[0].MinRelMargin)
 	}
-	if res.Bound <= -opt.Safety && (r.Status == mip.Optimal || r.Status == mip.Infeasible || !r.HasSolution) && !math.IsInf(r.Bound, -1) {
+	if !math.IsInf(r.Bound, -1) && phaseBound <= -opt.Safety {
 		res.Verdict, res.Stage = Robust, "mip"
+		switch {
+		case eo.abstract:
+			res.Stage = "abstract-mip"
+		case !exact:
+			res.Stage = "relaxed-mip"
+		}
 		res.Reason = ""
-		return res, nil
+		return true, nil
 	}
-	if res.Reason == "" {
-		res.Reason = fmt.Sprintf("solver stopped: %v, proven margin ≤ %.3g", r.Status, res.Bound)
+	if res.Reason == "" || !r.HasSolution {
+		res.Reason = fmt.Sprintf("solver stopped: %v, proven margin ≤ %.3g", r.Status, phaseBound)
 	}
-	return res, nil
+	return false, nil
+}
+
+func writeMPS(dir, name string, enc *encoding, res *Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	res.MPS = filepath.Join(dir, name+".mps")
+	f, err := os.Create(res.MPS)
+	if err != nil {
+		return err
+	}
+	err = enc.m.WriteMPS(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", res.MPS, err)
+	}
+	return nil
 }

@@ -2,7 +2,7 @@ package verify
 
 import (
 	"context"
-		"math/rand/v2"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -43,7 +43,7 @@ func TestEncodingFeasibleAtTrueActivations(t *testing.T) {
 					if b.Proven {
 						t.Fatalf("seed %d: bounds proved ℓ ≤ %d but a sample decodes %v", seed, K, res[0].Tokens)
 					}
-					e, err := encode(s, b, K)
+					e, err := encode(s, b, K, encodeOptions{relaxGap: []float64{0, 0.05, 1, 0}[checked%4], abstract: checked%4 == 3})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -27,7 +27,7 @@ type attackRecord struct {
 	Image      int     `json:"image"`
 	Eps        float64 `json:"eps"`
 	Method     string  `json:"method"`
-	Loss       string  `json:"loss,omitempty"`
+	Loss       string  `json:"loss"`
 	Label      []int   `json:"label"`
 	K          int     `json:"k"`
 	OrigLength int     `json:"orig_length"`

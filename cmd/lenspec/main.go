@@ -67,7 +67,7 @@ Models are directories with config.json and model.safetensors (see docs/models.m
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress or log output on stderr")
 	root.PersistentFlags().StringVar(&a.dataDir, "mnist-dir", "", "MNIST directory (default $LENSPEC_DATA/mnist or the user cache dir)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newDataCmd(a), newTrainCmd(a), newDecodeCmd(a), newEvalCmd(a), newBenchCmd(a), newAttackCmd(a), newExperimentCmd(a))
+	root.AddCommand(newDataCmd(a), newTrainCmd(a), newDecodeCmd(a), newEvalCmd(a), newBenchCmd(a), newAttackCmd(a), newExperimentCmd(a), newVerifyCmd(a))
 	return root
 }
 

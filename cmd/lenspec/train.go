@@ -81,7 +81,8 @@ models/mmnist-rnn.`,
 			}
 			m.Cfg.Training = map[string]any{
 				"seed": opt.Seed, "data_seed": dataSeed, "epochs": opt.Epochs, "batch_size": opt.BatchSize,
-				"lr": opt.LR, "final_lr": opt.FinalLR, "optimizer": "adam",
+				"lr": opt.LR, "final_lr": opt.FinalLR, "optimizer": "adamw", "weight_decay": opt.WeightDecay,
+				"dropout": opt.Dropout, "shift": opt.Shift, "clip_norm": opt.ClipNorm, "seconds": secs,
 				"test_sequence_accuracy": evTest.SequenceAccuracy, "max_len_train": evTrain.MaxLen,
 				"command": fmt.Sprintf("lenspec train captioner --out DIR --seed %d --epochs %d", opt.Seed, opt.Epochs),
 			}
@@ -106,6 +107,10 @@ models/mmnist-rnn.`,
 	f.IntVar(&opt.BatchSize, "batch", def.BatchSize, "batch size")
 	f.Float64Var(&opt.LR, "lr", def.LR, "Adam learning rate")
 	f.Float64Var(&opt.FinalLR, "final-lr", def.FinalLR, "learning rate at the end of the cosine schedule (0: constant)")
+	f.Float64Var(&opt.WeightDecay, "weight-decay", def.WeightDecay, "AdamW decoupled weight decay on weight matrices")
+	f.Float64Var(&opt.Dropout, "dropout", def.Dropout, "dropout probability in the encoder's fully connected layers")
+	f.BoolVar(&opt.Shift, "shift", def.Shift, "shift training canvases horizontally (digits stay inside; labels unchanged)")
+	f.Float64Var(&opt.ClipNorm, "clip-norm", def.ClipNorm, "clip the gradient's global L2 norm (0: off)")
 	f.IntVar(&cfg.Conv[0].OutChannels, "conv1", cfg.Conv[0].OutChannels, "channels of the first convolution")
 	f.IntVar(&cfg.Conv[1].OutChannels, "conv2", cfg.Conv[1].OutChannels, "channels of the second convolution")
 	f.IntVar(&cfg.FCHidden, "fc", cfg.FCHidden, "width of the first fully connected layer")

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"runtime/cgo"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -93,6 +94,9 @@ func (a *cArrays) bytes(v []byte) *C.char {
 	return (*C.char)(p)
 }
 
+// str copies s as a NUL-terminated C string.
+func (a *cArrays) str(s string) *C.char { return a.bytes(append([]byte(s), 0)) }
+
 func (a *cArrays) free() {
 	for _, p := range a.ptrs {
 		C.free(p)
@@ -168,6 +172,9 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 		p.cutoff = C.double(opt.Cutoff - constant)
 	}
 	p.solution_limit = C.int(opt.SolutionLimit)
+	if len(opt.Params) > 0 {
+		p.extra = a.str(strings.Join(opt.Params, "\n"))
+	}
 	x := make([]float64, n)
 	xc := a.doubles(x)
 

@@ -274,6 +274,20 @@ static void solve(const ls_problem *p, ls_ctx *c, ls_result *r, double *x) {
 	if (p->abs_gap > 0) {
 		args.insert(args.end(), {"-allowableGap", num(p->abs_gap)});
 	}
+	if (p->extra) {
+		std::string cur;
+		for (const char *q = p->extra;; q++) {
+			if (*q == '\n' || *q == 0) {
+				if (!cur.empty())
+					args.push_back(cur);
+				cur.clear();
+				if (*q == 0)
+					break;
+			} else {
+				cur.push_back(*q);
+			}
+		}
+	}
 	args.insert(args.end(), {"-solve", "-quit"});
 	std::vector<const char *> argv;
 	for (const std::string &a : args) {

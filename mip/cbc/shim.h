@@ -27,6 +27,7 @@ typedef struct {
 	double cutoff;
 	int solution_limit; // <= 0 means none
 	double rel_gap, abs_gap; // <= 0 means default
+	const char *extra;  // newline-separated extra CBC parameters, or NULL
 } ls_problem;
 
 // ls_result receives CBC's verdict.

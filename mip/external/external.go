@@ -133,6 +133,7 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 		args = append(args, "-allowableGap", fmtNum(opt.AbsGap))
 	}
 	args = append(args, s.Args...)
+	args = append(args, opt.Params...)
 	if opt.Start != nil {
 		names := m.ColumnNames()
 		err := writeFile(filepath.Join(dir, startFile), func(w io.Writer) error {

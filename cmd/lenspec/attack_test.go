@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lenspec/lenspec/results"
+)
+
+// TestAttackResumes runs a small attack twice with the same results file:
+// the second run finds every record done and appends nothing.
+func TestAttackResumes(t *testing.T) {
+	dir := smallModel(t)
+	out := filepath.Join(t.TempDir(), "a.jsonl")
+	args := []string{"attack", "--model", dir, "--method", "random", "--eps", "0.05,0.1", "--index", "0,3", "--budget", "40", "--out", out, "-q", "--json"}
+	code, stdout, stderr := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if n := strings.Count(stdout, "\n"); n != 4 {
+		t.Fatalf("first run printed %d records, want 4:\n%s", n, stdout)
+	}
+	recs, err := results.Read[attackRecord](out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 4 {
+		t.Fatalf("%d records in the file, want 4", len(recs))
+	}
+	for _, r := range recs {
+		if r.Evals != 40 || r.Method != "random" || r.Budget != 40 {
+			t.Fatalf("record %+v", r)
+		}
+		var total int64
+		for _, c := range r.LengthCounts {
+			total += c
+		}
+		if total != 40 {
+			t.Fatalf("length counts sum to %d, want 40", total)
+		}
+		if r.Success != (r.AdvLength > r.K && r.MinRelMargin >= 1e-6) {
+			t.Fatalf("success flag inconsistent: %+v", r)
+		}
+		if r.Success && r.Witness == "" {
+			t.Fatalf("success without a witness: %+v", r)
+		}
+	}
+	code, stdout, stderr = runCLI(t, args...)
+	if code != 0 || strings.TrimSpace(stdout) != "" {
+		t.Fatalf("second run: exit %d, printed %q (%s)", code, stdout, stderr)
+	}
+	if recs2, _ := results.Read[attackRecord](out); len(recs2) != 4 {
+		t.Fatalf("second run changed the file to %d records", len(recs2))
+	}
+	// One more eps runs only the new pair of records.
+	args[6] = "0.05,0.1,0.2"
+	code, stdout, _ = runCLI(t, args...)
+	if code != 0 || strings.Count(stdout, "\n") != 2 {
+		t.Fatalf("extended run printed %q", stdout)
+	}
+}
+
+// TestAttackWitnessReplays forces successes with a large radius and checks
+// each saved witness decodes, through the CLI, to the recorded length.
+func TestAttackWitnessReplays(t *testing.T) {
+	dir := smallModel(t)
+	out := filepath.Join(t.TempDir(), "w.jsonl")
+	code, _, stderr := runCLI(t, "attack", "--model", dir, "--method", "pgd", "--eps", "1", "--index", "1,2,5", "--budget", "30",
+		"--lr", "0.05", "--max-len", "0", "--out", out, "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	recs, err := results.Read[attackRecord](out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	witnesses := 0
+	for _, r := range recs {
+		if !r.Success {
+			continue
+		}
+		witnesses++
+		if _, err := os.Stat(r.WitnessPNG); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runCLI(t, "decode", "--model", dir, "--input", r.Witness, "--json")
+		if code != 0 {
+			t.Fatalf("decode witness: %s", stderr)
+		}
+		var d decodeRecord
+		if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Tokens) != r.AdvLength || d.Stopped != r.Stopped {
+			t.Fatalf("witness decodes to %v (stopped %v), record says %d (stopped %v)", d.Tokens, d.Stopped, r.AdvLength, r.Stopped)
+		}
+	}
+	if witnesses == 0 {
+		t.Fatal("no success at radius 1 with K̂ = 0: nothing was checked")
+	}
+}

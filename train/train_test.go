@@ -1,0 +1,151 @@
+package train
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/mnist"
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/multimnist"
+)
+
+// synthetic builds a small Multi-MNIST set from random "digits" whose class
+// is encoded in their brightness pattern, so a tiny model can learn it.
+func synthetic(t testing.TB, n int, seed uint64) *multimnist.Dataset {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	src := &mnist.Set{N: 200, Images: make([]uint8, 200*784), Labels: make([]uint8, 200)}
+	for i := 0; i < src.N; i++ {
+		c := uint8(i % 10)
+		src.Labels[i] = c
+		for p := 0; p < 784; p++ {
+			if (p/28+int(c))%10 < 3 && rng.Float64() < 0.9 {
+				src.Images[i*784+p] = 255
+			}
+		}
+	}
+	ds, err := multimnist.Generate(src, n, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+func TestShiftKeepsDigitsInside(t *testing.T) {
+	ds := synthetic(t, 50, 3)
+	rng := rand.New(rand.NewPCG(1, 1))
+	const size = multimnist.Height * multimnist.Width
+	for trial := 0; trial < 20; trial++ {
+		idx := []int{trial % ds.N, (trial * 7) % ds.N}
+		orig := make([]float32, len(idx)*size)
+		multimnist.Normalize(orig, ds, idx)
+		buf := append([]float32(nil), orig...)
+		shiftCanvases(buf, ds, idx, rng)
+		for k := range idx {
+			a, b := orig[k*size:(k+1)*size], buf[k*size:(k+1)*size]
+			// The shifted canvas holds the same pixels (digits never cross
+			// the border), so the ink totals agree exactly.
+			var sa, sb float64
+			for p := range a {
+				sa += float64(a[p]) + 1
+				sb += float64(b[p]) + 1
+			}
+			if sa != sb {
+				t.Fatalf("trial %d: ink %v before, %v after the shift", trial, sa, sb)
+			}
+		}
+	}
+}
+
+func TestClipGrad(t *testing.T) {
+	p := ad.NewParam[float32]("w", 2)
+	p.G.Data[0], p.G.Data[1] = 3, 4
+	clipGrad([]*ad.Param[float32]{p}, 1)
+	if n := math.Hypot(float64(p.G.Data[0]), float64(p.G.Data[1])); math.Abs(n-1) > 1e-6 {
+		t.Fatalf("norm %v after clipping to 1", n)
+	}
+	clipGrad([]*ad.Param[float32]{p}, 10) // below the limit: unchanged
+	if math.Abs(float64(p.G.Data[0])-0.6) > 1e-6 {
+		t.Fatalf("gradient changed below the clip norm: %v", p.G.Data)
+	}
+}
+
+func tinyCfg() model.Config {
+	c := model.DefaultCaptionerConfig()
+	c.Conv = []model.ConvConfig{{OutChannels: 2, Kernel: 3, Stride: 4, Padding: 1}}
+	c.FCHidden, c.Embedding, c.Hidden = 16, 8, 16
+	return c
+}
+
+// TestTrainingLearnsAndResumes: a few epochs lower the loss and raise the
+// accuracy on a learnable synthetic set, and an interrupted run resumed
+// from its checkpoint ends with exactly the weights of an uninterrupted one.
+func TestTrainingLearnsAndResumes(t *testing.T) {
+	ds := synthetic(t, 512, 5)
+	opt := Options{Seed: 2, Epochs: 4, BatchSize: 32, LR: 3e-3, FinalLR: 1e-4, Shift: true, ClipNorm: 5}
+	newModel := func() *model.Captioner[float32] {
+		m, err := model.NewCaptioner[float32](tinyCfg(), rand.New(rand.NewPCG(opt.Seed, 0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	ctx := context.Background()
+	m := newModel()
+	before, _ := Evaluate(ctx, m, ds, 0, nil)
+	var first float64
+	o := opt
+	o.Progress = func(p Progress) {
+		if p.Step == 1 {
+			first = p.Loss
+		}
+	}
+	last, err := Captioner(ctx, m, ds, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := Evaluate(ctx, m, ds, 0, nil)
+	if !(last < first*0.8) || after.SequenceAccuracy <= before.SequenceAccuracy {
+		t.Fatalf("loss %v → %v, accuracy %v → %v: not learning", first, last, before.SequenceAccuracy, after.SequenceAccuracy)
+	}
+
+	// Interrupt after 2 epochs (a cancelled context), then resume.
+	dir := t.TempDir()
+	m2 := newModel()
+	o2 := opt
+	o2.CheckpointDir = dir
+	cctx, cancel := context.WithCancel(ctx)
+	o2.Progress = func(p Progress) {
+		if p.Step == 2*(ds.N/opt.BatchSize)+1 {
+			cancel()
+		}
+	}
+	if _, err := Captioner(cctx, m2, ds, o2); err == nil {
+		t.Fatal("cancelled run returned no error")
+	}
+	if _, err := os.Stat(filepath.Join(dir, checkpointFile)); err != nil {
+		t.Fatal(err)
+	}
+	m3 := newModel()
+	o2.Progress = nil
+	if _, err := Captioner(ctx, m3, ds, o2); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range m3.Params() {
+		for j, v := range p.W.Data {
+			if v != m.Params()[i].W.Data[j] {
+				t.Fatalf("%s[%d]: resumed %v, uninterrupted %v", p.Name, j, v, m.Params()[i].W.Data[j])
+			}
+		}
+	}
+	// A checkpoint from another seed is refused.
+	o2.Seed = 99
+	if _, err := Captioner(ctx, newModel(), ds, o2); err == nil {
+		t.Fatal("checkpoint of another seed accepted")
+	}
+}
