@@ -23,10 +23,12 @@ type encodeOptions struct {
 	// of the ReLU everywhere (−l·u/(u−l) < relaxGap) get the relaxation
 	// instead of a binary.
 	relaxGap float64
-	// abstract replaces the whole encoder by CROWN's linear lower and
-	// upper bounds of i₀ in terms of the input: a far smaller MIP whose
-	// feasible set contains the exact one.
-	abstract bool
+	// abstract replaces the encoder layers below abstractAt by CROWN's
+	// linear lower and upper bounds of layer abstractAt's pre-activations in
+	// terms of the input: a far smaller MIP whose feasible set contains the
+	// exact one. Layers from abstractAt on are encoded exactly.
+	abstract   bool
+	abstractAt int
 }
 
 // encoding is the MIP of "some input of the ball decodes more than K
@@ -52,6 +54,9 @@ type encoding struct {
 	Binaries, ReLUBinaries int
 	// Relaxed counts unstable ReLUs encoded by their triangle relaxation.
 	Relaxed int
+	// zpre holds the abstraction boundary's pre-activation variables.
+	zpre   []int
+	zpreAt int
 }
 
 // lin is a linear expression Σ coef·var + c.
@@ -85,18 +90,23 @@ func (e *encoding) rowVar(name string, v int, a float64, ex lin, extra []int, ex
 // anyway).
 func encode(s *spine, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
 	relaxGap := eo.relaxGap
-	e := &encoding{m: mip.NewModel("lenspec"), s: s, b: b, K: K}
+	e := &encoding{m: mip.NewModel("lenspec"), s: s, b: b, K: K, zpreAt: -1}
+	if eo.abstract {
+		e.zpreAt = eo.abstractAt
+	}
 	for i, iv := range b.Input {
 		e.x = append(e.x, e.m.AddVar(fmt.Sprintf("x%d", i), iv.Lo, iv.Hi, mip.Continuous))
 	}
 	prevOut := e.x
 	for L, l := range s.layers {
 		pre := b.Pre[L]
-		if eo.abstract && L <= s.enc {
-			outs := e.abstractLayer(L)
-			e.kind, e.out, e.bin = append(e.kind, nil), append(e.out, outs), append(e.bin, nil)
-			prevOut = outs
+		var zvar []int // abstraction boundary: pre-activation variables
+		if eo.abstract && L < eo.abstractAt {
+			e.kind, e.out, e.bin = append(e.kind, nil), append(e.out, nil), append(e.bin, nil)
 			continue
+		}
+		if eo.abstract && L == eo.abstractAt && L > 0 {
+			zvar = e.abstractPre(L)
 		}
 		kinds := make([]int, len(l.Rows))
 		outs := make([]int, len(l.Rows))
@@ -104,8 +114,12 @@ func encode(s *spine, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
 		for j, r := range l.Rows {
 			bins[j] = -1
 			ex := lin{c: r.B}
-			for k, idx := range r.Idx {
-				ex.add(prevOut[idx], r.W[k])
+			if zvar != nil {
+				ex = lin{idx: []int{zvar[j]}, coef: []float64{1}}
+			} else {
+				for k, idx := range r.Idx {
+					ex.add(prevOut[idx], r.W[k])
+				}
 			}
 			if l.tokens != nil { // Σ_z δ_{t−1}[z]·(Wih·emb[z])_j
 				t := l.step - 1
@@ -185,19 +199,17 @@ func encode(s *spine, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
 	return e, nil
 }
 
-// abstractLayer stands in for encoder layer L: nothing for inner layers;
-// for the last (i₀), variables bounded by CROWN's linear bounds in x.
-func (e *encoding) abstractLayer(L int) []int {
+// abstractPre creates variables for the pre-activations of encoder layer
+// L, bounded by their intervals and by CROWN's linear bounds in x, standing
+// in for every layer below L.
+func (e *encoding) abstractPre(L int) []int {
 	s, b := e.s, e.b
-	if L < s.enc {
-		return nil
-	}
 	l := s.layers[L]
-	outs := make([]int, len(l.Rows))
+	zs := make([]int, len(l.Rows))
 	for j, r := range l.Rows {
 		iv := b.Pre[L][j]
-		name := fmt.Sprintf("%s_%d", l.Name, j)
-		outs[j] = e.m.AddVar(name, iv.Lo, iv.Hi, mip.Continuous)
+		name := fmt.Sprintf("%s_pre%d", l.Name, j)
+		zs[j] = e.m.AddVar(name, iv.Lo, iv.Hi, mip.Continuous)
 		c := make([]float64, l.In)
 		for k, idx := range r.Idx {
 			c[idx] = r.W[k]
@@ -207,16 +219,17 @@ func (e *encoding) abstractLayer(L int) []int {
 			neg[i] = -v
 		}
 		wu, ku := s.linearUpper(b, L-1, c, r.B)
-		wl, kl := s.linearUpper(b, L-1, neg, -r.B) // −i₀ ≤ wl·x + kl
+		wl, kl := s.linearUpper(b, L-1, neg, -r.B) // −z ≤ wl·x + kl
 		up, lo := lin{c: ku}, lin{c: -kl}
 		for i, xi := range e.x {
 			up.add(xi, wu[i])
 			lo.add(xi, -wl[i])
 		}
-		e.rowVar(name+"_up", outs[j], 1, up, nil, nil, mip.LE, 0)
-		e.rowVar(name+"_lo", outs[j], 1, lo, nil, nil, mip.GE, 0)
+		e.rowVar(name+"_up", zs[j], 1, up, nil, nil, mip.LE, 0)
+		e.rowVar(name+"_lo", zs[j], 1, lo, nil, nil, mip.GE, 0)
 	}
-	return outs
+	e.zpre = zs
+	return zs
 }
 
 // head encodes the logits of step t, the argmax one-hot over the allowed
@@ -305,13 +318,12 @@ func (e *encoding) assignment(x []float64) (v []float64, ok bool) {
 	set := func(L int, z []float64) []float64 {
 		out := make([]float64, len(z))
 		if e.kind[L] == nil { // abstracted encoder layer
-			if L == e.s.enc {
-				for j, zj := range z {
-					out[j] = zj
-					v[e.out[L][j]] = zj
-				}
-			}
 			return out
+		}
+		if L == e.zpreAt && e.zpre != nil {
+			for j, zj := range z {
+				v[e.zpre[j]] = zj
+			}
 		}
 		for j, zj := range z {
 			switch e.kind[L][j] {

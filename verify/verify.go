@@ -83,7 +83,8 @@ type Result struct {
 	// min_{t≤K} (max_{z≠eos} o_t[z] − o_t[eos]); robust needs Bound ≤ −Safety.
 	// +Inf when nothing was proven.
 	Bound float64
-	// Incumbent is the best margin the MIP found (NaN if none).
+	// Incumbent is the best margin the last MIP solved found (NaN if
+	// none); in a relaxed or abstract MIP it may be spurious.
 	Incumbent float64
 	Nodes     int64
 	// Binaries in the MIP (ReLU + argmax); ReLUBinaries alone; Unstable
@@ -160,7 +161,9 @@ func Verify(ctx context.Context, net *Net, m32 attack.Model[float32], m64 attack
 	}
 	var phases []encodeOptions
 	if opt.Abstract {
-		phases = append(phases, encodeOptions{abstract: true})
+		// First the decoder alone on linear bounds of i₀, then from the
+		// first fully connected layer on.
+		phases = append(phases, encodeOptions{abstract: true, abstractAt: s.enc}, encodeOptions{abstract: true, abstractAt: s.enc - 1})
 	}
 	if opt.RelaxGap > 0 {
 		phases = append(phases, encodeOptions{relaxGap: opt.RelaxGap})
@@ -190,6 +193,7 @@ func solvePhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options
 		return false, err
 	}
 	res.Binaries, res.ReLUBinaries, res.Relaxed = enc.Binaries, enc.ReLUBinaries, enc.Relaxed
+	res.Incumbent = math.NaN() // only the last phase's incumbent is reported
 	if opt.WriteMPS != "" && exact {
 		if err := writeMPS(opt.WriteMPS, sm.Name, enc, res); err != nil {
 			return false, err

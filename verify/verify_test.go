@@ -43,7 +43,7 @@ func TestEncodingFeasibleAtTrueActivations(t *testing.T) {
 					if b.Proven {
 						t.Fatalf("seed %d: bounds proved ℓ ≤ %d but a sample decodes %v", seed, K, res[0].Tokens)
 					}
-					e, err := encode(s, b, K, encodeOptions{relaxGap: []float64{0, 0.05, 1, 0}[checked%4], abstract: checked%4 == 3})
+					e, err := encode(s, b, K, encodeOptions{relaxGap: []float64{0, 0.05, 1, 0, 0}[checked%5], abstract: checked%5 >= 3, abstractAt: s.enc - checked%5 + 3})
 					if err != nil {
 						t.Fatal(err)
 					}

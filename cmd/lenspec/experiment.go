@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 
@@ -71,7 +70,7 @@ Results go to OUT/attacks.jsonl as they are produced; rerunning resumes.`,
 	f.Float64SliceVar(&cfg.eps, "eps", paperAttackEps, "radius grid")
 	f.IntVar(&samples, "samples", 10000, "random-search samples per image")
 	f.IntVar(&steps, "steps", 10000, "PGD iterations")
-	cmd.AddCommand(atk)
+	cmd.AddCommand(atk, newVerifyExperimentCmd(a))
 	return cmd
 }
 
@@ -170,7 +169,7 @@ func summariseAttacks(recs []attackRecord, outDir string) (*attackSummary, error
 			fmt.Sprintf("%.0f%%", 100*row.SuccessRate), longest, fmt.Sprint(row.Ties), fmt.Sprint(row.Evals), fmt.Sprintf("%.0f", row.Seconds)})
 	}
 	sum.Table = report.Markdown([]string{"δ", "method", "images", "mean length ratio", "success (> original)", "longest", "ties", "evaluations", "seconds"}, rows)
-	if err := os.WriteFile(sum.TableFile, []byte(sum.Table), 0o644); err != nil {
+	if err := writeFileAtomic(sum.TableFile, []byte(sum.Table)); err != nil {
 		return nil, err
 	}
 	return sum, nil

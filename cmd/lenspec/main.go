@@ -127,3 +127,12 @@ func mustJSON(v any) []byte {
 	}
 	return b
 }
+
+// writeFileAtomic writes data to path through a temporary file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
