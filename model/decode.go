@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/lenspec/lenspec/ad"
 )
@@ -30,8 +32,9 @@ func (r Result) Length() (int, bool) { return len(r.Tokens), r.Stopped }
 // step counts as a tie: float32 and float64 may then disagree.
 const RelTieMargin = 1e-6
 
-// decodeChunk bounds memory: images are decoded this many at a time.
-const decodeChunk = 512
+// decodeChunk bounds memory and is the unit of parallel work: images are
+// decoded this many at a time.
+const decodeChunk = 256
 
 // Decode greedily decodes n images stored consecutively in x (n·InputSize
 // values) with at most maxSteps steps (≤ 0: the config's MaxSteps). Ties go
@@ -44,13 +47,34 @@ func (m *Captioner[T]) Decode(ctx context.Context, x []T, n, maxSteps int) ([]Re
 	if maxSteps <= 0 {
 		maxSteps = m.Cfg.MaxSteps
 	}
-	out := make([]Result, 0, n)
-	for start := 0; start < n; start += decodeChunk {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		end := min(n, start+decodeChunk)
-		out = append(out, m.decodeBatch(x[start*size:end*size], end-start, maxSteps)...)
+	// Chunks are independent: decode them on all cores. Each chunk's result
+	// does not depend on which worker ran it, so output is deterministic.
+	out := make([]Result, n)
+	chunks := (n + decodeChunk - 1) / decodeChunk
+	workers := min(runtime.GOMAXPROCS(0), chunks)
+	next := make(chan int, chunks)
+	for c := 0; c < chunks; c++ {
+		next <- c
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range next {
+				if ctx.Err() != nil {
+					return
+				}
+				start := c * decodeChunk
+				end := min(n, start+decodeChunk)
+				copy(out[start:end], m.decodeBatch(x[start*size:end*size], end-start, maxSteps))
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The main job on the shipped default model: what it does on a few test images.
+# The main job on the shipped default model: what it does on a few test
+# images, a short output-lengthening attack and a short verification.
 set -euo pipefail
 bin=bin/lenspec
 model=models/mmnist-rnn
 out=${DEMO_OUT:-demo-out}
+rm -rf "$out"
 mkdir -p "$out"
 
 echo "== Model: $model (config.json + model.safetensors)"
@@ -12,8 +14,18 @@ $bin eval --model "$model" --split test
 
 echo
 echo "== Greedy decoding of the first 8 test canvases (PNG copies in $out/)"
-$bin data multimnist --split test --count 8 --out "$out" -q >/dev/null
+$bin data multimnist --split test --count 8 --scale 1 --out "$out" -q >/dev/null
 $bin decode --model "$model" --index 0,1,2,3,4,5,6,7
 echo
 echo "== Decoding a PNG file"
 $bin decode --model "$model" --image "$out/test-00000.png"
+
+echo
+echo "== PGD attack (paper's proxy J̃) at δ = 0.1 on 10 random test images, 1,000 steps"
+$bin attack --model "$model" --method pgd --eps 0.1 --images 10 --budget 1000 --lr 0.005 \
+  --out "$out/attack.jsonl"
+echo "(witnesses: $out/attack.witnesses/; replay one exactly with: $bin decode --model $model --input FILE.safetensors)"
+
+echo
+echo "== Verification at δ = 0.005 (K̂ = label length): robust / vulnerable / unknown"
+$bin verify --model "$model" --eps 0.005 --images 5 --timeout 20s --out "$out/verify.jsonl"

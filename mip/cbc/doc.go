@@ -3,9 +3,10 @@
 // relaxation on CLP for bound tightening.
 //
 // The backend needs the Debian packages coinor-libcbc-dev,
-// coinor-libclp-dev, pkg-config and g++. Without cgo, or with the build
-// tag purego, the package compiles to stubs whose Solve and NewLP return
-// ErrUnavailable, so that code using it still builds.
+// coinor-libclp-dev, pkg-config and g++. Without cgo the package compiles
+// to stubs whose Solve and NewLP return ErrUnavailable, so that code using
+// it still builds. (The purego tag selects pure-Go BLAS in package ad; it
+// does not affect this package.)
 //
 // # How a solve runs
 //

@@ -1,4 +1,4 @@
-//go:build cgo && !purego
+//go:build cgo
 
 // A small C++ shim around CbcModel that the C API of CBC 2.10 lacks:
 // events (incumbent, bound, progress) reported to Go, cancellation, and

@@ -9,9 +9,9 @@ import (
 // Version is the CBC version this package was written and tested against.
 const Version = "2.10.x"
 
-// ErrUnavailable is returned by every entry point of a build without cgo
-// (or with the build tag purego); mip/external works there instead.
-var ErrUnavailable = errors.New("cbc: built without cgo (or with build tag purego); use mip/external")
+// ErrUnavailable is returned by every entry point of a build without cgo;
+// mip/external works there instead.
+var ErrUnavailable = errors.New("cbc: built without cgo; use mip/external")
 
 // The cgo and stub builds must offer the same API.
 var (
