@@ -126,4 +126,3 @@ func summariseVerify(recs []verifyRecord, outDir string) (*verifySummary, error)
 	}
 	return sum, nil
 }
-
