@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/spec"
 )
 
 // Measurement is one timed operation.
@@ -32,6 +34,12 @@ type Report struct {
 	GEMMGFLOPS   float64       `json:"gemm_gflops"` // reference GEMM throughput
 	GEMMShape    string        `json:"gemm_shape"`
 	Measurements []Measurement `json:"measurements"`
+	// Attack throughput: random-search model evaluations per second, PGD
+	// iterations per second per image, and the decode bound (evaluations
+	// per second if decoding ran at the GEMM bound) they compare with.
+	RandomEvalsPerSec      float64 `json:"random_evals_per_sec"`
+	PGDStepsPerSecPerImage float64 `json:"pgd_steps_per_sec_per_image"`
+	DecodeBoundEvalsPerSec float64 `json:"decode_bound_evals_per_sec"`
 }
 
 // Counts are the floating-point operations (2 per multiply-add) of a
@@ -68,11 +76,12 @@ type Options struct {
 	GEMMSize    int // square reference GEMM size
 	Seed        uint64
 	DecodeSteps int // step cap for decoding (exactly this many steps are run)
+	PGDBatch    int // images per batched PGD iteration
 }
 
 // DefaultOptions are the settings docs/BENCHMARKS.md reports.
 func DefaultOptions() Options {
-	return Options{Reps: 7, DecodeN: 1000, TrainBatch: 64, GradSteps: 10, GEMMSize: 512, Seed: 1, DecodeSteps: 10}
+	return Options{Reps: 7, DecodeN: 1000, TrainBatch: 64, GradSteps: 10, GEMMSize: 512, Seed: 1, DecodeSteps: 10, PGDBatch: 50}
 }
 
 func median(f func(), reps int) float64 {
@@ -196,5 +205,47 @@ func Run(ctx context.Context, m *model.Captioner[float32], opt Options) (*Report
 		return nil, err
 	}
 	add(fmt.Sprintf("input gradient (1 image, %d steps)", opt.GradSteps), gradT, 2*(cnt.Encoder+float64(opt.GradSteps)*cnt.Step))
+
+	// Attacks. Random search: one model evaluation per sample, decoded in
+	// batches — the decode path on points of a ball around a real-looking
+	// input. PGD: one iteration of the batched attack (forward with the
+	// proxy objective, input gradient, Adam, projection) per image.
+	center := make([]float64, size)
+	for i := range center {
+		center[i] = float64(x[i])
+	}
+	tg := attack.Target{Spec: spec.Spec{Ball: spec.Ball{Center: center, Delta: 0.1, Min: m.Cfg.Input.Min, Max: m.Cfg.Input.Max}, K: 1 << 20}}
+	m64 := model.Cast[float64](m)
+	rsN := opt.DecodeN
+	rsT := median(func() {
+		if _, e := attack.RandomSearch(ctx, m, m64, tg, attack.RandomOptions{Samples: rsN, Batch: rsN, MaxSteps: opt.DecodeSteps, Seed: opt.Seed}); e != nil {
+			err = e
+		}
+	}, opt.Reps)
+	if err != nil {
+		return nil, err
+	}
+	rep.RandomEvalsPerSec = float64(rsN) / rsT
+
+	pgdB, pgdSteps := opt.PGDBatch, 20
+	targets := make([]attack.Target, pgdB)
+	for i := range targets {
+		targets[i] = tg
+	}
+	po := attack.DefaultPGD()
+	po.Steps, po.MaxSteps, po.EarlyStop = pgdSteps, opt.DecodeSteps, false
+	pgdT := median(func() {
+		if _, e := attack.PGD(ctx, m, m64, targets, po); e != nil {
+			err = e
+		}
+	}, opt.Reps)
+	if err != nil {
+		return nil, err
+	}
+	perStep := pgdT / float64(pgdSteps)
+	rep.PGDStepsPerSecPerImage = float64(pgdB) / perStep
+	// The decode bound: images per second if decoding ran at the GEMM bound
+	// (the encoder dominates; decoder steps are counted at the cap).
+	rep.DecodeBoundEvalsPerSec = peak / (cnt.Encoder + float64(opt.DecodeSteps)*cnt.Step)
 	return rep, nil
 }

@@ -44,6 +44,11 @@ and across noisy runs; absolute times are not.`,
 				for _, m := range rep.Measurements {
 					fmt.Fprintf(w, "%-40s %10.3fms %12.1f %12.3fms %7.1f%%\n", m.Name, m.Seconds*1e3, m.FLOPs/1e6, m.GEMMSeconds*1e3, 100*m.Ratio)
 				}
+				b := rep.DecodeBoundEvalsPerSec
+				fmt.Fprintf(w, "decode bound (GEMM-bound decoding): %.0f evaluations/s\n", b)
+				fmt.Fprintf(w, "random search: %.0f evaluations/s (%.1f%% of the decode bound)\n", rep.RandomEvalsPerSec, 100*rep.RandomEvalsPerSec/b)
+				fmt.Fprintf(w, "PGD: %.1f iterations/s per image, batch %d (%.1f%% of the decode bound; an iteration is a forward and a backward pass)\n",
+					rep.PGDStepsPerSecPerImage, opt.PGDBatch, 100*rep.PGDStepsPerSecPerImage/b)
 			})
 		},
 	}
@@ -55,5 +60,6 @@ and across noisy runs; absolute times are not.`,
 	f.IntVar(&opt.GradSteps, "grad-steps", opt.GradSteps, "decoder steps in the input-gradient measurement")
 	f.IntVar(&opt.DecodeSteps, "max-steps", opt.DecodeSteps, "decoding step cap")
 	f.IntVar(&opt.GEMMSize, "gemm", opt.GEMMSize, "size of the square reference GEMM")
+	f.IntVar(&opt.PGDBatch, "pgd-batch", opt.PGDBatch, "images per batched PGD iteration")
 	return c
 }
