@@ -8,3 +8,7 @@ import "gonum.org/v1/gonum/blas/gonum"
 var backend gemmer = gonum.Implementation{}
 
 const backendName = "gonum"
+
+// SetBLASThreads is a no-op for the pure-Go backend, which is single-threaded
+// per call.
+func SetBLASThreads(n int) {}

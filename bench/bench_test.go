@@ -13,7 +13,7 @@ func TestCount(t *testing.T) {
 	c := Count(model.DefaultCaptionerConfig())
 	// conv1: 14·56 outputs × 8 channels × 9 MACs; conv2: 7·28 × 16 × 72;
 	// fc1 3136·64; fc2 64·32; 2 FLOPs per MAC.
-	want := 2.0 * (14*56*8*9 + 7*28*16*72 + 3136*64 + 64*32)
+	want := 2.0 * (14*56*8*9 + 7*28*16*72 + 3136*128 + 128*32)
 	if c.Encoder != want {
 		t.Fatalf("encoder FLOPs %v, want %v", c.Encoder, want)
 	}

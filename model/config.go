@@ -59,7 +59,7 @@ func DefaultCaptionerConfig() Config {
 		Architecture: ArchCaptioner,
 		Input:        InputConfig{Channels: 1, Height: 28, Width: 112, Min: -1, Max: 1},
 		Conv:         []ConvConfig{{8, 3, 2, 1}, {16, 3, 2, 1}},
-		FCHidden:     64,
+		FCHidden:     128,
 		Embedding:    32,
 		Hidden:       32,
 		Cell:         "rnn_relu",

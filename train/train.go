@@ -59,7 +59,7 @@ type Progress struct {
 
 // DefaultOptions are the settings that produced models/mmnist-rnn.
 func DefaultOptions() Options {
-	return Options{Seed: 1, Epochs: 12, BatchSize: 64, LR: 2e-3, FinalLR: 1e-4}
+	return Options{Seed: 1, Epochs: 20, BatchSize: 64, LR: 3e-3, FinalLR: 1e-4, WeightDecay: 0.01, Shift: true, ClipNorm: 5}
 }
 
 // Captioner trains m on ds in place and returns the mean loss of the last

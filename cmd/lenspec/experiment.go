@@ -37,17 +37,20 @@ Results go to OUT/attacks.jsonl as they are produced; rerunning resumes.`,
 			}
 			cfg.out = filepath.Join(outDir, "attacks.jsonl")
 			cfg.witnessDir = filepath.Join(outDir, "witnesses")
-			for _, run := range []struct {
-				method string
-				budget int
-			}{{"random", samples}, {"pgd", steps}} {
-				rc := *cfg
-				rc.method, rc.budget = run.method, run.budget
-				if err := rc.validate(); err != nil {
-					return err
-				}
-				if _, err := runAttacks(c.Context(), a, &rc); err != nil {
-					return err
+			// δ by δ, both methods, so an interrupted run leaves whole δs.
+			for _, eps := range cfg.eps {
+				for _, run := range []struct {
+					method string
+					budget int
+				}{{"random", samples}, {"pgd", steps}} {
+					rc := *cfg
+					rc.method, rc.budget, rc.eps = run.method, run.budget, []float64{eps}
+					if err := rc.validate(); err != nil {
+						return err
+					}
+					if _, err := runAttacks(c.Context(), a, &rc); err != nil {
+						return err
+					}
 				}
 			}
 			recs, err := results.Read[attackRecord](cfg.out)

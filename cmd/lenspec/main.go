@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strings"
 
+	"github.com/lenspec/lenspec/ad"
 	"github.com/spf13/cobra"
 )
 
@@ -30,6 +31,7 @@ type app struct {
 	jsonOut bool
 	quiet   bool
 	dataDir string
+	blasThr int
 	stdout  io.Writer
 	stderr  io.Writer
 }
@@ -66,6 +68,14 @@ Models are directories with config.json and model.safetensors (see docs/models.m
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output on stdout")
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress or log output on stderr")
 	root.PersistentFlags().StringVar(&a.dataDir, "mnist-dir", "", "MNIST directory (default $LENSPEC_DATA/mnist or the user cache dir)")
+	root.PersistentFlags().IntVar(&a.blasThr, "blas-threads", 1, "OpenBLAS threads per GEMM (lenspec parallelises across batches itself)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if a.blasThr < 1 {
+			return usagef("--blas-threads must be at least 1")
+		}
+		ad.SetBLASThreads(a.blasThr)
+		return nil
+	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newDataCmd(a), newTrainCmd(a), newDecodeCmd(a), newEvalCmd(a), newBenchCmd(a), newAttackCmd(a), newExperimentCmd(a), newVerifyCmd(a))
 	return root
