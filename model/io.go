@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -23,11 +24,14 @@ func Save[T ad.Float](dir string, m *Captioner[T]) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save model: %w", err)
 	}
-	cfg, err := json.MarshalIndent(m.Cfg, "", "  ")
-	if err != nil {
+	var cfg bytes.Buffer
+	enc := json.NewEncoder(&cfg)
+	enc.SetEscapeHTML(false) // keep "<eos>" readable
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(m.Cfg); err != nil {
 		return fmt.Errorf("save model: %w", err)
 	}
-	if err := writeAtomic(filepath.Join(dir, ConfigFile), append(cfg, '\n')); err != nil {
+	if err := writeAtomic(filepath.Join(dir, ConfigFile), cfg.Bytes()); err != nil {
 		return err
 	}
 	f := &safetensors.File{Metadata: map[string]string{"format": "pt", "lenspec_architecture": m.Cfg.Architecture}}
