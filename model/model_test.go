@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -146,10 +147,10 @@ func TestDecodeMatchesNaiveAndFloat32(t *testing.T) {
 		}
 		for i, r := range res {
 			toks, stopped := naiveDecode(m, x[i*m.Cfg.InputSize():(i+1)*m.Cfg.InputSize()], m.Cfg.MaxSteps)
-			if stopped != r.Stopped || !equalInts(toks, r.Tokens) {
+			if stopped != r.Stopped || !slices.Equal(toks, r.Tokens) {
 				t.Fatalf("seed %d image %d: batched %v/%v, naive %v/%v", seed, i, r.Tokens, r.Stopped, toks, stopped)
 			}
-			if r.MinRelMargin > 1e-4 && (res32[i].Stopped != r.Stopped || !equalInts(res32[i].Tokens, r.Tokens)) {
+			if r.MinRelMargin > 1e-4 && (res32[i].Stopped != r.Stopped || !slices.Equal(res32[i].Tokens, r.Tokens)) {
 				t.Fatalf("seed %d image %d: float32 %v, float64 %v (margin %g)", seed, i, res32[i].Tokens, r.Tokens, r.MinRelMargin)
 			}
 			if r.Stopped {
@@ -302,16 +303,4 @@ func rewriteWeights(dir string, f func(*safetensors.File)) error {
 	}
 	f(sf)
 	return safetensors.WriteFile(p, sf)
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

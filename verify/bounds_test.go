@@ -40,20 +40,8 @@ func greedy(n *Net, x []float64, steps int) (pre [][]float64, logits [][]float64
 	pre = encPre
 	h := make([]float64, n.Hidden)
 	for t := 0; t < steps; t++ {
-		// Recompute the pre-activation of the hidden layer for the record.
-		z := make([]float64, n.Hidden)
-		for j := range z {
-			s := n.Bih[j] + n.Bhh[j]
-			for k, v := range n.Wih[j] {
-				s += v * i[k]
-			}
-			for k, v := range n.Whh[j] {
-				s += v * h[k]
-			}
-			z[j] = s
-		}
-		var o []float64
-		h, o = n.Step(i, h)
+		var z, o []float64
+		z, h, o = n.StepPre(i, h)
 		pre = append(pre, z)
 		logits = append(logits, o)
 		y, _, _ := model.Argmax(o)

@@ -347,17 +347,7 @@ func (e *encoding) assignment(x []float64) (v []float64, ok bool) {
 	h := make([]float64, net.Hidden)
 	m := math.Inf(1)
 	for t := 0; t <= e.K; t++ {
-		z := make([]float64, net.Hidden)
-		for j := range z {
-			s := net.Bih[j] + net.Bhh[j]
-			for k, w := range net.Wih[j] {
-				s += w * in[k]
-			}
-			for k, w := range net.Whh[j] {
-				s += w * h[k]
-			}
-			z[j] = s
-		}
+		z, _, _ := net.StepPre(in, h)
 		h = set(e.s.hidden(t), z)
 		o := make([]float64, net.Vocab)
 		for q := range o {

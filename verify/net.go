@@ -141,6 +141,13 @@ func (n *Net) Forward(x []float64) (pre [][]float64, i0 []float64) {
 
 // Step runs one decoder step in float64.
 func (n *Net) Step(i, h []float64) (hNext, logits []float64) {
+	_, hNext, logits = n.StepPre(i, h)
+	return hNext, logits
+}
+
+// StepPre is Step that also returns the hidden layer's pre-activations.
+func (n *Net) StepPre(i, h []float64) (pre, hNext, logits []float64) {
+	pre = make([]float64, n.Hidden)
 	hNext = make([]float64, n.Hidden)
 	for j := range hNext {
 		s := n.Bih[j] + n.Bhh[j]
@@ -150,6 +157,7 @@ func (n *Net) Step(i, h []float64) (hNext, logits []float64) {
 		for k, v := range n.Whh[j] {
 			s += v * h[k]
 		}
+		pre[j] = s
 		hNext[j] = max(s, 0)
 	}
 	logits = make([]float64, n.Vocab)
@@ -160,5 +168,5 @@ func (n *Net) Step(i, h []float64) (hNext, logits []float64) {
 		}
 		logits[z] = s
 	}
-	return hNext, logits
+	return pre, hNext, logits
 }

@@ -101,22 +101,11 @@ func (cfg *attackConfig) validate() error {
 	if cfg.modelDir == "" {
 		return usagef("--model is required")
 	}
-	if cfg.out == "" {
-		return usagef("--out is required")
-	}
 	if cfg.method != "random" && cfg.method != "pgd" {
 		return usagef("--method %q: want random or pgd", cfg.method)
 	}
-	if len(cfg.eps) == 0 {
-		return usagef("--eps is required")
-	}
-	for _, e := range cfg.eps {
-		if !(e >= 0) || e > 2 {
-			return usagef("--eps %v: want a radius in [0, 2]", e)
-		}
-	}
-	if (cfg.images > 0) == (len(cfg.indices) > 0) {
-		return usagef("give exactly one of --images N or --index I")
+	if err := checkRun(cfg.out, cfg.eps, cfg.images, cfg.indices); err != nil {
+		return err
 	}
 	if cfg.budget < 0 || cfg.batch <= 0 || cfg.pgd.Restarts < 1 || !(cfg.pgd.LR > 0) || !(cfg.pgd.Eps > 0) {
 		return usagef("--budget must be ≥ 0; --batch, --restarts, --lr and --clip positive")
@@ -128,6 +117,26 @@ func (cfg *attackConfig) validate() error {
 	cfg.pgd.Loss = l
 	if cfg.witnessDir == "" {
 		cfg.witnessDir = strings.TrimSuffix(cfg.out, filepath.Ext(cfg.out)) + ".witnesses"
+	}
+	return nil
+}
+
+// checkRun validates what attack and verify runs share: an output file, a
+// radius grid and one way of choosing images.
+func checkRun(out string, eps []float64, images int, indices []int) error {
+	if out == "" {
+		return usagef("--out is required")
+	}
+	if len(eps) == 0 {
+		return usagef("--eps is required")
+	}
+	for _, e := range eps {
+		if !(e >= 0) || e > 2 {
+			return usagef("--eps %v: want a radius in [0, 2]", e)
+		}
+	}
+	if (images > 0) == (len(indices) > 0) {
+		return usagef("give exactly one of --images N or --index I")
 	}
 	return nil
 }

@@ -100,19 +100,8 @@ func (cfg *verifyConfig) validate() error {
 	if cfg.modelDir == "" {
 		return usagef("--model is required")
 	}
-	if cfg.out == "" {
-		return usagef("--out is required")
-	}
-	if len(cfg.eps) == 0 {
-		return usagef("--eps is required")
-	}
-	for _, e := range cfg.eps {
-		if !(e >= 0) || e > 2 {
-			return usagef("--eps %v: want a radius in [0, 2]", e)
-		}
-	}
-	if (cfg.images > 0) == (len(cfg.indices) > 0) {
-		return usagef("give exactly one of --images N or --index I")
+	if err := checkRun(cfg.out, cfg.eps, cfg.images, cfg.indices); err != nil {
+		return err
 	}
 	if cfg.timeout <= 0 || cfg.opt.Threads < 1 || cfg.opt.AttackSteps < 0 || !(cfg.opt.Safety > 0) {
 		return usagef("--timeout, --threads and --safety must be positive, --attack-steps non-negative")
