@@ -89,6 +89,7 @@ func (cfg *verifyConfig) flags(c *cobra.Command, sample bool) {
 	f.Float64Var(&cfg.opt.RelaxGap, "relax-gap", cfg.opt.RelaxGap, "first solve a MIP where unstable ReLUs with a triangle-relaxation gap below this get no binary (0: exact MIP only)")
 	f.Float64Var(&cfg.opt.Safety, "safety", cfg.opt.Safety, "robust needs the proven margin bound ≤ −safety")
 	f.StringVar(&cfg.opt.WriteMPS, "write-mps", "", "write each sample's MIP to this directory (MPS, for SCIP, Gurobi, HiGHS…)")
+	f.StringArrayVar(&cfg.opt.Params, "solver-param", nil, "parameter passed to the solver verbatim, repeatable (CBC: --solver-param=-cuts --solver-param=off)")
 	f.StringVar(&cfg.solver, "solver", "cbc", "cbc (in process) or external (a solver binary on an MPS file)")
 	f.StringVar(&cfg.solverBinary, "solver-binary", "cbc", "binary for --solver external")
 	f.Uint64Var(&cfg.seed, "seed", 1, "seed for image selection and the warm-start attack")
