@@ -101,6 +101,9 @@ type Bounds struct {
 	ProvenAt  int
 	Method    string
 	NumStable int
+	// NumUnstable counts ReLUs whose bounds straddle 0: each would be a
+	// binary variable of the exact MIP.
+	NumUnstable int
 }
 
 // BoundMethod selects how pre-activation bounds are computed.
@@ -147,6 +150,8 @@ func computeBounds(s *spine, lo, hi []float64, method BoundMethod) *Bounds {
 				out[j] = reluIv(iv)
 				if iv.Lo >= 0 || iv.Hi <= 0 {
 					b.NumStable++
+				} else {
+					b.NumUnstable++
 				}
 			}
 		} else {

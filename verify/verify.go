@@ -90,6 +90,10 @@ type Result struct {
 	// Binaries in the MIP (ReLU + argmax); ReLUBinaries alone; Unstable
 	// counts unstable ReLUs under the bounds used.
 	Binaries, ReLUBinaries int
+	// Unstable counts unstable ReLUs of the unrolled network under the
+	// bounds used, UnstableInterval under interval bounds (over the layers
+	// bounded before a step proved eos wins, if one did).
+	Unstable, UnstableInterval int
 	// Relaxed counts unstable ReLUs given the triangle relaxation in the
 	// last MIP built.
 	Relaxed       int
@@ -149,6 +153,11 @@ func Verify(ctx context.Context, net *Net, m32 attack.Model[float32], m64 attack
 	lo, hi := sm.Ball.Box()
 	b := computeBounds(s, lo, hi, opt.Bounds)
 	res.BoundSeconds = time.Since(bstart).Seconds()
+	res.Unstable = b.NumUnstable
+	res.UnstableInterval = b.NumUnstable
+	if opt.Bounds != BoundInterval { // for comparison: intervals are cheap
+		res.UnstableInterval = computeBounds(s, lo, hi, BoundInterval).NumUnstable
+	}
 	if b.Proven {
 		res.Verdict, res.Stage = Robust, "bounds"
 		res.Bound = math.Inf(-1) // eos provably wins at b.ProvenAt: no margin to report

@@ -38,18 +38,22 @@ type verifyRecord struct {
 	BoundSeconds float64 `json:"bound_seconds"`
 	// ProvenBound is a proven upper bound on the max-min margin
 	// (null: nothing proven; eos provably wins somewhere: "-inf" as null with stage bounds).
-	ProvenBound   *float64 `json:"proven_bound"`
-	Incumbent     *float64 `json:"incumbent"`
-	Nodes         int64    `json:"nodes"`
-	Binaries      int      `json:"binaries"`
-	ReLUBinaries  int      `json:"relu_binaries"`
-	Witness       string   `json:"witness,omitempty"`
-	WitnessLength *int     `json:"witness_length,omitempty"`
-	WitnessTokens []int    `json:"witness_tokens,omitempty"`
-	Reason        string   `json:"reason,omitempty"`
-	MPS           string   `json:"mps,omitempty"`
-	Timeout       float64  `json:"timeout"`
-	Seed          uint64   `json:"seed"`
+	ProvenBound  *float64 `json:"proven_bound"`
+	Incumbent    *float64 `json:"incumbent"`
+	Nodes        int64    `json:"nodes"`
+	Binaries     int      `json:"binaries"`
+	ReLUBinaries int      `json:"relu_binaries"`
+	// Unstable ReLUs (binaries of the exact MIP) under interval bounds and
+	// under the bounds used.
+	UnstableInterval int     `json:"unstable_interval"`
+	Unstable         int     `json:"unstable"`
+	Witness          string  `json:"witness,omitempty"`
+	WitnessLength    *int    `json:"witness_length,omitempty"`
+	WitnessTokens    []int   `json:"witness_tokens,omitempty"`
+	Reason           string  `json:"reason,omitempty"`
+	MPS              string  `json:"mps,omitempty"`
+	Timeout          float64 `json:"timeout"`
+	Seed             uint64  `json:"seed"`
 }
 
 var verifyKey = results.KeyFields("model", "split", "image", "eps", "k", "bounds", "timeout", "seed")
@@ -246,6 +250,7 @@ func runVerify(ctx context.Context, a *app, cfg *verifyConfig, emit func(verifyR
 			r.Verdict, r.Stage, r.Seconds, r.BoundSeconds = string(res.Verdict), res.Stage, res.Seconds, res.BoundSeconds
 			r.ProvenBound, r.Incumbent = finite(res.Bound), finite(res.Incumbent)
 			r.Nodes, r.Binaries, r.ReLUBinaries, r.Reason, r.MPS = res.Nodes, res.Binaries, res.ReLUBinaries, res.Reason, res.MPS
+			r.UnstableInterval, r.Unstable = res.UnstableInterval, res.Unstable
 			if res.Verdict == verify.Vulnerable {
 				l := len(res.WitnessResult.Tokens)
 				r.WitnessLength, r.WitnessTokens = &l, nonNil(res.WitnessResult.Tokens)
