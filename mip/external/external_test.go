@@ -15,7 +15,8 @@ func TestSuite(t *testing.T) {
 }
 
 // TestCancelEarly cancels while cbc is still starting up, when it ignores
-// a single SIGINT.
+// a single SIGINT. The limit is generous: the point is stopping long before
+// the 20 s time limit, also on a loaded machine.
 func TestCancelEarly(t *testing.T) {
 	m := miptest.MultiKnapsack(rand.New(rand.NewPCG(0, 4)), 500, 10)
 	for _, d := range []time.Duration{time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond} {
@@ -26,7 +27,7 @@ func TestCancelEarly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if wall := time.Since(t0); res.Status != mip.Cancelled || wall > 1500*time.Millisecond {
+		if wall := time.Since(t0); res.Status != mip.Cancelled || wall > 5*time.Second {
 			t.Errorf("cancelled after %v: got %s after %v", d, res.Status, wall)
 		}
 	}

@@ -330,7 +330,7 @@ func testTimeLimit(t *testing.T, s mip.Solver) {
 	if res.Status != mip.TimeLimit {
 		t.Errorf("status %s, want time limit", res.Status)
 	}
-	if wall > 2500*time.Millisecond {
+	if wall > 5*time.Second { // generous: a loaded CI machine
 		t.Errorf("1 s time limit: returned after %v", wall)
 	}
 	// The root LP bound is known at once; an incumbent usually too, but
@@ -381,7 +381,7 @@ func testCancel(t *testing.T, s mip.Solver) {
 		t.Fatalf("solve finished before it was cancelled: %s", res.Status)
 	}
 	CheckResult(t, m, &mip.Options{}, res)
-	if late := time.Since(cancelled); late > time.Second {
+	if late := time.Since(cancelled); late > 3*time.Second { // generous: a loaded CI machine
 		t.Errorf("returned %v after cancellation", late)
 	}
 	if res.Status != mip.Cancelled || !res.HasSolution || res.Objective > first+Tol {
