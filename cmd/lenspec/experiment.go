@@ -53,17 +53,7 @@ Results go to OUT/attacks.jsonl as they are produced; rerunning resumes.`,
 					}
 				}
 			}
-			recs, err := results.Read[attackRecord](cfg.out)
-			if err != nil {
-				return err
-			}
-			sum, err := summariseAttacks(recs, outDir)
-			if err != nil {
-				return err
-			}
-			return a.emit(sum, func(w io.Writer) {
-				fmt.Fprintf(w, "figure: %s, %s\n\n%s", sum.FigurePNG, sum.FigureSVG, sum.Table)
-			})
+			return emitSummary(a, cfg.out, outDir, summariseAttacks)
 		},
 	}
 	cfg.flags(atk, false)
@@ -75,6 +65,24 @@ Results go to OUT/attacks.jsonl as they are produced; rerunning resumes.`,
 	f.IntVar(&steps, "steps", 10000, "PGD iterations")
 	cmd.AddCommand(atk, newVerifyExperimentCmd(a))
 	return cmd
+}
+
+// emitSummary reads a results file and prints the summary f makes of it
+// (figures and a table written to outDir).
+func emitSummary[R any, S interface{ text() string }](a *app, path, outDir string, f func([]R, string) (S, error)) error {
+	recs, err := results.Read[R](path)
+	if err != nil {
+		return err
+	}
+	sum, err := f(recs, outDir)
+	if err != nil {
+		return err
+	}
+	return a.emit(sum, func(w io.Writer) { fmt.Fprint(w, sum.text()) })
+}
+
+func (s *attackSummary) text() string {
+	return fmt.Sprintf("figure: %s, %s\n\n%s", s.FigurePNG, s.FigureSVG, s.Table)
 }
 
 type attackSummary struct {

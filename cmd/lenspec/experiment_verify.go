@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"path/filepath"
 	"sort"
 
 	"github.com/lenspec/lenspec/report"
-	"github.com/lenspec/lenspec/results"
 	"github.com/spf13/cobra"
 )
 
@@ -37,17 +35,7 @@ stacked bar chart of verdict proportions per δ (PNG, SVG) and a table are writt
 			if err := runVerify(c.Context(), a, cfg, func(verifyRecord) error { return nil }); err != nil {
 				return err
 			}
-			recs, err := results.Read[verifyRecord](cfg.out)
-			if err != nil {
-				return err
-			}
-			sum, err := summariseVerify(recs, outDir)
-			if err != nil {
-				return err
-			}
-			return a.emit(sum, func(w io.Writer) {
-				fmt.Fprintf(w, "figure: %s, %s\n\n%s", sum.FigurePNG, sum.FigureSVG, sum.Table)
-			})
+			return emitSummary(a, cfg.out, outDir, summariseVerify)
 		},
 	}
 	cfg.flags(c, false)
@@ -56,6 +44,10 @@ stacked bar chart of verdict proportions per δ (PNG, SVG) and a table are writt
 	f.IntVar(&cfg.images, "images", 100, "number of random test images")
 	f.Float64SliceVar(&cfg.eps, "eps", paperVerifyEps, "radius grid")
 	return c
+}
+
+func (s *verifySummary) text() string {
+	return fmt.Sprintf("figure: %s, %s\n\n%s", s.FigurePNG, s.FigureSVG, s.Table)
 }
 
 type verifySummary struct {
