@@ -215,11 +215,7 @@ func runAttacks(ctx context.Context, a *app, cfg *attackConfig) ([]attackRecord,
 	if maxSteps <= 0 {
 		maxSteps = m32.Cfg.MaxSteps
 	}
-	tr, te, err := a.loadMultiMNIST(ctx, cfg.dataSeed)
-	if err != nil {
-		return nil, err
-	}
-	ds, err := split(tr, te, cfg.split)
+	_, ds, err := a.dataset(ctx, cfg.dataSeed, cfg.split)
 	if err != nil {
 		return nil, err
 	}

@@ -39,14 +39,20 @@ func (a *app) loadMultiMNIST(ctx context.Context, seed uint64) (train, test *mul
 	return multimnist.Build(mtr, mte, multimnist.DefaultTrain, multimnist.DefaultTest, seed)
 }
 
-func split(train, test *multimnist.Dataset, name string) (*multimnist.Dataset, error) {
-	switch name {
-	case "train":
-		return train, nil
-	case "test":
-		return test, nil
+// dataset builds the Multi-MNIST splits and returns the training split and
+// the one named; a bad name is a usage error, reported before any work.
+func (a *app) dataset(ctx context.Context, seed uint64, name string) (train, ds *multimnist.Dataset, err error) {
+	if name != "train" && name != "test" {
+		return nil, nil, usagef("--split %q: want train or test", name)
 	}
-	return nil, usagef("--split %q: want train or test", name)
+	tr, te, err := a.loadMultiMNIST(ctx, seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	if name == "train" {
+		return tr, tr, nil
+	}
+	return tr, te, nil
 }
 
 func newDataCmd(a *app) *cobra.Command {
@@ -95,11 +101,7 @@ func newDataCmd(a *app) *cobra.Command {
 			if count <= 0 || scale <= 0 {
 				return usagef("--count and --scale must be positive")
 			}
-			tr, te, err := a.loadMultiMNIST(c.Context(), seed)
-			if err != nil {
-				return err
-			}
-			ds, err := split(tr, te, splitName)
+			_, ds, err := a.dataset(c.Context(), seed, splitName)
 			if err != nil {
 				return err
 			}

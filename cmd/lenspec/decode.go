@@ -101,11 +101,7 @@ and its smallest top-2 logit margin.`,
 				}
 				srcs, labels = []string{image}, [][]int{nil}
 			} else {
-				tr, te, err := a.loadMultiMNIST(c.Context(), dataSeed)
-				if err != nil {
-					return err
-				}
-				ds, err := split(tr, te, splitName)
+				_, ds, err := a.dataset(c.Context(), dataSeed, splitName)
 				if err != nil {
 					return err
 				}

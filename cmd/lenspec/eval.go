@@ -37,11 +37,7 @@ func newEvalCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tr, te, err := a.loadMultiMNIST(c.Context(), dataSeed)
-			if err != nil {
-				return err
-			}
-			ds, err := split(tr, te, splitName)
+			tr, ds, err := a.dataset(c.Context(), dataSeed, splitName)
 			if err != nil {
 				return err
 			}

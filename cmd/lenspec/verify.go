@@ -177,11 +177,7 @@ func runVerify(ctx context.Context, a *app, cfg *verifyConfig, emit func(verifyR
 	if err != nil {
 		return err
 	}
-	tr, te, err := a.loadMultiMNIST(ctx, cfg.dataSeed)
-	if err != nil {
-		return err
-	}
-	ds, err := split(tr, te, cfg.split)
+	_, ds, err := a.dataset(ctx, cfg.dataSeed, cfg.split)
 	if err != nil {
 		return err
 	}
