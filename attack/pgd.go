@@ -101,23 +101,29 @@ func PGD(ctx context.Context, m Model[float32], m64 Model[float64], targets []Ta
 		return n
 	}
 
-	steps := 0
-	for ; steps < opt.Steps; steps++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		var active []int
+	// gatherActive lists the runs still going and copies their iterates
+	// into one batch.
+	gatherActive := func() (active []int, batch []float32) {
 		for r := 0; r < rows; r++ {
 			if !frozen[r] {
 				active = append(active, r)
 			}
 		}
-		if len(active) == 0 {
-			break
-		}
-		batch := make([]float32, len(active)*size)
+		batch = make([]float32, len(active)*size)
 		for i, r := range active {
 			copy(batch[i*size:(i+1)*size], x[r*size:(r+1)*size])
+		}
+		return active, batch
+	}
+
+	steps := 0
+	for ; steps < opt.Steps; steps++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		active, batch := gatherActive()
+		if len(active) == 0 {
+			break
 		}
 		tp := ad.NewTape[float32](true)
 		xn := tp.Var(ad.FromSlice(batch, len(active), size))
@@ -155,17 +161,7 @@ func PGD(ctx context.Context, m Model[float32], m64 Model[float64], targets []Ta
 		}
 	}
 	// The last update was never evaluated.
-	var active []int
-	for r := 0; r < rows; r++ {
-		if !frozen[r] {
-			active = append(active, r)
-		}
-	}
-	if len(active) > 0 {
-		batch := make([]float32, len(active)*size)
-		for i, r := range active {
-			copy(batch[i*size:(i+1)*size], x[r*size:(r+1)*size])
-		}
+	if active, batch := gatherActive(); len(active) > 0 {
 		res, err := m.Decode(ctx, batch, len(active), maxSteps)
 		if err != nil {
 			return nil, err

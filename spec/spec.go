@@ -5,7 +5,6 @@
 package spec
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -136,7 +135,3 @@ type Spec struct {
 // did not stop within the step cap has ℓ ≥ len(Tokens), so len(Tokens) > k
 // decides both cases; a cap of k or less can never show a violation.
 func Exceeds(r model.Result, k int) bool { return len(r.Tokens) > k }
-
-// ErrTie marks a claimed result whose decoded path has a top-2 logit margin
-// below model.RelTieMargin: float rounding could change it.
-var ErrTie = errors.New("spec: decoded path has a tie (top-2 logit margin below 1e-6 relative)")

@@ -16,6 +16,9 @@ type spine struct {
 	net    *Net
 	layers []sLayer
 	enc    int // index of the encoder's last layer (i₀)
+	// logitRows[z] is o[z] and marginRows[z] is o[z] − o[eos] as rows over
+	// a hidden layer's output (marginRows[eos] is unused).
+	logitRows, marginRows []Row
 }
 
 type sLayer struct {
@@ -32,6 +35,14 @@ func newSpine(net *Net, K int) *spine {
 		s.layers = append(s.layers, sLayer{Layer: l, step: -1})
 	}
 	s.enc = len(s.layers) - 1
+	for z := 0; z < net.Vocab; z++ {
+		s.logitRows = append(s.logitRows, denseRow(net.Wout[z], net.Bout[z]))
+		w := make([]float64, net.Hidden)
+		for k := range w {
+			w[k] = net.Wout[z][k] - net.Wout[net.EOS][k]
+		}
+		s.marginRows = append(s.marginRows, denseRow(w, net.Bout[z]-net.Bout[net.EOS]))
+	}
 	e := len(net.Emb[0])
 	var tok [][]float64
 	for z := range net.Emb {
@@ -97,10 +108,9 @@ type Bounds struct {
 	Allowed [][]bool
 	// Proven is set when the bounds alone show that eos wins at some step
 	// t ≤ K for every input: the property holds.
-	Proven    bool
-	ProvenAt  int
-	Method    string
-	NumStable int
+	Proven   bool
+	ProvenAt int
+	Method   string
 	// NumUnstable counts ReLUs whose bounds straddle 0: each would be a
 	// binary variable of the exact MIP.
 	NumUnstable int
@@ -148,9 +158,7 @@ func computeBounds(s *spine, lo, hi []float64, method BoundMethod) *Bounds {
 			out = make([]Interval, len(pre))
 			for j, iv := range pre {
 				out[j] = reluIv(iv)
-				if iv.Lo >= 0 || iv.Hi <= 0 {
-					b.NumStable++
-				} else {
+				if iv.Lo < 0 && iv.Hi > 0 {
 					b.NumUnstable++
 				}
 			}
@@ -164,18 +172,14 @@ func computeBounds(s *spine, lo, hi []float64, method BoundMethod) *Bounds {
 		t := l.step
 		logits := make([]Interval, net.Vocab)
 		for z := range logits {
-			logits[z] = affineIBP(denseRow(net.Wout[z], net.Bout[z]), out)
+			logits[z] = affineIBP(s.logitRows[z], out)
 		}
 		margin := make([]Interval, net.Vocab)
 		for z := range margin {
 			if z == net.EOS {
 				continue
 			}
-			w := make([]float64, net.Hidden)
-			for k := range w {
-				w[k] = net.Wout[z][k] - net.Wout[net.EOS][k]
-			}
-			r := denseRow(w, net.Bout[z]-net.Bout[net.EOS])
+			r := s.marginRows[z]
 			iv := affineIBP(r, out)
 			if method == BoundCROWN {
 				iv = intersect(iv, s.crownHead(b, L, r))

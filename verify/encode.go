@@ -347,17 +347,11 @@ func (e *encoding) assignment(x []float64) (v []float64, ok bool) {
 	h := make([]float64, net.Hidden)
 	m := math.Inf(1)
 	for t := 0; t <= e.K; t++ {
-		z, _, _ := net.StepPre(in, h)
+		z, _, o := net.StepPre(in, h)
 		h = set(e.s.hidden(t), z)
-		o := make([]float64, net.Vocab)
-		for q := range o {
-			s := net.Bout[q]
-			for k, w := range net.Wout[q] {
-				s += w * h[k]
-			}
-			o[q] = s
+		for q, oq := range o {
 			if lv := e.logit[t][q]; lv >= 0 {
-				v[lv] = s
+				v[lv] = oq
 			}
 		}
 		y := -1
