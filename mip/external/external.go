@@ -218,6 +218,12 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 	case st == mip.Error && strings.HasPrefix(log.result, "Stopped on time"):
 		st = mip.TimeLimit
 	}
+	// cbc stopped by its time limit inside preprocessing or root cuts
+	// writes "Integer infeasible" for a feasible model (measured at
+	// -sec 0.2): a verdict that reaches the limit is not trusted.
+	if (st == mip.Infeasible || st == mip.Optimal) && opt.TimeLimit > 0 && res.Wall >= opt.TimeLimit-10*time.Millisecond {
+		st = mip.TimeLimit
+	}
 	// A verdict reached before the interrupt stands; anything after
 	// one is a cancellation.
 	interrupted := strings.Contains(log.result, "ctrl-c")

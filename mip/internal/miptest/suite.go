@@ -25,6 +25,7 @@ func Run(t *testing.T, s mip.Solver) {
 	t.Run("ReLU", func(t *testing.T) { testReLU(t, s) })
 	t.Run("Statuses", func(t *testing.T) { testStatuses(t, s) })
 	t.Run("TimeLimit", func(t *testing.T) { testTimeLimit(t, s) })
+	t.Run("ShortLimitNeverInfeasible", func(t *testing.T) { testShortLimit(t, s) })
 	t.Run("Cancel", func(t *testing.T) { testCancel(t, s) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, s) })
 }
@@ -423,5 +424,42 @@ func testEvents(t *testing.T, s mip.Solver) {
 	}
 	if res.Status != mip.Optimal || math.Abs(last-res.Objective) > Tol {
 		t.Errorf("last incumbent event %g, result %s %g", last, res.Status, res.Objective)
+	}
+}
+
+// testShortLimit: a feasible ReLU-network MIP in decision mode (a cutoff
+// its optimum beats), stopped by time limits that land inside CBC's
+// preprocessing and root cuts, must never come back infeasible. CBC 2.10
+// reports "Pre-processing says infeasible" when its time limit interrupts
+// preprocessing; a verifier would read that as a proof.
+func testShortLimit(t *testing.T, s mip.Solver) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const nIn, nHid = 60, 400
+	n := &ReLUNet{B1: make([]float64, nHid), W2: make([]float64, nHid)}
+	for h := 0; h < nHid; h++ {
+		row := make([]float64, nIn)
+		for i := range row {
+			row[i] = rng.NormFloat64()
+		}
+		n.W1 = append(n.W1, row)
+		n.B1[h] = rng.NormFloat64()
+		n.W2[h] = rng.NormFloat64()
+	}
+	lo, hi := make([]float64, nIn), make([]float64, nIn)
+	for i := range lo {
+		lo[i], hi[i] = -1, 1
+	}
+	m, _ := n.Encode(lo, hi)
+	// The network's value at the centre is a feasible −objective.
+	cutoff := -n.Eval(make([]float64, nIn)) + 1e-3
+	for _, ms := range []int{20, 40, 60, 80, 120, 160, 240, 320, 480} {
+		opt := mip.Options{TimeLimit: time.Duration(ms) * time.Millisecond, UseCutoff: true, Cutoff: cutoff}
+		res := solve(t, s, m, opt)
+		if res.Status == mip.Infeasible {
+			t.Fatalf("%d ms limit: a feasible model reported infeasible", ms)
+		}
+		if res.Bound > cutoff-1e-3+1e-6 {
+			t.Fatalf("%d ms limit: bound %v excludes the known point's objective %v", ms, res.Bound, cutoff-1e-3)
+		}
 	}
 }
