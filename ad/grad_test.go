@@ -128,6 +128,7 @@ func TestGradients(t *testing.T) {
 			return false
 		}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.ClampMin(in[0], 0.3) }},
 		{name: "ReLU", shapes: [][]int{{3, 4}}, avoid: nearKink, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.ReLU(in[0]) }},
+		{name: "Abs", shapes: [][]int{{3, 4}}, avoid: nearKink, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.Abs(in[0]) }},
 		{name: "Tanh", shapes: [][]int{{3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.Tanh(in[0]) }},
 		{name: "Sigmoid", shapes: [][]int{{3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.Sigmoid(in[0]) }},
 		{name: "Reshape", shapes: [][]int{{3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {

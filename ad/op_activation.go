@@ -64,3 +64,29 @@ func (tp *Tape[T]) Sigmoid(x *Node[T]) *Node[T] {
 		}
 	}, x)
 }
+
+// Abs returns |x|. Its gradient is sign(x), 0 at exactly 0. Interval
+// bound propagation needs it: a layer's radius is |W|·r.
+func (tp *Tape[T]) Abs(x *Node[T]) *Node[T] {
+	out := New[T](x.Value.Shape...)
+	for i, v := range x.Value.Data {
+		if v < 0 {
+			v = -v
+		}
+		out.Data[i] = v
+	}
+	return tp.op(out, func(o *Node[T]) {
+		if !x.needsGrad {
+			return
+		}
+		gx := x.grad().Data
+		for i, g := range o.Grad.Data {
+			switch v := x.Value.Data[i]; {
+			case v > 0:
+				gx[i] += g
+			case v < 0:
+				gx[i] -= g
+			}
+		}
+	}, x)
+}

@@ -21,6 +21,15 @@ func New[T Float](shape ...int) *Tensor[T] {
 	return &Tensor[T]{Shape: append([]int(nil), shape...), Data: make([]T, numel(shape))}
 }
 
+// Full returns a tensor of the given shape with every element v.
+func Full[T Float](v T, shape ...int) *Tensor[T] {
+	t := New[T](shape...)
+	for i := range t.Data {
+		t.Data[i] = v
+	}
+	return t
+}
+
 // FromSlice wraps data (not copied) as a tensor of the given shape. It panics
 // if the sizes disagree, which is a programming error, not bad input.
 func FromSlice[T Float](data []T, shape ...int) *Tensor[T] {

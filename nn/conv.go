@@ -31,3 +31,12 @@ func (c *Conv2D[T]) Forward(tp *ad.Tape[T], x *ad.Node[T]) *ad.Node[T] {
 
 // Params lists the layer's parameters.
 func (c *Conv2D[T]) Params() []*ad.Param[T] { return []*ad.Param[T]{c.W, c.B} }
+
+// Interval propagates the box with centre c and radius r ≥ 0 (both
+// [B, In, H, W]) through the convolution: the image box has centre
+// conv(c) + b and radius conv(r) with |W|. It is the interval bound rule,
+// differentiable so that training can shape the bounds.
+func (c *Conv2D[T]) Interval(tp *ad.Tape[T], mid, rad *ad.Node[T]) (*ad.Node[T], *ad.Node[T]) {
+	w := tp.Param(c.W)
+	return tp.Conv2D(mid, w, tp.Param(c.B), c.Geom), tp.Conv2D(rad, tp.Abs(w), nil, c.Geom)
+}

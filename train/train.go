@@ -42,6 +42,14 @@ type Options struct {
 	// ClipNorm, if positive, rescales the gradient to this global L2 norm
 	// when it is larger (ReLU RNNs have occasional gradient spikes).
 	ClipNorm float64
+	// Stability, if positive, weighs the ReLU-stability regulariser
+	// (model.StabilityLoss) added to the loss, computed on every batch over
+	// the ball of radius StabilityEps around each (shifted) canvas. The
+	// radius ramps up linearly over the first StabilityRamp of the steps
+	// (a fraction in [0, 1]) so that the model first learns the task.
+	// Verification-friendly training: fewer unstable ReLUs make bounds
+	// tighter and MIPs smaller.
+	Stability, StabilityEps, StabilityRamp float64
 	// CheckpointDir, if set, receives a checkpoint after every epoch and is
 	// read at start to resume.
 	CheckpointDir string
@@ -54,7 +62,10 @@ type Progress struct {
 	Epoch, Epochs int
 	Step, Steps   int // within the whole run
 	Loss          float64
-	Elapsed       time.Duration
+	// Unstable counts the batch's unstable encoder ReLUs when the
+	// stability regulariser is on.
+	Unstable int
+	Elapsed  time.Duration
 }
 
 // DefaultOptions are the settings that produced models/mmnist-rnn.
@@ -117,6 +128,16 @@ func Captioner(ctx context.Context, m *model.Captioner[float32], ds *multimnist.
 			}
 			tp := ad.NewTrainingTape[float32]()
 			loss := m.TrainLoss(tp, tp.Const(ad.FromSlice(buf, opt.BatchSize, size)), labels, opt.Dropout, rng)
+			unstable := 0
+			if opt.Stability > 0 {
+				eps := opt.StabilityEps
+				if ramp := opt.StabilityRamp * float64(total); float64(step) < ramp {
+					eps *= float64(step) / ramp
+				}
+				var rs *ad.Node[float32]
+				rs, unstable = m.StabilityLoss(tp, tp.Const(ad.FromSlice(buf, opt.BatchSize, size)), eps)
+				loss = tp.Add(loss, tp.Scale(rs, float32(opt.Stability)))
+			}
 			if err := tp.Backward(loss); err != nil {
 				return 0, err
 			}
@@ -130,7 +151,7 @@ func Captioner(ctx context.Context, m *model.Captioner[float32], ds *multimnist.
 			adam.Step()
 			epochLoss += l
 			if opt.Progress != nil {
-				opt.Progress(Progress{Epoch: epoch + 1, Epochs: opt.Epochs, Step: step + 1, Steps: total, Loss: l, Elapsed: time.Since(start)})
+				opt.Progress(Progress{Epoch: epoch + 1, Epochs: opt.Epochs, Step: step + 1, Steps: total, Loss: l, Unstable: unstable, Elapsed: time.Since(start)})
 			}
 		}
 		epochLoss /= float64(perEpoch)

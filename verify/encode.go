@@ -29,6 +29,11 @@ type encodeOptions struct {
 	// exact one. Layers from abstractAt on are encoded exactly.
 	abstract   bool
 	abstractAt int
+	// box keeps only the interval bounds of the abstraction boundary (no
+	// linear rows in x, no input variables): the decoder-sized MIP solves
+	// in milliseconds where the linear rows over thousands of inputs make
+	// every LP slow.
+	box bool
 }
 
 // encoding is the MIP of "some input of the ball decodes more than K
@@ -94,8 +99,10 @@ func encode(s *spine, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
 	if eo.abstract {
 		e.zpreAt = eo.abstractAt
 	}
-	for i, iv := range b.Input {
-		e.x = append(e.x, e.m.AddVar(fmt.Sprintf("x%d", i), iv.Lo, iv.Hi, mip.Continuous))
+	if !eo.box {
+		for i, iv := range b.Input {
+			e.x = append(e.x, e.m.AddVar(fmt.Sprintf("x%d", i), iv.Lo, iv.Hi, mip.Continuous))
+		}
 	}
 	prevOut := e.x
 	for L, l := range s.layers {
@@ -105,8 +112,8 @@ func encode(s *spine, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
 			e.kind, e.out, e.bin = append(e.kind, nil), append(e.out, nil), append(e.bin, nil)
 			continue
 		}
-		if eo.abstract && L == eo.abstractAt && L > 0 {
-			zvar = e.abstractPre(L)
+		if eo.abstract && L == eo.abstractAt && (L > 0 || eo.box) {
+			zvar = e.abstractPre(L, eo.box)
 		}
 		kinds := make([]int, len(l.Rows))
 		outs := make([]int, len(l.Rows))
@@ -200,9 +207,9 @@ func encode(s *spine, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
 }
 
 // abstractPre creates variables for the pre-activations of encoder layer
-// L, bounded by their intervals and by CROWN's linear bounds in x, standing
-// in for every layer below L.
-func (e *encoding) abstractPre(L int) []int {
+// L, bounded by their intervals and (unless box) by CROWN's linear bounds
+// in x, standing in for every layer below L.
+func (e *encoding) abstractPre(L int, box bool) []int {
 	s, b := e.s, e.b
 	l := s.layers[L]
 	zs := make([]int, len(l.Rows))
@@ -210,6 +217,9 @@ func (e *encoding) abstractPre(L int) []int {
 		iv := b.Pre[L][j]
 		name := fmt.Sprintf("%s_pre%d", l.Name, j)
 		zs[j] = e.m.AddVar(name, iv.Lo, iv.Hi, mip.Continuous)
+		if box {
+			continue
+		}
 		c := make([]float64, l.In)
 		for k, idx := range r.Idx {
 			c[idx] = r.W[k]

@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/lenspec/lenspec/report"
+	"github.com/lenspec/lenspec/results"
 	"github.com/spf13/cobra"
 )
 
@@ -22,20 +25,34 @@ func newVerifyExperimentCmd(a *app) *cobra.Command {
 		Long: `Verify --images random test images at every δ of --eps against K̂ = the length of
 the ground-truth label ("longer than the ground truth"), with --timeout per sample.
 Results go to OUT/verify.jsonl as they are produced (rerunning resumes); then the
-stacked bar chart of verdict proportions per δ (PNG, SVG) and a table are written.`,
+stacked bar chart of verdict proportions per δ (PNG, SVG) and a table are written.
+
+With --shard k/n, n processes (one per core) share the list: each writes
+OUT/verify-shard-k-of-n.jsonl, and each summary covers every verify*.jsonl in OUT.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if outDir == "" {
 				return usagef("--out is required")
 			}
 			cfg.out = filepath.Join(outDir, "verify.jsonl")
+			if cfg.shard != "" && cfg.shard != "1/1" {
+				cfg.out = filepath.Join(outDir, "verify-shard-"+strings.ReplaceAll(cfg.shard, "/", "-of-")+".jsonl")
+			}
 			if err := cfg.validate(); err != nil {
 				return err
 			}
 			if err := runVerify(c.Context(), a, cfg, func(verifyRecord) error { return nil }); err != nil {
 				return err
 			}
-			return emitSummary(a, cfg.out, outDir, summariseVerify)
+			recs, err := readVerifyRecords(outDir)
+			if err != nil {
+				return err
+			}
+			sum, err := summariseVerify(recs, outDir)
+			if err != nil {
+				return err
+			}
+			return a.emit(sum, func(w io.Writer) { fmt.Fprint(w, sum.text()) })
 		},
 	}
 	cfg.flags(c, false)
@@ -44,6 +61,34 @@ stacked bar chart of verdict proportions per δ (PNG, SVG) and a table are writt
 	f.IntVar(&cfg.images, "images", 100, "number of random test images")
 	f.Float64SliceVar(&cfg.eps, "eps", paperVerifyEps, "radius grid")
 	return c
+}
+
+// readVerifyRecords reads OUT/verify.jsonl and every shard's file,
+// keeping the first record of each key.
+func readVerifyRecords(outDir string) ([]verifyRecord, error) {
+	paths, err := filepath.Glob(filepath.Join(outDir, "verify*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	var all []verifyRecord
+	seen := map[string]bool{}
+	for _, p := range paths {
+		recs, err := results.Read[verifyRecord](p)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			k, err := verifyKey(mustJSON(r))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+			if !seen[k] {
+				seen[k] = true
+				all = append(all, r)
+			}
+		}
+	}
+	return all, nil
 }
 
 func (s *verifySummary) text() string {
@@ -75,7 +120,7 @@ func summariseVerify(recs []verifyRecord, outDir string) (*verifySummary, error)
 	var rows [][]string
 	for _, e := range eps {
 		vc := report.VerdictCount{Delta: e}
-		var secs, bins, relu []float64
+		var secs, bins, relu, unstI, unstC []float64
 		for _, r := range by[e] {
 			switch r.Verdict {
 			case "robust":
@@ -86,6 +131,10 @@ func summariseVerify(recs []verifyRecord, outDir string) (*verifySummary, error)
 				vc.Unknown++
 			}
 			secs = append(secs, r.Seconds)
+			if r.Stage != "attack" { // the attack settles it before any bound
+				unstI = append(unstI, float64(r.UnstableInterval))
+				unstC = append(unstC, float64(r.Unstable))
+			}
 			if r.Binaries > 0 {
 				bins = append(bins, float64(r.Binaries))
 				relu = append(relu, float64(r.ReLUBinaries))
@@ -102,7 +151,7 @@ func summariseVerify(recs []verifyRecord, outDir string) (*verifySummary, error)
 		rows = append(rows, []string{fmt.Sprint(e), fmt.Sprint(n), fmt.Sprint(vc.Robust), fmt.Sprint(vc.Vulnerable), fmt.Sprint(vc.Unknown),
 			fmt.Sprintf("%.0f%%", 100*float64(vc.Unknown)/float64(n)),
 			fmt.Sprintf("%.2f", report.Quantile(secs, 0.5)), fmt.Sprintf("%.2f", report.Quantile(secs, 0.9)),
-			fmt.Sprint(len(bins)), med(bins), med(relu)})
+			med(unstI) + " → " + med(unstC), fmt.Sprint(len(bins)), med(bins), med(relu)})
 	}
 	sum := &verifySummary{
 		FigurePNG: filepath.Join(outDir, "verify-verdicts.png"),
@@ -112,7 +161,7 @@ func summariseVerify(recs []verifyRecord, outDir string) (*verifySummary, error)
 	if err := report.VerdictFigure(counts, "Multi-MNIST: can an input within δ decode longer than the label?", sum.FigurePNG, sum.FigureSVG); err != nil {
 		return nil, err
 	}
-	sum.Table = report.Markdown([]string{"δ", "samples", "robust", "vulnerable", "unknown", "unknown %", "median s", "p90 s", "MIPs built", "median binaries", "median ReLU binaries"}, rows)
+	sum.Table = report.Markdown([]string{"δ", "samples", "robust", "vulnerable", "unknown", "unknown %", "median s", "p90 s", "median unstable ReLUs, interval → CROWN", "MIPs built", "median binaries", "median ReLU binaries"}, rows)
 	if err := writeFileAtomic(sum.TableFile, []byte(sum.Table)); err != nil {
 		return nil, err
 	}

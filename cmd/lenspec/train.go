@@ -30,7 +30,7 @@ func newTrainCmd(a *app) *cobra.Command {
 	def := train.DefaultOptions()
 	opt := def
 	cfg := model.DefaultCaptionerConfig()
-	var out string
+	var out, init string
 	var dataSeed uint64
 	c := &cobra.Command{
 		Use:   "captioner",
@@ -38,7 +38,10 @@ func newTrainCmd(a *app) *cobra.Command {
 		Long: `Train the Multi-MNIST CNN-RNN captioner and write config.json and
 model.safetensors to --out. A checkpoint is written to --out after every epoch;
 rerunning the same command resumes from it. The defaults reproduce
-models/mmnist-rnn.`,
+models/mmnist-rnn; models/mmnist-rnn-rs records its command in its config.json.
+
+--stability adds the ReLU-stability regulariser (Xiao et al., ICLR 2019):
+verification-friendly training, with fewer unstable ReLUs for the verifier.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if out == "" {
@@ -50,19 +53,37 @@ models/mmnist-rnn.`,
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
 			}
+			if opt.Stability < 0 || opt.StabilityEps < 0 || opt.StabilityRamp < 0 || opt.StabilityRamp > 1 || (opt.Stability > 0 && opt.StabilityEps == 0) {
+				return usagef("--stability and --stability-eps must be non-negative (eps positive when stability is on), --stability-ramp in [0, 1]")
+			}
 			tr, te, err := a.loadMultiMNIST(c.Context(), dataSeed)
 			if err != nil {
 				return err
 			}
-			m, err := model.NewCaptioner[float32](cfg, rand.New(rand.NewPCG(opt.Seed, 0)))
-			if err != nil {
+			var m *model.Captioner[float32]
+			if init != "" {
+				// Fine-tuning: the architecture is the initial model's.
+				for _, name := range []string{"conv1", "conv2", "fc"} {
+					if c.Flags().Changed(name) {
+						return usagef("--%s conflicts with --init (the architecture comes from %s)", name, init)
+					}
+				}
+				if m, err = model.Load[float32](init); err != nil {
+					return err
+				}
+				m.Cfg.Training = nil
+			} else if m, err = model.NewCaptioner[float32](cfg, rand.New(rand.NewPCG(opt.Seed, 0))); err != nil {
 				return err
 			}
 			ckpt := filepath.Join(out, "checkpoint")
 			opt.CheckpointDir = ckpt
 			rep := progress.New("train", tr.N/opt.BatchSize*opt.Epochs, a.quiet)
 			opt.Progress = func(p train.Progress) {
-				rep.Set(p.Step, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
+				msg := fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss)
+				if opt.Stability > 0 {
+					msg += fmt.Sprintf(" unstable %d", p.Unstable)
+				}
+				rep.Set(p.Step, msg)
 			}
 			start := time.Now()
 			loss, err := train.Captioner(c.Context(), m, tr, opt)
@@ -86,6 +107,15 @@ models/mmnist-rnn.`,
 				"test_sequence_accuracy": evTest.SequenceAccuracy, "max_len_train": evTrain.MaxLen,
 				"command": fmt.Sprintf("lenspec train captioner --out DIR --seed %d --epochs %d", opt.Seed, opt.Epochs),
 			}
+			if init != "" {
+				m.Cfg.Training["init"] = init
+				m.Cfg.Training["command"] = fmt.Sprintf("%s --init %s --lr %g --final-lr %g", m.Cfg.Training["command"], init, opt.LR, opt.FinalLR)
+			}
+			if opt.Stability > 0 {
+				m.Cfg.Training["stability"], m.Cfg.Training["stability_eps"], m.Cfg.Training["stability_ramp"] = opt.Stability, opt.StabilityEps, opt.StabilityRamp
+				m.Cfg.Training["command"] = fmt.Sprintf("%s --stability %g --stability-eps %g --stability-ramp %g",
+					m.Cfg.Training["command"], opt.Stability, opt.StabilityEps, opt.StabilityRamp)
+			}
 			if err := model.Save(out, m); err != nil {
 				return err
 			}
@@ -101,6 +131,7 @@ models/mmnist-rnn.`,
 	}
 	f := c.Flags()
 	f.StringVar(&out, "out", "", "output model directory")
+	f.StringVar(&init, "init", "", "start from this model's weights and architecture (fine-tuning)")
 	f.Uint64Var(&opt.Seed, "seed", def.Seed, "seed for initialisation and shuffling")
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
 	f.IntVar(&opt.Epochs, "epochs", def.Epochs, "passes over the 50,000 training canvases")
@@ -111,6 +142,9 @@ models/mmnist-rnn.`,
 	f.Float64Var(&opt.Dropout, "dropout", def.Dropout, "dropout probability in the encoder's fully connected layers")
 	f.BoolVar(&opt.Shift, "shift", def.Shift, "shift training canvases horizontally (digits stay inside; labels unchanged)")
 	f.Float64Var(&opt.ClipNorm, "clip-norm", def.ClipNorm, "clip the gradient's global L2 norm (0: off)")
+	f.Float64Var(&opt.Stability, "stability", def.Stability, "weight of the ReLU-stability regulariser (verification-friendly training; 0: off)")
+	f.Float64Var(&opt.StabilityEps, "stability-eps", def.StabilityEps, "L∞ radius of the regulariser's interval bounds")
+	f.Float64Var(&opt.StabilityRamp, "stability-ramp", def.StabilityRamp, "fraction of the steps over which the radius ramps up from 0")
 	f.IntVar(&cfg.Conv[0].OutChannels, "conv1", cfg.Conv[0].OutChannels, "channels of the first convolution")
 	f.IntVar(&cfg.Conv[1].OutChannels, "conv2", cfg.Conv[1].OutChannels, "channels of the second convolution")
 	f.IntVar(&cfg.FCHidden, "fc", cfg.FCHidden, "width of the first fully connected layer")

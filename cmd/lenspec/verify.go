@@ -45,15 +45,17 @@ type verifyRecord struct {
 	ReLUBinaries int      `json:"relu_binaries"`
 	// Unstable ReLUs (binaries of the exact MIP) under interval bounds and
 	// under the bounds used.
-	UnstableInterval int     `json:"unstable_interval"`
-	Unstable         int     `json:"unstable"`
-	Witness          string  `json:"witness,omitempty"`
-	WitnessLength    *int    `json:"witness_length,omitempty"`
-	WitnessTokens    []int   `json:"witness_tokens,omitempty"`
-	Reason           string  `json:"reason,omitempty"`
-	MPS              string  `json:"mps,omitempty"`
-	Timeout          float64 `json:"timeout"`
-	Seed             uint64  `json:"seed"`
+	UnstableInterval int    `json:"unstable_interval"`
+	Unstable         int    `json:"unstable"`
+	Witness          string `json:"witness,omitempty"`
+	WitnessLength    *int   `json:"witness_length,omitempty"`
+	WitnessTokens    []int  `json:"witness_tokens,omitempty"`
+	Reason           string `json:"reason,omitempty"`
+	MPS              string `json:"mps,omitempty"`
+	// Phases: each MIP solved (name, binaries, status, seconds, nodes, bound).
+	Phases  []verify.Phase `json:"phases,omitempty"`
+	Timeout float64        `json:"timeout"`
+	Seed    uint64         `json:"seed"`
 }
 
 var verifyKey = results.KeyFields("model", "split", "image", "eps", "k", "bounds", "timeout", "seed")
@@ -71,6 +73,10 @@ type verifyConfig struct {
 	solver, solverBinary string
 	noMIP, optimize      bool
 	witnessDir           string
+	// shard "k/n" runs the k-th of n interleaved parts of the (δ, image)
+	// list, so that n processes can share a machine.
+	shard          string
+	shardK, shardN int
 }
 
 func (cfg *verifyConfig) flags(c *cobra.Command, sample bool) {
@@ -91,6 +97,7 @@ func (cfg *verifyConfig) flags(c *cobra.Command, sample bool) {
 	f.BoolVar(&cfg.optimize, "optimize", false, "optimise the MIP (report the max-min margin) instead of deciding")
 	f.IntVar(&cfg.opt.AttackSteps, "attack-steps", cfg.opt.AttackSteps, "PGD warm-start iterations (0: none)")
 	f.Float64Var(&cfg.opt.RelaxGap, "relax-gap", cfg.opt.RelaxGap, "first solve a MIP where unstable ReLUs with a triangle-relaxation gap below this get no binary (0: exact MIP only)")
+	f.BoolVar(&cfg.opt.Abstract, "abstract", cfg.opt.Abstract, "solve the small abstracted MIPs (encoder replaced by bounds) before the exact one")
 	f.Float64Var(&cfg.opt.Safety, "safety", cfg.opt.Safety, "robust needs the proven margin bound ≤ −safety")
 	f.StringVar(&cfg.opt.WriteMPS, "write-mps", "", "write each sample's MIP to this directory (MPS, for SCIP, Gurobi, HiGHS…)")
 	f.StringArrayVar(&cfg.opt.Params, "solver-param", nil, "parameter passed to the solver verbatim, repeatable (CBC: --solver-param=-cuts --solver-param=off)")
@@ -99,6 +106,18 @@ func (cfg *verifyConfig) flags(c *cobra.Command, sample bool) {
 	f.Uint64Var(&cfg.seed, "seed", 1, "seed for image selection and the warm-start attack")
 	f.Uint64Var(&cfg.dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
 	f.StringVar(&cfg.split, "split", "test", "train or test")
+	f.StringVar(&cfg.shard, "shard", "", "k/n: run only the k-th of n interleaved parts of the (δ, image) list (one process per core)")
+}
+
+// parseShard parses "k/n" with 1 ≤ k ≤ n; "" is the whole list (1/1).
+func parseShard(s string) (k, n int, err error) {
+	if s == "" {
+		return 1, 1, nil
+	}
+	if _, err := fmt.Sscanf(s, "%d/%d", &k, &n); err != nil || n < 1 || k < 1 || k > n || fmt.Sprintf("%d/%d", k, n) != s {
+		return 0, 0, usagef("--shard %q: want k/n with 1 ≤ k ≤ n", s)
+	}
+	return k, n, nil
 }
 
 func (cfg *verifyConfig) validate() error {
@@ -106,6 +125,10 @@ func (cfg *verifyConfig) validate() error {
 		return usagef("--model is required")
 	}
 	if err := checkRun(cfg.out, cfg.eps, cfg.images, cfg.indices); err != nil {
+		return err
+	}
+	var err error
+	if cfg.shardK, cfg.shardN, err = parseShard(cfg.shard); err != nil {
 		return err
 	}
 	if cfg.timeout <= 0 || cfg.opt.Threads < 1 || cfg.opt.AttackSteps < 0 || !(cfg.opt.Safety > 0) {
@@ -211,14 +234,18 @@ func runVerify(ctx context.Context, a *app, cfg *verifyConfig, emit func(verifyR
 		k, _ := verifyKey(mustJSON(r))
 		return k
 	}
-	total := len(imgs) * len(cfg.eps)
+	total := (len(imgs)*len(cfg.eps) + cfg.shardN - cfg.shardK) / cfg.shardN
 	rep := progress.New("verify", total, a.quiet)
 	defer rep.Finish()
 	counts := map[verify.Verdict]int{}
-	done := 0
+	done, ordinal := 0, 0
 	size := m32.InputSize()
 	for _, eps := range cfg.eps {
 		for _, img := range imgs {
+			ordinal++
+			if (ordinal-1)%cfg.shardN != cfg.shardK-1 {
+				continue
+			}
 			done++
 			key := keyOf(img, eps)
 			if f.Done(key) {
@@ -245,7 +272,7 @@ func runVerify(ctx context.Context, a *app, cfg *verifyConfig, emit func(verifyR
 			r.Image, r.Eps, r.K, r.Label = img, eps, res.K, ds.Labels[img]
 			r.Verdict, r.Stage, r.Seconds, r.BoundSeconds = string(res.Verdict), res.Stage, res.Seconds, res.BoundSeconds
 			r.ProvenBound, r.Incumbent = finite(res.Bound), finite(res.Incumbent)
-			r.Nodes, r.Binaries, r.ReLUBinaries, r.Reason, r.MPS = res.Nodes, res.Binaries, res.ReLUBinaries, res.Reason, res.MPS
+			r.Nodes, r.Binaries, r.ReLUBinaries, r.Reason, r.MPS, r.Phases = res.Nodes, res.Binaries, res.ReLUBinaries, res.Reason, res.MPS, res.Phases
 			r.UnstableInterval, r.Unstable = res.UnstableInterval, res.Unstable
 			if res.Verdict == verify.Vulnerable {
 				l := len(res.WitnessResult.Tokens)

@@ -1,0 +1,51 @@
+package model
+
+import (
+	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/nn"
+)
+
+// StabilityLoss is the ReLU-stability regulariser of Xiao et al. (ICLR
+// 2019), "Training for faster adversarial robustness verification via
+// inducing ReLU stability", applied to the encoder: for every ReLU of the
+// convolutions and FC₁ with interval bounds [l, u] over the ball
+// S(x, eps) ∩ [min, max], the term −tanh(1 + l·u) is lowest when l and u
+// share a sign. Unstable ReLUs (l < 0 < u) become binaries of the MIP and
+// loose triangles in linear bounds; conv1 alone had over a thousand of
+// them at δ = 0.02 in a normally trained model. The result is the mean
+// over each layer's neurons, summed over the layers; unstable counts the
+// batch's unstable ReLUs.
+func (m *Captioner[T]) StabilityLoss(tp *ad.Tape[T], x *ad.Node[T], eps float64) (loss *ad.Node[T], unstable int) {
+	in := m.Cfg.Input
+	b := x.Value.Len() / m.Cfg.InputSize()
+	mid, rad := ad.New[T](b, in.Channels, in.Height, in.Width), ad.New[T](b, in.Channels, in.Height, in.Width)
+	for i, v := range x.Value.Data {
+		lo, hi := max(float64(v)-eps, in.Min), min(float64(v)+eps, in.Max)
+		mid.Data[i], rad.Data[i] = T((lo+hi)/2), T(max(hi-lo, 0)/2)
+	}
+	c, r := tp.Const(mid), tp.Const(rad)
+	term := func(c, r *ad.Node[T]) {
+		l, u := tp.Sub(c, r), tp.Add(c, r)
+		for i, lv := range l.Value.Data {
+			if lv < 0 && u.Value.Data[i] > 0 {
+				unstable++
+			}
+		}
+		n := l.Value.Len()
+		t := tp.Scale(tp.Sum(tp.Tanh(tp.Add(tp.Mul(l, u), tp.Const(ad.Full[T](1, l.Value.Shape...))))), T(-1)/T(n))
+		if loss == nil {
+			loss = t
+		} else {
+			loss = tp.Add(loss, t)
+		}
+	}
+	for _, cv := range m.Conv {
+		c, r = cv.Interval(tp, c, r)
+		term(c, r)
+		c, r = nn.ReLUInterval(tp, c, r)
+	}
+	c, r = tp.Reshape(c, b, c.Value.Len()/b), tp.Reshape(r, b, r.Value.Len()/b)
+	c, r = m.FC1.Interval(tp, c, r)
+	term(c, r)
+	return loss, unstable
+}
