@@ -242,6 +242,19 @@ func (e *encoding) abstractPre(L int, box bool) []int {
 	return zs
 }
 
+// input returns the input point of a MIP solution, or nil when the
+// encoding has no input variables (the box abstraction).
+func (e *encoding) input(sol []float64) []float64 {
+	if len(e.x) == 0 {
+		return nil
+	}
+	x := make([]float64, len(e.x))
+	for i, v := range e.x {
+		x[i] = sol[v]
+	}
+	return x
+}
+
 // head encodes the logits of step t, the argmax one-hot over the allowed
 // tokens and the margin constraint m ≤ o_max − o_eos.
 func (e *encoding) head(t int, h []int) error {

@@ -60,6 +60,10 @@ type Options struct {
 	// CROWN's linear bounds of i₀ in terms of the input (exact decoder):
 	// small and fast, sound for robustness, candidates replayed.
 	Abstract bool
+	// NewLP, if set, enables the token search (after the box phase):
+	// branch and bound over the emitted tokens, bounded by this LP
+	// relaxation of the exact MIP, then MIPs on the open token sequences.
+	NewLP func(*mip.Model) (LPRelaxation, error)
 	// Params are passed to the MIP solver (for CBC, e.g. "-cuts", "off").
 	Params []string
 	// WriteMPS, if set, is a directory where each sample's MIP is written.
@@ -196,8 +200,23 @@ func Verify(ctx context.Context, net *Net, m32 attack.Model[float32], m64 attack
 		phases = append(phases, encodeOptions{relaxGap: opt.RelaxGap})
 	}
 	phases = append(phases, encodeOptions{})
-	for _, eo := range phases {
-		done, err := solvePhase(ctx, s, b, sm, opt, eo, best, m64, maxSteps, res)
+	replay := func(x []float64, stage string) (bool, error) {
+		return replayCandidate(x, stage, sm, m64, maxSteps, res)
+	}
+	for i, eo := range phases {
+		if opt.NewLP != nil && (i == 1 || !opt.Abstract && i == 0) {
+			// The token search gets two thirds of the time left.
+			tctx, cancel := ctx, context.CancelFunc(func() {})
+			if dl, ok := ctx.Deadline(); ok {
+				tctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)*2/3))
+			}
+			done, err := tokenPhase(tctx, s, b, sm, opt, res, replay)
+			cancel()
+			if err != nil || done {
+				return res, err
+			}
+		}
+		done, err := solvePhase(ctx, s, b, sm, opt, eo, best, replay, res)
 		if err != nil || done {
 			return res, err
 		}
@@ -213,7 +232,7 @@ func Verify(ctx context.Context, net *Net, m32 attack.Model[float32], m64 attack
 
 // solvePhase builds the MIP with the given relaxation gap and solves it,
 // recording into res. done reports a final verdict.
-func solvePhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options, eo encodeOptions, best []float64, m64 attack.Model[float64], maxSteps int, res *Result) (done bool, err error) {
+func solvePhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options, eo encodeOptions, best []float64, replay func([]float64, string) (bool, error), res *Result) (done bool, err error) {
 	enc, err := encode(s, b, sm.K, eo)
 	exact := !eo.abstract && eo.relaxGap == 0
 	if err != nil {
@@ -288,29 +307,15 @@ func solvePhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options
 		res.Bound = math.Min(res.Bound, phaseBound)
 		ph.Bound = &phaseBound
 	}
-	if r.HasSolution && eo.box {
-		// No input variables: nothing to replay, only a sign that the box
-		// is too coarse to prove the property.
+	if r.HasSolution {
 		res.Incumbent = -r.Objective
-		res.Reason = fmt.Sprintf("box abstraction admits margin %.3g", res.Incumbent)
-	} else if r.HasSolution {
-		res.Incumbent = -r.Objective
-		x := make([]float64, len(enc.x))
-		for i, v := range enc.x {
-			x[i] = r.Solution[v]
+		if x := enc.input(r.Solution); x == nil {
+			// No input variables: nothing to replay, only a sign that
+			// the box is too coarse to prove the property.
+			res.Reason = fmt.Sprintf("box abstraction admits margin %.3g", res.Incumbent)
+		} else if ok, err := replay(x, "mip"); ok || err != nil {
+			return ok, err
 		}
-		spec.Project(sm.Ball, x)
-		out, err := m64.Decode(context.Background(), x, 1, maxSteps)
-		if err != nil {
-			return false, err
-		}
-		if spec.Exceeds(out[0], sm.K) && out[0].MinRelMargin >= model.RelTieMargin {
-			res.Verdict, res.Stage = Vulnerable, "mip"
-			res.Witness, res.WitnessResult = x, out[0]
-			res.Reason = ""
-			return true, nil
-		}
-		res.Reason = fmt.Sprintf("MIP candidate (margin %.3g) does not replay: decodes %d tokens, tie margin %.2g", res.Incumbent, len(out[0].Tokens), out[0].MinRelMargin)
 	}
 	if !math.IsInf(r.Bound, -1) && phaseBound <= -opt.Safety {
 		res.Verdict, res.Stage = Robust, "mip"
@@ -326,6 +331,25 @@ func solvePhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options
 	if res.Reason == "" || !r.HasSolution {
 		res.Reason = fmt.Sprintf("solver stopped: %v, proven margin ≤ %.3g", r.Status, phaseBound)
 	}
+	return false, nil
+}
+
+// replayCandidate projects a MIP candidate onto the ball and decodes it
+// in float64: a replay longer than K̂ with no tie on its path makes res
+// vulnerable (stage names who found it); otherwise res.Reason says why not.
+func replayCandidate(x []float64, stage string, sm Sample, m64 attack.Model[float64], maxSteps int, res *Result) (bool, error) {
+	spec.Project(sm.Ball, x)
+	out, err := m64.Decode(context.Background(), x, 1, maxSteps)
+	if err != nil {
+		return false, err
+	}
+	if spec.Exceeds(out[0], sm.K) && out[0].MinRelMargin >= model.RelTieMargin {
+		res.Verdict, res.Stage = Vulnerable, stage
+		res.Witness, res.WitnessResult = x, out[0]
+		res.Reason = ""
+		return true, nil
+	}
+	res.Reason = fmt.Sprintf("%s candidate does not replay: decodes %d tokens, tie margin %.2g", stage, len(out[0].Tokens), out[0].MinRelMargin)
 	return false, nil
 }
 

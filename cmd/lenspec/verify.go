@@ -72,6 +72,7 @@ type verifyConfig struct {
 	bounds               string
 	solver, solverBinary string
 	noMIP, optimize      bool
+	tokens               bool
 	witnessDir           string
 	// shard "k/n" runs the k-th of n interleaved parts of the (δ, image)
 	// list, so that n processes can share a machine.
@@ -97,6 +98,7 @@ func (cfg *verifyConfig) flags(c *cobra.Command, sample bool) {
 	f.BoolVar(&cfg.optimize, "optimize", false, "optimise the MIP (report the max-min margin) instead of deciding")
 	f.IntVar(&cfg.opt.AttackSteps, "attack-steps", cfg.opt.AttackSteps, "PGD warm-start iterations (0: none)")
 	f.Float64Var(&cfg.opt.RelaxGap, "relax-gap", cfg.opt.RelaxGap, "first solve a MIP where unstable ReLUs with a triangle-relaxation gap below this get no binary (0: exact MIP only)")
+	f.BoolVar(&cfg.tokens, "tokens", true, "branch and bound over the emitted tokens with LP bounds before the big MIPs")
 	f.BoolVar(&cfg.opt.Abstract, "abstract", cfg.opt.Abstract, "solve the small abstracted MIPs (encoder replaced by bounds) before the exact one")
 	f.Float64Var(&cfg.opt.Safety, "safety", cfg.opt.Safety, "robust needs the proven margin bound ≤ −safety")
 	f.StringVar(&cfg.opt.WriteMPS, "write-mps", "", "write each sample's MIP to this directory (MPS, for SCIP, Gurobi, HiGHS…)")
@@ -149,6 +151,15 @@ func (cfg *verifyConfig) validate() error {
 		cfg.opt.Solver = &external.Solver{Binary: cfg.solverBinary}
 	default:
 		return usagef("--solver %q: want cbc or external", cfg.solver)
+	}
+	if cfg.tokens && cfg.opt.Solver != nil {
+		cfg.opt.NewLP = func(m *mip.Model) (verify.LPRelaxation, error) {
+			lp, err := cbc.NewLP(m)
+			if err != nil {
+				return nil, err
+			}
+			return lp, nil
+		}
 	}
 	cfg.opt.TimeLimit = cfg.timeout
 	cfg.opt.Decision = !cfg.optimize

@@ -1,0 +1,199 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/lenspec/lenspec/mip"
+)
+
+// LPRelaxation is the linear relaxation of a MIP, re-optimised after bound
+// changes (mip/cbc.LP implements it). DualBound must be rigorous: the
+// token search prunes on it.
+type LPRelaxation interface {
+	SetBounds(i int, lb, ub float64) error
+	Optimize(idx []int, coef []float64, maximize bool) (float64, mip.Status, error)
+	// DualBound bounds the last Optimize's optimum rigorously (from above
+	// when it maximised); ±Inf when it cannot.
+	DualBound() float64
+	Close()
+}
+
+// tokenSearch is branch and bound over the tokens a counterexample emits.
+// The argmax one-hots are the weak point of the MIP's LP relaxation: with
+// every token free, o_max,t relaxes to a blend and the margin bound stays
+// at its a-priori value. Fixing the token of step t makes o_max,t = o_t[z]
+// exact, feeds the next step a constant embedding and adds o_t[z] ≥ o_t[z']
+// for the other tokens. The search fixes tokens step by step, depth first,
+// bounding each prefix by the LP relaxation of the exact MIP (with CLP's
+// rigorous dual bound); a prefix whose bound is ≤ −safety, or whose LP is
+// infeasible, is closed. Prefixes fixed up to step K̂ that stay open are
+// returned as leaves for the MIP.
+type tokenSearch struct {
+	enc    *encoding
+	lp     LPRelaxation
+	safety float64
+	LPs    int
+	// maxBound is the largest bound over closed-by-bound prefixes (for the
+	// report); leaves collects open full sequences.
+	maxBound float64
+	leaves   [][]int
+}
+
+// fix sets the one-hot bounds of steps < len(prefix) to prefix and frees
+// the later steps, in both the LP and the MIP model.
+func (ts *tokenSearch) fix(prefix []int) error {
+	for t, row := range ts.enc.delta {
+		for z, d := range row {
+			if d < 0 {
+				continue
+			}
+			lo, hi := 0.0, 1.0
+			if t < len(prefix) {
+				if z == prefix[t] {
+					lo = 1
+				} else {
+					hi = 0
+				}
+			}
+			if ts.lp != nil {
+				if err := ts.lp.SetBounds(d, lo, hi); err != nil {
+					return err
+				}
+			}
+			ts.enc.m.SetBounds(d, lo, hi)
+		}
+	}
+	return nil
+}
+
+// search explores the prefixes extending prefix; it returns ctx.Err() when
+// the deadline stops it.
+func (ts *tokenSearch) search(ctx context.Context, prefix []int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := ts.fix(prefix); err != nil {
+		return err
+	}
+	_, st, err := ts.lp.Optimize([]int{ts.enc.mvar}, []float64{1}, true)
+	if err != nil {
+		return err
+	}
+	ts.LPs++
+	switch st {
+	case mip.Infeasible:
+		return nil // no input follows this prefix
+	case mip.Optimal:
+		if ub := ts.lp.DualBound(); ub <= -ts.safety {
+			ts.maxBound = math.Max(ts.maxBound, ub)
+			return nil
+		}
+	}
+	t := len(prefix)
+	if t == len(ts.enc.delta) {
+		ts.leaves = append(ts.leaves, append([]int(nil), prefix...))
+		return nil
+	}
+	for z, d := range ts.enc.delta[t] {
+		if d == -1 {
+			continue
+		}
+		// A lone allowed token (d == −2) has no variable: the prefix
+		// records it all the same.
+		if err := ts.search(ctx, append(prefix, z)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tokenPhase runs the token search on the exact encoding and then the MIP
+// on each open leaf, recording into res. done reports a final verdict.
+func tokenPhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options, res *Result, replay func(x []float64, how string) (bool, error)) (done bool, err error) {
+	enc, err := encode(s, b, sm.K, encodeOptions{})
+	if err != nil {
+		return false, err
+	}
+	ph := Phase{Name: "tokens", Binaries: enc.Binaries, Status: "not started"}
+	start := time.Now()
+	defer func() {
+		ph.Seconds = time.Since(start).Seconds()
+		res.Phases = append(res.Phases, ph)
+	}()
+	lp, err := opt.NewLP(enc.m)
+	if err != nil {
+		return false, fmt.Errorf("verify: token search LP: %w", err)
+	}
+	defer lp.Close()
+	ts := &tokenSearch{enc: enc, lp: lp, safety: opt.Safety, maxBound: math.Inf(-1)}
+	err = ts.search(ctx, nil)
+	ph.Nodes = int64(ts.LPs)
+	if err != nil {
+		if ctx.Err() != nil {
+			ph.Status = "time limit"
+			res.Reason = fmt.Sprintf("token search: time limit after %d LPs", ts.LPs)
+			return false, nil
+		}
+		return false, err
+	}
+	if len(ts.leaves) == 0 {
+		ph.Status = "infeasible"
+		bound := -opt.Safety
+		if !math.IsInf(ts.maxBound, -1) {
+			bound = ts.maxBound
+		}
+		ph.Bound = &bound
+		res.Bound = math.Min(res.Bound, bound)
+		res.Verdict, res.Stage, res.Reason = Robust, "tokens", ""
+		return true, nil
+	}
+	// Open leaves: the MIP over the ReLU binaries with the tokens fixed.
+	for i, leaf := range ts.leaves {
+		if err := ts.fix(leaf); err != nil {
+			return false, err
+		}
+		mo := mip.Options{Threads: opt.Threads, Params: opt.Params, UseCutoff: true, Cutoff: opt.Safety}
+		dl, ok := ctx.Deadline()
+		if ok {
+			// Share the remaining time among the remaining leaves.
+			mo.TimeLimit = time.Until(dl) / time.Duration(len(ts.leaves)-i)
+			if mo.TimeLimit <= 0 {
+				ph.Status = "time limit"
+				return false, nil
+			}
+		}
+		solveCtx, stop := context.WithCancel(ctx)
+		mo.OnEvent = func(ev mip.Event) {
+			if ev.Kind == mip.IncumbentFound && ev.Objective <= -opt.Safety {
+				stop()
+			}
+		}
+		r, err := opt.Solver.Solve(solveCtx, enc.m, mo)
+		stop()
+		if err != nil {
+			return false, err
+		}
+		ph.Nodes += r.Nodes
+		res.Nodes += r.Nodes
+		if r.HasSolution {
+			if ok, err := replay(enc.input(r.Solution), "tokens"); ok || err != nil {
+				ph.Status = "counterexample"
+				return ok, err
+			}
+		}
+		if r.Status != mip.Infeasible && !(r.Bound >= opt.Safety) {
+			ph.Status = fmt.Sprintf("leaf %d/%d open (%v)", i+1, len(ts.leaves), r.Status)
+			res.Reason = fmt.Sprintf("token search: %d of %d token sequences left open", len(ts.leaves)-i, len(ts.leaves))
+			return false, nil
+		}
+	}
+	ph.Status = "infeasible"
+	bound := -opt.Safety
+	ph.Bound = &bound
+	res.Bound = math.Min(res.Bound, bound)
+	res.Verdict, res.Stage, res.Reason = Robust, "tokens", ""
+	return true, nil
+}
