@@ -29,3 +29,7 @@ echo "(witnesses: $out/attack.witnesses/; replay one exactly with: $bin decode -
 echo
 echo "== Verification at δ = 0.005 (K̂ = label length): robust / vulnerable / unknown"
 $bin verify --model "$model" --eps 0.005 --images 5 --timeout 20s --out "$out/verify.jsonl"
+
+echo
+echo "== The same at δ = 0.02 on models/mmnist-rnn-rs (fine-tuned for verifiability; docs/models.md)"
+$bin verify --model models/mmnist-rnn-rs --eps 0.02 --images 5 --timeout 20s --out "$out/verify-rs.jsonl"
