@@ -70,7 +70,12 @@ Results go to OUT/attacks.jsonl as they are produced; rerunning resumes.`,
 // emitSummary reads a results file and prints the summary f makes of it
 // (figures and a table written to outDir).
 func emitSummary[R any, S interface{ text() string }](a *app, path, outDir string, f func([]R, string) (S, error)) error {
-	recs, err := results.Read[R](path)
+	return emitSummaryOf(a, func() ([]R, error) { return results.Read[R](path) }, outDir, f)
+}
+
+// emitSummaryOf is emitSummary over the records read returns.
+func emitSummaryOf[R any, S interface{ text() string }](a *app, read func() ([]R, error), outDir string, f func([]R, string) (S, error)) error {
+	recs, err := read()
 	if err != nil {
 		return err
 	}

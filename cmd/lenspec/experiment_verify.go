@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -44,15 +43,7 @@ OUT/verify-shard-k-of-n.jsonl, and each summary covers every verify*.jsonl in OU
 			if err := runVerify(c.Context(), a, cfg, func(verifyRecord) error { return nil }); err != nil {
 				return err
 			}
-			recs, err := readVerifyRecords(outDir)
-			if err != nil {
-				return err
-			}
-			sum, err := summariseVerify(recs, outDir)
-			if err != nil {
-				return err
-			}
-			return a.emit(sum, func(w io.Writer) { fmt.Fprint(w, sum.text()) })
+			return emitSummaryOf(a, func() ([]verifyRecord, error) { return readVerifyRecords(outDir) }, outDir, summariseVerify)
 		},
 	}
 	cfg.flags(c, false)
