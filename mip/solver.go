@@ -198,6 +198,15 @@ type Result struct {
 	Solver string
 }
 
+// ReachedLimit reports whether a solve that took wall reached the time
+// limit (within clock granularity). Backends do not trust an "infeasible"
+// or "optimal" that arrives then: CBC 2.10, stopped by its limit inside
+// preprocessing or root cuts, reports an infeasibility it did not prove
+// (measured on a feasible 246-binary model stopped after 0.2 s).
+func (o *Options) ReachedLimit(wall time.Duration) bool {
+	return o.TimeLimit > 0 && wall >= o.TimeLimit-10*time.Millisecond
+}
+
 // Finish establishes the invariants documented on Result from what a
 // backend filled in: Status, HasSolution, Solution and the solver's own
 // Bound (NaN for none). It recomputes Objective from Solution, sets Bound

@@ -127,7 +127,8 @@ func Captioner(ctx context.Context, m *model.Captioner[float32], ds *multimnist.
 				p.ZeroGrad()
 			}
 			tp := ad.NewTrainingTape[float32]()
-			loss := m.TrainLoss(tp, tp.Const(ad.FromSlice(buf, opt.BatchSize, size)), labels, opt.Dropout, rng)
+			x := tp.Const(ad.FromSlice(buf, opt.BatchSize, size))
+			loss := m.TrainLoss(tp, x, labels, opt.Dropout, rng)
 			unstable := 0
 			if opt.Stability > 0 {
 				eps := opt.StabilityEps
@@ -135,7 +136,7 @@ func Captioner(ctx context.Context, m *model.Captioner[float32], ds *multimnist.
 					eps *= float64(step) / ramp
 				}
 				var rs *ad.Node[float32]
-				rs, unstable = m.StabilityLoss(tp, tp.Const(ad.FromSlice(buf, opt.BatchSize, size)), eps)
+				rs, unstable = m.StabilityLoss(tp, x, eps)
 				loss = tp.Add(loss, tp.Scale(rs, float32(opt.Stability)))
 			}
 			if err := tp.Backward(loss); err != nil {

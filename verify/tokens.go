@@ -155,7 +155,7 @@ func tokenPhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options
 		if err := ts.fix(leaf); err != nil {
 			return false, err
 		}
-		mo := mip.Options{Threads: opt.Threads, Params: opt.Params, UseCutoff: true, Cutoff: opt.Safety}
+		mo := mip.Options{Threads: opt.Threads, Params: opt.Params}
 		dl, ok := ctx.Deadline()
 		if ok {
 			// Share the remaining time among the remaining leaves.
@@ -165,14 +165,7 @@ func tokenPhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options
 				return false, nil
 			}
 		}
-		solveCtx, stop := context.WithCancel(ctx)
-		mo.OnEvent = func(ev mip.Event) {
-			if ev.Kind == mip.IncumbentFound && ev.Objective <= -opt.Safety {
-				stop()
-			}
-		}
-		r, err := opt.Solver.Solve(solveCtx, enc.m, mo)
-		stop()
+		r, err := decide(ctx, opt, enc.m, mo)
 		if err != nil {
 			return false, err
 		}

@@ -190,9 +190,9 @@ func Verify(ctx context.Context, net *Net, m32 attack.Model[float32], m64 attack
 	}
 	var phases []encodeOptions
 	if opt.Abstract {
-		// First the decoder alone on linear bounds of i₀, then from the
-		// first fully connected layer on.
-		// A box around i₀ first: no input variables, milliseconds.
+		// The decoder alone on a box around i₀ (no input variables,
+		// milliseconds), then on linear bounds of i₀, then from the first
+		// fully connected layer on.
 		phases = append(phases, encodeOptions{abstract: true, abstractAt: s.enc, box: true},
 			encodeOptions{abstract: true, abstractAt: s.enc}, encodeOptions{abstract: true, abstractAt: s.enc - 1})
 	}
@@ -271,18 +271,6 @@ func solvePhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options
 			return false, nil
 		}
 	}
-	solveCtx := ctx
-	if opt.Decision {
-		mo.UseCutoff, mo.Cutoff = true, opt.Safety
-		var stop context.CancelFunc
-		solveCtx, stop = context.WithCancel(ctx)
-		defer stop()
-		mo.OnEvent = func(ev mip.Event) {
-			if ev.Kind == mip.IncumbentFound && ev.Objective <= -opt.Safety {
-				stop() // a strict candidate: replay it now
-			}
-		}
-	}
 	// A MIP start only helps an optimising solve (in decision mode its
 	// margin is below the cutoff and CBC ignores it), and CBC 2.10.8 was
 	// seen to crash (SIGSEGV inside CbcMain1) on starts for the abstract
@@ -292,7 +280,12 @@ func solvePhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options
 			mo.Start = v
 		}
 	}
-	r, err := opt.Solver.Solve(solveCtx, enc.m, mo)
+	var r *mip.Result
+	if opt.Decision {
+		r, err = decide(ctx, opt, enc.m, mo)
+	} else {
+		r, err = opt.Solver.Solve(ctx, enc.m, mo)
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			res.Reason, ph.Status = "time limit", "time limit"
@@ -332,6 +325,21 @@ func solvePhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options
 		res.Reason = fmt.Sprintf("solver stopped: %v, proven margin ≤ %.3g", r.Status, phaseBound)
 	}
 	return false, nil
+}
+
+// decide solves m in decision mode: a cutoff prunes every node whose
+// margin is ≤ −Safety, and the solve stops at the first incumbent with
+// margin ≥ Safety, a strict counterexample candidate to replay.
+func decide(ctx context.Context, opt Options, m *mip.Model, mo mip.Options) (*mip.Result, error) {
+	mo.UseCutoff, mo.Cutoff = true, opt.Safety
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	mo.OnEvent = func(ev mip.Event) {
+		if ev.Kind == mip.IncumbentFound && ev.Objective <= -opt.Safety {
+			stop()
+		}
+	}
+	return opt.Solver.Solve(ctx, m, mo)
 }
 
 // replayCandidate projects a MIP candidate onto the ball and decodes it

@@ -232,12 +232,8 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 		copy(res.Solution, unsafe.Slice((*float64)(unsafe.Pointer(xc)), n))
 	}
 	var boundOK bool
-	// CBC cut short by its time limit inside preprocessing or root cuts
-	// reports the search as finished ("Pre-processing says infeasible"):
-	// measured on a feasible 246-binary model stopped after 0.2 s. A
-	// completion that reaches the limit is therefore not trusted.
-	atLimit := opt.TimeLimit > 0 && res.Wall >= opt.TimeLimit-10*time.Millisecond
-	res.Status, boundOK = status(&r, res.HasSolution, atLimit)
+	// A completion that reaches the limit is not trusted (ReachedLimit).
+	res.Status, boundOK = status(&r, res.HasSolution, opt.ReachedLimit(res.Wall))
 	if bound := float64(r.bound); boundOK && bound > -1e49 && bound < 1e49 {
 		res.Bound = bound + constant
 	}

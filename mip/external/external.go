@@ -218,10 +218,10 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 	case st == mip.Error && strings.HasPrefix(log.result, "Stopped on time"):
 		st = mip.TimeLimit
 	}
-	// cbc stopped by its time limit inside preprocessing or root cuts
-	// writes "Integer infeasible" for a feasible model (measured at
-	// -sec 0.2): a verdict that reaches the limit is not trusted.
-	if (st == mip.Infeasible || st == mip.Optimal) && opt.TimeLimit > 0 && res.Wall >= opt.TimeLimit-10*time.Millisecond {
+	// cbc stopped by its time limit inside preprocessing writes "Integer
+	// infeasible" for a feasible model: a verdict that reaches the limit
+	// is not trusted (mip.Options.ReachedLimit).
+	if (st == mip.Infeasible || st == mip.Optimal) && opt.ReachedLimit(res.Wall) {
 		st = mip.TimeLimit
 	}
 	// A verdict reached before the interrupt stands; anything after
