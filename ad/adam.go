@@ -28,11 +28,20 @@ func NewAdam[T Float](params []*Param[T], lr float64) *Adam[T] {
 }
 
 // Step applies one update from the gradients in each Param.G.
-func (a *Adam[T]) Step() {
+func (a *Adam[T]) Step() { a.StepWhere(nil) }
+
+// StepWhere applies one update to the parameters whose index i in the
+// optimiser's list keep accepts (nil: all), leaving the others, and their
+// moments, as they are: an attack run that has finished while others in
+// its batch go on.
+func (a *Adam[T]) StepWhere(keep func(i int) bool) {
 	a.step++
 	c1 := 1 - math.Pow(a.Beta1, float64(a.step))
 	c2 := 1 - math.Pow(a.Beta2, float64(a.step))
 	for i, p := range a.params {
+		if keep != nil && !keep(i) {
+			continue
+		}
 		if a.WeightDecay > 0 && (a.Decay == nil || a.Decay(p)) {
 			f := T(1 - a.LR*a.WeightDecay)
 			for j := range p.W.Data {

@@ -1,6 +1,10 @@
 package ad
 
-import "gonum.org/v1/gonum/blas"
+import (
+	"fmt"
+
+	"gonum.org/v1/gonum/blas"
+)
 
 // gemmer is the slice of gonum's blas.Float32Level3/Float64Level3 interfaces
 // lenspec uses. Two implementations exist, chosen at build time: OpenBLAS via
@@ -14,7 +18,17 @@ type gemmer interface {
 // op(X) is X or Xᵀ; op(A) is m×k, op(B) is k×n and C is m×n with leading
 // dimension n. It is exported for kernels outside this package (the
 // verifier's bound propagation) that need the same fast path.
+//
+// It panics, as gonum's BLAS does, if a slice is shorter than its shape
+// needs: the cgo backend would otherwise read and write past the slices
+// and corrupt the heap silently.
 func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a []T, b []T, beta T, c []T) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("ad.Gemm: negative size %d×%d×%d", m, n, k))
+	}
+	if len(a) < m*k || len(b) < k*n || len(c) < m*n {
+		panic(fmt.Sprintf("ad.Gemm: %d×%d×%d needs A ≥ %d, B ≥ %d, C ≥ %d values; got %d, %d, %d", m, n, k, m*k, k*n, m*n, len(a), len(b), len(c)))
+	}
 	if m == 0 || n == 0 {
 		return
 	}

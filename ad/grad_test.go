@@ -260,3 +260,67 @@ func TestAdamMinimisesQuadratic(t *testing.T) {
 		}
 	}
 }
+
+// TestAdamStepWhere: a parameter left out keeps its value and moments, and
+// the kept one moves exactly as under a plain Adam on its own.
+func TestAdamStepWhere(t *testing.T) {
+	a, b, ref := NewParam[float64]("a", 2), NewParam[float64]("b", 2), NewParam[float64]("ref", 2)
+	opt := NewAdam([]*Param[float64]{a, b}, 0.1)
+	alone := NewAdam([]*Param[float64]{ref}, 0.1)
+	for step := 0; step < 5; step++ {
+		for _, p := range []*Param[float64]{a, b, ref} {
+			p.G.Data[0], p.G.Data[1] = 1+float64(step), -2
+		}
+		opt.StepWhere(func(i int) bool { return i == 0 })
+		alone.Step()
+	}
+	if b.W.Data[0] != 0 || b.W.Data[1] != 0 {
+		t.Fatalf("frozen parameter moved to %v", b.W.Data)
+	}
+	if _, m, v := opt.State(); m[1][0] != 0 || v[1][0] != 0 {
+		t.Fatalf("frozen parameter's moments changed: %v %v", m[1], v[1])
+	}
+	for i := range a.W.Data {
+		if a.W.Data[i] != ref.W.Data[i] {
+			t.Fatalf("kept parameter %v, alone %v", a.W.Data, ref.W.Data)
+		}
+	}
+}
+
+// TestDropout: survivors are scaled by 1/(1−p), the others zeroed, about a
+// fraction p dropped, the gradient flows through the same mask, and p = 0
+// is the identity.
+func TestDropout(t *testing.T) {
+	const n, p = 20000, 0.25
+	rng := rand.New(rand.NewPCG(1, 1))
+	tp := NewTape[float64](true)
+	x := tp.Var(Full[float64](2, n))
+	y := tp.Dropout(x, p, rng)
+	w := make([]float64, n)
+	for i := range w {
+		w[i] = float64(i%7) - 3
+	}
+	if err := tp.Backward(tp.WeightedSum(y, w)); err != nil {
+		t.Fatal(err)
+	}
+	dropped := 0
+	for i, v := range y.Value.Data {
+		switch {
+		case v == 0:
+			dropped++
+			if x.Grad.Data[i] != 0 {
+				t.Fatalf("dropped element %d has gradient %v", i, x.Grad.Data[i])
+			}
+		case math.Abs(v-2/(1-p)) > 1e-12:
+			t.Fatalf("survivor %d = %v, want %v", i, v, 2/(1-p))
+		case math.Abs(x.Grad.Data[i]-w[i]/(1-p)) > 1e-12:
+			t.Fatalf("survivor %d: gradient %v, want %v", i, x.Grad.Data[i], w[i]/(1-p))
+		}
+	}
+	if f := float64(dropped) / n; math.Abs(f-p) > 0.02 {
+		t.Fatalf("dropped %.3f of the elements, want about %v", f, p)
+	}
+	if tp.Dropout(x, 0, nil) != x {
+		t.Fatal("dropout 0 is not the identity")
+	}
+}

@@ -3,6 +3,7 @@ package ad
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -116,7 +117,7 @@ func TestConv2DMatchesNaive(t *testing.T) {
 		tp := NewTape[float64](false)
 		got := tp.Conv2D(tp.Const(x), tp.Const(w), tp.Const(bias), g).Value
 		want := naiveConv(x.Data, w.Data, bias.Data, b, c, h, wd, oc, g)
-		if !sameShape(got.Shape, []int{b, oc, g.Out(h), g.Out(wd)}) {
+		if !slices.Equal(got.Shape, []int{b, oc, g.Out(h), g.Out(wd)}) {
 			t.Fatalf("%+v: shape %v", g, got.Shape)
 		}
 		for i := range want {
@@ -124,5 +125,23 @@ func TestConv2DMatchesNaive(t *testing.T) {
 				t.Fatalf("%+v: out[%d] = %v, want %v", g, i, got.Data[i], want[i])
 			}
 		}
+	}
+}
+
+// TestGemmChecksLengths: a shape bug panics in both backends instead of
+// corrupting the heap in the cgo one.
+func TestGemmChecksLengths(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		a, b, cOut int
+	}{{"short A", 5, 6, 6}, {"short B", 6, 5, 6}, {"short C", 6, 6, 3}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", c.name)
+				}
+			}()
+			Gemm(false, false, 2, 3, 3, 1, make([]float32, c.a), make([]float32, c.b+3), 0, make([]float32, c.cOut))
+		}()
 	}
 }

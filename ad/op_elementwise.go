@@ -1,9 +1,12 @@
 package ad
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 func mustSame[T Float](name string, a, b *Node[T]) {
-	if !sameShape(a.Value.Shape, b.Value.Shape) {
+	if !slices.Equal(a.Value.Shape, b.Value.Shape) {
 		panic(fmt.Sprintf("ad.%s: shapes %v and %v differ", name, a.Value.Shape, b.Value.Shape))
 	}
 }

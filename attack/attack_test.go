@@ -11,24 +11,64 @@ import (
 	"github.com/lenspec/lenspec/spec"
 )
 
-func tinyConfig() model.Config {
+func tinyConfig(cell string) *model.Config {
 	c := model.DefaultCaptionerConfig()
-	c.Input = model.InputConfig{Channels: 1, Height: 4, Width: 6, Min: -1, Max: 1}
-	c.Conv = []model.ConvConfig{{OutChannels: 3, Kernel: 3, Stride: 2, Padding: 1}}
-	c.FCHidden, c.Embedding, c.Hidden = 6, 4, 5
+	a := c.Arch.(*model.CaptionerConfig)
+	a.Input = model.InputConfig{Channels: 1, Height: 4, Width: 6, Min: -1, Max: 1}
+	a.Conv = []model.ConvConfig{{OutChannels: 3, Kernel: 3, Stride: 2, Padding: 1}}
+	a.FCHidden, a.Embedding, a.Hidden, a.Cell = 6, 4, 5, cell
 	c.Vocab = []string{"a", "b", "c", "<eos>"}
 	c.EOS = 3
 	c.MaxSteps = 8
-	return c
+	return &c
 }
 
-func tiny(t testing.TB, seed uint64) (*model.Captioner[float32], *model.Captioner[float64]) {
+// tiny builds a random tiny captioner through the registry, at both
+// precisions: the attacks see only the decoder contract.
+func tiny(t testing.TB, seed uint64) (model.Decoder[float32], model.Decoder[float64]) {
+	return tinyCell(t, model.CellReLU, seed)
+}
+
+func tinyCell(t testing.TB, cell string, seed uint64) (model.Decoder[float32], model.Decoder[float64]) {
 	t.Helper()
-	m64, err := model.NewCaptioner[float64](tinyConfig(), rand.New(rand.NewPCG(seed, 11)))
+	m64, err := model.New[float64](tinyConfig(cell), rand.New(rand.NewPCG(seed, 11)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return model.Cast[float32](m64), m64
+	m32, err := model.Cast[float32](m64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m32, m64
+}
+
+func size(d interface{ Input() model.InputSpec }) int { return d.Input().Size() }
+
+func ball(t testing.TB, x0 []float64, delta float64) spec.Ball {
+	t.Helper()
+	b, err := spec.NewBall(x0, delta, -1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func objective(t testing.TB, tp *ad.Tape[float64], m model.Decoder[float64], x *ad.Node[float64], loss Loss, eps float64) (*ad.Node[float64], []model.Result) {
+	t.Helper()
+	l, res, err := Objective(tp, m, model.Input[float64]{X: x}, 8, loss, eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, res
+}
+
+func decode(t testing.TB, m model.Decoder[float64], x []float64) []model.Result {
+	t.Helper()
+	res, err := model.Decode(context.Background(), m, model.Batch[float64]{X: x}, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 func randX(rng *rand.Rand, n int) []float64 {
@@ -49,16 +89,16 @@ func TestObjectiveGradient(t *testing.T) {
 			_, m := tiny(t, seed)
 			rng := rand.New(rand.NewPCG(seed, 5))
 			const rows = 3
-			n := m.InputSize()
+			n := size(m)
 			x := randX(rng, rows*n)
 			eval := func() (float64, []model.Result) {
 				tp := ad.NewTape[float64](false)
-				l, res := Objective(tp, m, tp.Const(ad.FromSlice(x, rows, n)), 8, loss, 0.5)
+				l, res := objective(t, tp, m, tp.Const(ad.FromSlice(x, rows, n)), loss, 0.5)
 				return l.Value.Data[0], res
 			}
 			tp := ad.NewTape[float64](true)
 			xn := tp.Var(ad.FromSlice(append([]float64(nil), x...), rows, n))
-			l, base := Objective(tp, m, xn, 8, loss, 0.5)
+			l, base := objective(t, tp, m, xn, loss, 0.5)
 			if err := tp.Backward(l); err != nil {
 				t.Fatal(err)
 			}
@@ -112,14 +152,10 @@ func TestObjectiveMatchesDecode(t *testing.T) {
 	_, m := tiny(t, 3)
 	rng := rand.New(rand.NewPCG(1, 1))
 	const rows = 40
-	x := randX(rng, rows*m.InputSize())
+	x := randX(rng, rows*size(m))
 	tp := ad.NewTape[float64](false)
-	_, res := Objective(tp, m, tp.Const(ad.FromSlice(x, rows, m.InputSize())), 8, LossMargin, 1)
-	want, err := m.Decode(context.Background(), x, rows, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !samePaths(res, want) {
+	_, res := objective(t, tp, m, tp.Const(ad.FromSlice(x, rows, size(m))), LossMargin, 1)
+	if !samePaths(res, decode(t, m, x)) {
 		t.Fatal("objective's decoded paths differ from Decode")
 	}
 }
@@ -127,20 +163,20 @@ func TestObjectiveMatchesDecode(t *testing.T) {
 // lengthenable finds tiny models and inputs where some point of the ball
 // decodes longer than the centre (by dense sampling), so attacks have
 // something to find.
-func lengthenable(t *testing.T, want int) (m32s []*model.Captioner[float32], m64s []*model.Captioner[float64], targets []Target) {
+func lengthenable(t *testing.T, want int) (m32s []model.Decoder[float32], m64s []model.Decoder[float64], targets []Target) {
 	ctx := context.Background()
 	for seed := uint64(1); seed < 400 && len(targets) < want; seed++ {
 		m32, m64 := tiny(t, seed)
 		rng := rand.New(rand.NewPCG(seed, 2))
-		x0 := randX(rng, m64.InputSize())
-		tg, err := NewTarget(ctx, m64, x0, 0.3, -1, 8, -1, 1)
+		x0 := randX(rng, size(m64))
+		tg, err := NewTarget(ctx, m64, ball(t, x0, 0.3), -1, 8, seed, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !tg.Original.Stopped || len(tg.Original.Tokens) > 4 {
 			continue
 		}
-		o, err := RandomSearch(ctx, m32, m64, tg, RandomOptions{Samples: 3000, Batch: 500, Seed: seed})
+		o, err := RandomSearch(ctx, m32, m64, tg, RandomOptions{Samples: 3000, Batch: 500})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,15 +193,14 @@ func lengthenable(t *testing.T, want int) (m32s []*model.Captioner[float32], m64
 func TestRandomSearchWitnessesReplay(t *testing.T) {
 	m32s, m64s, targets := lengthenable(t, 5)
 	for i, tg := range targets {
-		o, err := RandomSearch(context.Background(), m32s[i], m64s[i], tg, RandomOptions{Samples: 2000, Batch: 300, Seed: 9})
+		o, err := RandomSearch(context.Background(), m32s[i], m64s[i], tg, RandomOptions{Samples: 2000, Batch: 300})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !spec.Contains(tg.Spec.Ball, o.Input) {
+		if !tg.Set.Contains(o.Input) {
 			t.Fatal("witness outside the ball")
 		}
-		res, _ := m64s[i].Decode(context.Background(), o.Input, 1, 8)
-		if !samePaths(res, []model.Result{o.Result}) {
+		if !samePaths(decode(t, m64s[i], o.Input), []model.Result{o.Result}) {
 			t.Fatal("outcome does not match a fresh float64 decode of its input")
 		}
 		var total int64
@@ -187,22 +222,22 @@ func TestPGDLengthens(t *testing.T) {
 	found := 0
 	for i := range targets {
 		opt := DefaultPGD()
-		opt.Steps, opt.LR, opt.Restarts, opt.Seed = 300, 0.01, 2, uint64(i)
+		opt.Steps, opt.LR, opt.Restarts = 300, 0.01, 2
 		outs, err := PGD(ctx, m32s[i], m64s[i], targets[i:i+1], opt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		o := outs[0]
-		if !spec.Contains(targets[i].Spec.Ball, o.Input) {
+		if !targets[i].Set.Contains(o.Input) {
 			t.Fatal("PGD witness outside the ball")
 		}
-		res, _ := m64s[i].Decode(ctx, o.Input, 1, 8)
+		res := decode(t, m64s[i], o.Input)
 		if !samePaths(res, []model.Result{o.Result}) {
 			t.Fatal("PGD outcome does not match a fresh float64 decode")
 		}
 		if o.Success {
 			found++
-			if !spec.Exceeds(res[0], targets[i].Spec.K) {
+			if !spec.Exceeds(res[0], targets[i].K) {
 				t.Fatal("claimed success does not exceed K̂ on replay")
 			}
 		}
@@ -215,40 +250,107 @@ func TestPGDLengthens(t *testing.T) {
 	}
 }
 
+// TestPGDBatchedEqualsSingle: a target's outcome, restarts included, is
+// the same whether it runs alone or in a batch of others, in any position,
+// for both cells: its random starts come from PCG(Seed, Stream), not from a
+// source shared with the batch.
 func TestPGDBatchedEqualsSingle(t *testing.T) {
-	m32, m64 := tiny(t, 4)
-	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(4, 4))
-	var targets []Target
-	for i := 0; i < 3; i++ {
-		tg, err := NewTarget(ctx, m64, randX(rng, m64.InputSize()), 0.2, -1, 8, -1, 1)
+	for _, cell := range []string{model.CellReLU, model.CellLSTM} {
+		m32, m64 := tinyCell(t, cell, 4)
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(4, 4))
+		var targets []Target
+		for i := 0; i < 5; i++ {
+			tg, err := NewTarget(ctx, m64, ball(t, randX(rng, size(m64)), 0.2), -1, 8, 7, uint64(100+i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			targets = append(targets, tg)
+		}
+		opt := DefaultPGD()
+		opt.Steps, opt.LR, opt.Restarts = 40, 0.01, 3
+		all, err := PGD(ctx, m32, m64, targets, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		targets = append(targets, tg)
-	}
-	opt := DefaultPGD()
-	opt.Steps, opt.LR, opt.EarlyStop = 40, 0.01, false
-	all, err := PGD(ctx, m32, m64, targets, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range targets {
-		one, err := PGD(ctx, m32, m64, targets[i:i+1], opt)
+		rev := []Target{targets[4], targets[3], targets[2], targets[1], targets[0]}
+		back, err := PGD(ctx, m32, m64, rev, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for j := range one[0].Input {
-			if math.Abs(one[0].Input[j]-all[i].Input[j]) > 1e-5 {
-				t.Fatalf("target %d: batched and single PGD differ at %d: %v vs %v", i, j, all[i].Input[j], one[0].Input[j])
+		for i := range targets {
+			one, err := PGD(ctx, m32, m64, targets[i:i+1], opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, other := range []Outcome{all[i], back[4-i]} {
+				for j := range one[0].Input {
+					if one[0].Input[j] != other.Input[j] {
+						t.Fatalf("%s target %d: batched and single PGD differ at %d: %v vs %v", cell, i, j, other.Input[j], one[0].Input[j])
+					}
+				}
+				if one[0].Evals != other.Evals || one[0].Found32 != other.Found32 {
+					t.Fatalf("%s target %d: evals %d/%d, found %d/%d", cell, i, one[0].Evals, other.Evals, one[0].Found32, other.Found32)
+				}
 			}
 		}
 	}
 }
 
+// TestLSTMCaptionerAttacked: the LSTM captioner is attacked by the same
+// code, and its objective's gradient matches finite differences.
+func TestLSTMCaptionerAttacked(t *testing.T) {
+	ctx := context.Background()
+	m32, m64 := tinyCell(t, model.CellLSTM, 2)
+	rng := rand.New(rand.NewPCG(5, 5))
+	x := randX(rng, size(m64))
+	tp := ad.NewTape[float64](true)
+	xn := tp.Var(ad.FromSlice(append([]float64(nil), x...), 1, size(m64)))
+	l, base := objective(t, tp, m64, xn, LossEOSLogProb, 1)
+	if err := tp.Backward(l); err != nil {
+		t.Fatal(err)
+	}
+	const h = 1e-6
+	checked := 0
+	for i := range x {
+		orig := x[i]
+		x[i] = orig + h
+		fp, rp := objective(t, ad.NewTape[float64](false), m64, ad.NewTape[float64](false).Const(ad.FromSlice(x, 1, size(m64))), LossEOSLogProb, 1)
+		x[i] = orig - h
+		fm, rm := objective(t, ad.NewTape[float64](false), m64, ad.NewTape[float64](false).Const(ad.FromSlice(x, 1, size(m64))), LossEOSLogProb, 1)
+		x[i] = orig
+		if !samePaths(rp, base) || !samePaths(rm, base) {
+			continue
+		}
+		num := (fp.Value.Data[0] - fm.Value.Data[0]) / (2 * h)
+		if math.Abs(num-xn.Grad.Data[i]) > 1e-5*math.Max(1, math.Abs(num)) {
+			t.Fatalf("x[%d]: analytic %.9g, finite difference %.9g", i, xn.Grad.Data[i], num)
+		}
+		checked++
+	}
+	if checked < size(m64)/2 {
+		t.Fatalf("only %d coordinates checked", checked)
+	}
+	tg, err := NewTarget(ctx, m64, ball(t, x, 0.3), -1, 8, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := DefaultPGD()
+	opt.Steps, opt.LR = 50, 0.01
+	outs, err := PGD(ctx, m32, m64, []Target{tg}, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tg.Set.Contains(outs[0].Input) || !samePaths(decode(t, m64, outs[0].Input), []model.Result{outs[0].Result}) {
+		t.Fatal("LSTM PGD outcome is not a replayed input of the ball")
+	}
+}
+
 func TestPGDRejectsBadOptions(t *testing.T) {
 	m32, m64 := tiny(t, 1)
-	for _, opt := range []PGDOptions{{Steps: 1, LR: 0, Eps: 1, Restarts: 1}, {Steps: 1, LR: 1, Eps: 0, Restarts: 1}, {Steps: 1, LR: 1, Eps: 1, Restarts: 0}} {
+	for _, opt := range []PGDOptions{{Steps: 1, LR: 0, Eps: 1, Restarts: 1}, {Steps: 1, LR: 1, Eps: 0, Restarts: 1}, {Steps: 1, LR: 1, Eps: 1, Restarts: 0},
+		{Steps: 1, LR: math.Inf(1), Eps: 1, Restarts: 1}, {Steps: 1, LR: math.NaN(), Eps: 1, Restarts: 1}, {Steps: -1, LR: 1, Eps: 1, Restarts: 1},
+		{Steps: 1, LR: 1, Eps: 1, Restarts: 1, MaxSteps: model.MaxStepCap + 1}, {Steps: 1, LR: 1, Eps: 1, Restarts: 1, Loss: "bogus"}} {
 		if _, err := PGD(context.Background(), m32, m64, nil, opt); err == nil {
 			t.Errorf("options %+v accepted", opt)
 		}

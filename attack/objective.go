@@ -27,9 +27,9 @@ func ParseLoss(s string) (Loss, error) {
 	return "", fmt.Errorf("unknown loss %q (want %q or %q)", s, LossMargin, LossEOSLogProb)
 }
 
-// Objective unrolls greedy decoding of the rows of x [R, InputSize] for at
-// most maxSteps steps and returns the proxy loss summed over rows, and each
-// row's greedy result on the way.
+// Objective unrolls greedy decoding of the batch in for at most maxSteps
+// steps and returns the proxy loss summed over rows, and each row's greedy
+// result on the way.
 //
 // Row r contributes at steps t = 0 … ℓ_r, where ℓ_r is its current output
 // length (t = ℓ_r is the step that emitted eos); an output still running at
@@ -37,54 +37,41 @@ func ParseLoss(s string) (Loss, error) {
 // the best other token at each of those steps, so once the eos step flips,
 // the output grows and the window k = ℓ+1 grows with it (the paper's greedy
 // scheme). The argmax feedback is piecewise constant: gradients flow through
-// the logits and the hidden states of the path actually decoded.
-func Objective[T ad.Float](tp *ad.Tape[T], m Model[T], x *ad.Node[T], maxSteps int, loss Loss, eps float64) (*ad.Node[T], []model.Result) {
-	rows := x.Value.Rows()
-	eos, v := m.EOS(), m.Vocab()
-	exclude := make([]bool, v)
+// the logits and the states of the path actually decoded.
+func Objective[T ad.Float](tp *ad.Tape[T], d model.Decoder[T], in model.Input[T], maxSteps int, loss Loss, eps float64) (*ad.Node[T], []model.Result, error) {
+	rows := in.Rows()
+	eos := d.EOS()
+	exclude := make([]bool, d.Vocab())
 	exclude[eos] = true
-	res := make([]model.Result, rows)
-	ids := make([]int, rows)
 	w := make([]T, rows)
-	in := m.Encode(tp, x)
-	var h, total *ad.Node[T]
-	active := rows
-	for t := 0; t < maxSteps && active > 0; t++ {
-		var o *ad.Node[T]
-		o, h = m.Step(tp, in, h)
-		for r := range res {
-			w[r] = 0
-			if res[r].Stopped {
-				continue
+	var total *ad.Node[T]
+	res, err := model.Greedy(tp, d, in, model.GreedyOptions[T]{
+		MaxSteps: maxSteps,
+		OnStep: func(_ int, o *ad.Node[T], live []bool) {
+			for r, l := range live {
+				w[r] = 0
+				if l {
+					w[r] = 1
+				}
 			}
-			w[r] = 1
-			y, _, rel := model.Argmax(o.Value.Data[r*v : (r+1)*v])
-			if t == 0 || rel < res[r].MinRelMargin {
-				res[r].MinRelMargin = rel
+			var term *ad.Node[T]
+			switch loss {
+			case LossEOSLogProb:
+				term = tp.Slice(tp.LogSoftmax(o), 1, eos, eos+1)
+			default:
+				d := tp.Sub(tp.Reshape(tp.Slice(o, 1, eos, eos+1), rows), tp.MaxLast(o, exclude))
+				term = tp.ClampMin(d, T(-eps))
 			}
-			ids[r] = y
-			if y == eos {
-				res[r].Stopped = true
-				active--
+			s := tp.WeightedSum(term, w)
+			if total == nil {
+				total = s
 			} else {
-				res[r].Tokens = append(res[r].Tokens, y)
+				total = tp.Add(total, s)
 			}
-		}
-		var term *ad.Node[T]
-		switch loss {
-		case LossEOSLogProb:
-			term = tp.Slice(tp.LogSoftmax(o), 1, eos, eos+1)
-		default:
-			d := tp.Sub(tp.Reshape(tp.Slice(o, 1, eos, eos+1), rows), tp.MaxLast(o, exclude))
-			term = tp.ClampMin(d, T(-eps))
-		}
-		s := tp.WeightedSum(term, w)
-		if total == nil {
-			total = s
-		} else {
-			total = tp.Add(total, s)
-		}
-		in = m.Embed(tp, ids)
+		},
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	return total, res
+	return total, res, nil
 }

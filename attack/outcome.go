@@ -2,39 +2,44 @@ package attack
 
 import (
 	"context"
-	"fmt"
+	"errors"
+	"math/rand/v2"
 
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/spec"
 )
 
-// Target is one attack problem: an input, its perturbation set and K̂.
+// Target is one attack problem: an input's perturbation set and K̂.
 type Target struct {
-	Spec spec.Spec
+	Set spec.Region
+	K   int
 	// Original is the greedy output on the unperturbed input (float64).
 	Original model.Result
+	// Seed and Stream seed every random choice made for this target:
+	// PCG(Seed, Stream), with Stream the sample's index in its dataset.
+	Seed, Stream uint64
 }
 
-// NewTarget decodes x0 with the float64 model and builds the target for
-// radius delta. k < 0 selects K̂ = ℓ(x0): "longer than the original".
-func NewTarget(ctx context.Context, m64 Model[float64], x0 []float64, delta float64, k, maxSteps int, lo, hi float64) (Target, error) {
-	b, err := spec.NewBall(x0, delta, lo, hi)
-	if err != nil {
-		return Target{}, err
-	}
-	res, err := m64.Decode(ctx, x0, 1, maxSteps)
+// rng is the target's own random source.
+func (tg Target) rng() *rand.Rand { return rand.New(rand.NewPCG(tg.Seed, tg.Stream)) }
+
+// NewTarget decodes the centre of set with the float64 model and builds the
+// target. k < 0 selects K̂ = ℓ(x0): "longer than the original".
+func NewTarget(ctx context.Context, d64 model.Decoder[float64], set spec.Region, k, maxSteps int, seed, stream uint64) (Target, error) {
+	x0 := append([]float64(nil), set.Center()...)
+	res, err := model.Decode(ctx, d64, model.Batch[float64]{X: x0}, maxSteps)
 	if err != nil {
 		return Target{}, err
 	}
 	if k < 0 {
 		k = len(res[0].Tokens)
 	}
-	return Target{Spec: spec.Spec{Ball: b, K: k}, Original: res[0]}, nil
+	return Target{Set: set, K: k, Original: res[0], Seed: seed, Stream: stream}, nil
 }
 
 // Outcome is what an attack found for one target, as replayed in float64.
 type Outcome struct {
-	// Input is the best input found, inside the ball (checked in float64).
+	// Input is the best input found, inside the set (checked in float64).
 	Input []float64
 	// Result is its float64 greedy decoding; Found32 the length the float32
 	// search saw (they differ only at ties).
@@ -53,21 +58,41 @@ type Outcome struct {
 	LengthCounts []int64
 }
 
-// replay projects x onto the target's ball in float64 and decodes it with
+// errOutside reports a witness the set does not contain after projection.
+var errOutside = errors.New("attack: witness outside the perturbation set after projection")
+
+// Replay projects x onto the target's set in float64 and decodes it with
 // the float64 model: the only result lenspec reports.
-func replay(ctx context.Context, m64 Model[float64], tg Target, x []float64, maxSteps int) (Outcome, error) {
-	spec.Project(tg.Spec.Ball, x)
-	if !spec.Contains(tg.Spec.Ball, x) {
-		return Outcome{}, fmt.Errorf("attack: witness outside the perturbation set after projection")
+func Replay(ctx context.Context, d64 model.Decoder[float64], tg Target, x []float64, maxSteps int) (Outcome, error) {
+	tg.Set.Project(x)
+	if !tg.Set.Contains(x) {
+		return Outcome{}, errOutside
 	}
-	res, err := m64.Decode(ctx, x, 1, maxSteps)
+	res, err := model.Decode(ctx, d64, model.Batch[float64]{X: x}, maxSteps)
 	if err != nil {
 		return Outcome{}, err
 	}
 	r := res[0]
-	return Outcome{
-		Input:   x,
-		Result:  r,
-		Success: spec.Exceeds(r, tg.Spec.K) && r.MinRelMargin >= model.RelTieMargin,
-	}, nil
+	return Outcome{Input: x, Result: r, Success: spec.Exceeds(r, tg.K) && !r.Tie()}, nil
+}
+
+// rank orders outputs: a stopped output by its length, one that hit the
+// cap above every stopped one.
+func rank(r model.Result, maxSteps int) int {
+	if !r.Stopped {
+		return maxSteps + 1
+	}
+	return len(r.Tokens)
+}
+
+// better prefers a success, then the longer replayed output, then the
+// larger margin.
+func better(a, b Outcome, maxSteps int) bool {
+	if a.Success != b.Success {
+		return a.Success
+	}
+	if la, lb := rank(a.Result, maxSteps), rank(b.Result, maxSteps); la != lb {
+		return la > lb
+	}
+	return a.Result.MinRelMargin > b.Result.MinRelMargin
 }

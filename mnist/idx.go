@@ -16,7 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+
+	"github.com/lenspec/lenspec/internal/fileio"
 )
 
 // Image geometry of every MNIST digit.
@@ -188,9 +189,10 @@ func DecodeLabels(r io.Reader) ([]uint8, error) {
 	return labels, nil
 }
 
-// ReadImages reads an IDX3 image file, raw or gzip-compressed.
+// ReadImages reads an IDX3 image file, raw or gzip-compressed. Anything but
+// a regular file is refused (see fileio.Open), so a FIFO cannot block it.
 func ReadImages(path string) (n int, images []uint8, err error) {
-	f, err := os.Open(path)
+	f, err := fileio.Open(path)
 	if err != nil {
 		return 0, nil, fmt.Errorf("mnist: %w", err)
 	}
@@ -202,9 +204,10 @@ func ReadImages(path string) (n int, images []uint8, err error) {
 	return n, images, nil
 }
 
-// ReadLabels reads an IDX1 label file, raw or gzip-compressed.
+// ReadLabels reads an IDX1 label file, raw or gzip-compressed. Anything but
+// a regular file is refused, as by ReadImages.
 func ReadLabels(path string) ([]uint8, error) {
-	f, err := os.Open(path)
+	f, err := fileio.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("mnist: %w", err)
 	}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -8,42 +9,212 @@ import (
 	"github.com/lenspec/lenspec/nn"
 )
 
+// ArchCaptioner names the CNN-RNN image captioner in config.json.
+const ArchCaptioner = "cnn-rnn-captioner"
+
+// Captioner cells (config.json "cell").
+const (
+	// CellReLU is the vanilla RNN cell with ReLU (PyTorch nn.RNNCell with
+	// nonlinearity "relu"): only affine maps and ReLU, which the verifier
+	// encodes exactly.
+	CellReLU = "rnn_relu"
+	// CellLSTM is PyTorch's nn.LSTMCell (gates i, f, g, o).
+	CellLSTM = "lstm"
+)
+
+// ConvConfig describes one convolution layer of the encoder.
+type ConvConfig struct {
+	OutChannels int `json:"out_channels"`
+	Kernel      int `json:"kernel"`
+	Stride      int `json:"stride"`
+	Padding     int `json:"padding"`
+}
+
+// geom is the layer's geometry for ad's convolution.
+func (c ConvConfig) geom() ad.ConvGeom {
+	return ad.ConvGeom{Kernel: c.Kernel, Stride: c.Stride, Pad: c.Padding}
+}
+
+// InputConfig describes the image the model reads: its shape and the
+// range [Min, Max] of every value, which is also the box attacks and
+// verification stay in and the range PNG bytes 0..255 map onto.
+type InputConfig struct {
+	Channels int     `json:"channels"`
+	Height   int     `json:"height"`
+	Width    int     `json:"width"`
+	Min      float64 `json:"min"`
+	Max      float64 `json:"max"`
+}
+
+// CaptionerConfig is the captioner's section of config.json.
+type CaptionerConfig struct {
+	Input    InputConfig  `json:"input"`
+	Conv     []ConvConfig `json:"conv"`
+	FCHidden int          `json:"fc_hidden"`
+	// Embedding is both the image embedding size (i₀) and the token
+	// embedding size: both feed the same cell input.
+	Embedding int    `json:"embedding_size"`
+	Hidden    int    `json:"hidden_size"`
+	Cell      string `json:"cell"`
+}
+
+// DefaultCaptionerConfig is the Multi-MNIST captioner shipped in
+// models/mmnist-rnn. Channel counts and the first FC width are kept small:
+// every ReLU there is a potential binary variable for the verifier.
+func DefaultCaptionerConfig() Config {
+	return Config{
+		Architecture: ArchCaptioner,
+		Vocab:        []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "<eos>"},
+		EOS:          10,
+		MaxSteps:     20,
+		DType:        "float32",
+		Arch: &CaptionerConfig{
+			Input:     InputConfig{Channels: 1, Height: 28, Width: 112, Min: -1, Max: 1},
+			Conv:      []ConvConfig{{8, 3, 2, 1}, {16, 3, 2, 1}},
+			FCHidden:  128,
+			Embedding: 32,
+			Hidden:    32,
+			Cell:      CellReLU,
+		},
+	}
+}
+
+// Validate checks the section describes a captioner lenspec can build.
+func (a *CaptionerConfig) Validate(c *Config) error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	in := a.Input
+	if in.Channels <= 0 || in.Height <= 0 || in.Width <= 0 || in.Channels > maxDim || in.Height > maxDim || in.Width > maxDim {
+		bad("input shape %dx%dx%d must be positive and at most %d", in.Channels, in.Height, in.Width, maxDim)
+	}
+	if !(in.Min < in.Max) || in.Min < -1e6 || in.Max > 1e6 {
+		bad("input range [%v, %v] must be non-empty and within ±1e6", in.Min, in.Max)
+	}
+	h, w := in.Height, in.Width
+	for i, cv := range a.Conv {
+		if cv.OutChannels <= 0 || cv.Kernel <= 0 || cv.Stride <= 0 || cv.Padding < 0 {
+			bad("conv[%d]: %+v has a non-positive size", i, cv)
+			continue
+		}
+		if cv.OutChannels > maxDim || cv.Kernel > maxDim || cv.Stride > maxDim || cv.Padding > maxDim {
+			bad("conv[%d]: %+v exceeds the supported size %d", i, cv, maxDim)
+			continue
+		}
+		h, w = cv.geom().Out(h), cv.geom().Out(w)
+		if h <= 0 || w <= 0 {
+			bad("conv[%d]: output %dx%d is empty", i, h, w)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    int
+	}{{"fc_hidden", a.FCHidden}, {"embedding_size", a.Embedding}, {"hidden_size", a.Hidden}} {
+		if d.v <= 0 || d.v > maxDim {
+			bad("%s %d must be in 1..%d", d.name, d.v, maxDim)
+		}
+	}
+	if a.Cell != CellReLU && a.Cell != CellLSTM {
+		bad("cell %q is not supported (want %q or %q)", a.Cell, CellReLU, CellLSTM)
+	}
+	return errors.Join(errs...)
+}
+
+// ParamCount counts the captioner's parameters.
+func (a *CaptionerConfig) ParamCount(c *Config) float64 {
+	n, in := 0.0, float64(a.Input.Channels)
+	for _, cv := range a.Conv {
+		n += float64(cv.OutChannels) * (in*float64(cv.Kernel)*float64(cv.Kernel) + 1)
+		in = float64(cv.OutChannels)
+	}
+	ch, h, w := a.FeatureShape()
+	v, e, hd := float64(len(c.Vocab)), float64(a.Embedding), float64(a.Hidden)
+	gates := 1.0
+	if a.Cell == CellLSTM {
+		gates = 4
+	}
+	n += float64(ch)*float64(h)*float64(w)*float64(a.FCHidden) + float64(a.FCHidden)*(e+1) + e
+	return n + v*e + gates*hd*(e+hd+2) + v*(hd+1)
+}
+
+// FeatureShape returns the encoder's convolution output [C, H, W] (the
+// input itself when there are no convolutions).
+func (a *CaptionerConfig) FeatureShape() (ch, h, w int) {
+	ch, h, w = a.Input.Channels, a.Input.Height, a.Input.Width
+	for _, cv := range a.Conv {
+		h, w, ch = cv.geom().Out(h), cv.geom().Out(w), cv.OutChannels
+	}
+	return ch, h, w
+}
+
+// Spec is the captioner's input description.
+func (a *CaptionerConfig) Spec() InputSpec {
+	in := a.Input
+	return InputSpec{Kind: Continuous, Shape: []int{in.Channels, in.Height, in.Width}, Min: in.Min, Max: in.Max}
+}
+
+func init() {
+	Register(Architecture{
+		Name: ArchCaptioner,
+		ParseConfig: func(b []byte) (ArchConfig, error) {
+			var a CaptionerConfig
+			if err := DecodeSection(b, &a); err != nil {
+				return nil, err
+			}
+			return &a, nil
+		},
+		New32: func(c *Config, rng *rand.Rand) (Decoder[float32], error) { return NewCaptioner[float32](c, rng) },
+		New64: func(c *Config, rng *rand.Rand) (Decoder[float64], error) { return NewCaptioner[float64](c, rng) },
+	})
+}
+
 // Captioner is the paper's CNN-RNN image captioner (§4, §5.1):
 //
-//	i₀ = FC₂(ReLU(FC₁(ReLU(Conv₂(ReLU(Conv₁(x))))))),  h₀ = 0
-//	h_{t+1} = ReLU(W_ih·i_t + b_ih + W_hh·h_t + b_hh)
+//	i₀ = FC₂(ReLU(FC₁(ReLU(Conv₂(ReLU(Conv₁(x))))))),  h₀ = 0 (and c₀ = 0)
+//	h_{t+1} = cell(i_t, h_t)
 //	o_t = W_out·h_{t+1} + b_out,  y_t = argmax o_t,  i_{t+1} = emb[y_t]
 //
-// Only affine maps and ReLU appear, so the verifier can encode it exactly.
-// T is float32 for speed or float64 for exact replay; both run this code.
+// with cell the ReLU RNN, h' = ReLU(W_ih·i + b_ih + W_hh·h + b_hh), or an
+// LSTM. With the ReLU cell only affine maps and ReLU appear, so the
+// verifier can encode it exactly.
 type Captioner[T ad.Float] struct {
-	Cfg  Config
+	Cfg  *Config
+	Arch *CaptionerConfig
 	Conv []*nn.Conv2D[T]
 	FC1  *nn.Linear[T]
 	FC2  *nn.Linear[T]
 	Emb  *nn.Embedding[T]
-	Cell *nn.RNNCell[T]
+	// Exactly one of RNN and LSTM is set, as the config's cell says.
+	RNN  *nn.RNNCell[T]
+	LSTM *nn.LSTMCell[T]
 	Out  *nn.Linear[T]
 }
 
-// NewCaptioner builds a captioner for cfg with weights drawn from rng.
-func NewCaptioner[T ad.Float](cfg Config, rng *rand.Rand) (*Captioner[T], error) {
+// NewCaptioner builds a captioner for cfg with weights drawn from rng (nil:
+// zero).
+func NewCaptioner[T ad.Float](cfg *Config, rng *rand.Rand) (*Captioner[T], error) {
+	a, ok := cfg.Arch.(*CaptionerConfig)
+	if !ok || cfg.Architecture != ArchCaptioner {
+		return nil, fmt.Errorf("model: config is for %q, not %q", cfg.Architecture, ArchCaptioner)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Captioner[T]{Cfg: cfg}
-	in := cfg.Input.Channels
-	for i, cv := range cfg.Conv {
-		g := ad.ConvGeom{Kernel: cv.Kernel, Stride: cv.Stride, Pad: cv.Padding}
-		m.Conv = append(m.Conv, nn.NewConv2D[T](fmt.Sprintf("encoder.conv%d", i+1), in, cv.OutChannels, g, rng))
+	m := &Captioner[T]{Cfg: cfg, Arch: a}
+	in := a.Input.Channels
+	for i, cv := range a.Conv {
+		m.Conv = append(m.Conv, nn.NewConv2D[T](fmt.Sprintf("encoder.conv%d", i+1), in, cv.OutChannels, cv.geom(), rng))
 		in = cv.OutChannels
 	}
-	c, h, w := cfg.FeatureShape()
-	m.FC1 = nn.NewLinear[T]("encoder.fc1", c*h*w, cfg.FCHidden, rng)
-	m.FC2 = nn.NewLinear[T]("encoder.fc2", cfg.FCHidden, cfg.Embedding, rng)
-	m.Emb = nn.NewEmbedding[T]("decoder.embedding", len(cfg.Vocab), cfg.Embedding, rng)
-	m.Cell = nn.NewRNNCell[T]("decoder.cell", cfg.Embedding, cfg.Hidden, rng)
-	m.Out = nn.NewLinear[T]("decoder.out", cfg.Hidden, len(cfg.Vocab), rng)
+	c, h, w := a.FeatureShape()
+	m.FC1 = nn.NewLinear[T]("encoder.fc1", c*h*w, a.FCHidden, rng)
+	m.FC2 = nn.NewLinear[T]("encoder.fc2", a.FCHidden, a.Embedding, rng)
+	m.Emb = nn.NewEmbedding[T]("decoder.embedding", len(cfg.Vocab), a.Embedding, rng)
+	if a.Cell == CellLSTM {
+		m.LSTM = nn.NewLSTMCell[T]("decoder.cell", a.Embedding, a.Hidden, rng)
+	} else {
+		m.RNN = nn.NewRNNCell[T]("decoder.cell", a.Embedding, a.Hidden, rng)
+	}
+	m.Out = nn.NewLinear[T]("decoder.out", a.Hidden, len(cfg.Vocab), rng)
 	return m, nil
 }
 
@@ -56,16 +227,22 @@ func (m *Captioner[T]) Params() []*ad.Param[T] {
 	ps = append(ps, m.FC1.Params()...)
 	ps = append(ps, m.FC2.Params()...)
 	ps = append(ps, m.Emb.Params()...)
-	ps = append(ps, m.Cell.Params()...)
-	ps = append(ps, m.Out.Params()...)
-	return ps
+	if m.LSTM != nil {
+		ps = append(ps, m.LSTM.Params()...)
+	} else {
+		ps = append(ps, m.RNN.Params()...)
+	}
+	return append(ps, m.Out.Params()...)
 }
+
+// Config is the model's configuration.
+func (m *Captioner[T]) Config() *Config { return m.Cfg }
+
+// Input describes the image the captioner reads.
+func (m *Captioner[T]) Input() InputSpec { return m.Arch.Spec() }
 
 // EOS is the end-of-sequence token id.
 func (m *Captioner[T]) EOS() int { return m.Cfg.EOS }
-
-// InputSize is the number of input values per image.
-func (m *Captioner[T]) InputSize() int { return m.Cfg.InputSize() }
 
 // MaxSteps is the default decoding step cap.
 func (m *Captioner[T]) MaxSteps() int { return m.Cfg.MaxSteps }
@@ -73,16 +250,50 @@ func (m *Captioner[T]) MaxSteps() int { return m.Cfg.MaxSteps }
 // Vocab is the number of output tokens.
 func (m *Captioner[T]) Vocab() int { return len(m.Cfg.Vocab) }
 
-// Encode maps images x [B, C, H, W] (or [B, C·H·W]) to i₀ [B, Embedding].
-func (m *Captioner[T]) Encode(tp *ad.Tape[T], x *ad.Node[T]) *ad.Node[T] {
-	return m.encode(tp, x, 0, nil)
+// captionerState is the decoder state: h (and c for the LSTM), and i₀,
+// the input of the first step, until that step has run.
+type captionerState[T ad.Float] struct {
+	h, c, i0 *ad.Node[T]
 }
 
-// encode is Encode with dropout (probability drop, masks from rng) on the
-// fully connected layers' inputs, for training only.
+// Rows gathers the given rows of every part of the state.
+func (s *captionerState[T]) Rows(tp *ad.Tape[T], idx []int) State[T] {
+	out := &captionerState[T]{}
+	for _, p := range []struct{ dst, src **ad.Node[T] }{{&out.h, &s.h}, {&out.c, &s.c}, {&out.i0, &s.i0}} {
+		if *p.src != nil {
+			*p.dst = tp.Gather(*p.src, idx)
+		}
+	}
+	return out
+}
+
+// Start encodes images in.X [B, C·H·W] to i₀, with zero state.
+func (m *Captioner[T]) Start(tp *ad.Tape[T], in Input[T]) (State[T], error) {
+	if in.X == nil || in.Tokens != nil || in.Soft != nil || in.Embedded != nil {
+		return nil, fmt.Errorf("%s reads images (continuous inputs), not token sequences", ArchCaptioner)
+	}
+	size := m.Arch.Spec().Size()
+	if len(in.X.Value.Shape) < 1 || in.X.Value.Len() != in.X.Value.Shape[0]*size {
+		return nil, fmt.Errorf("%s: input of shape %v, want [B, %d]", ArchCaptioner, in.X.Value.Shape, size)
+	}
+	rng := in.Rng
+	if in.Dropout > 0 && rng == nil {
+		return nil, errors.New("dropout needs a random source")
+	}
+	i0 := m.encode(tp, in.X, in.Dropout, rng)
+	b := in.X.Value.Shape[0]
+	s := &captionerState[T]{h: tp.Const(ad.New[T](b, m.Arch.Hidden)), i0: i0}
+	if m.LSTM != nil {
+		s.c = tp.Const(ad.New[T](b, m.Arch.Hidden))
+	}
+	return s, nil
+}
+
+// encode maps images to i₀, with dropout (probability drop, masks from
+// rng) on the fully connected layers' inputs when training.
 func (m *Captioner[T]) encode(tp *ad.Tape[T], x *ad.Node[T], drop float64, rng *rand.Rand) *ad.Node[T] {
-	in := m.Cfg.Input
-	b := x.Value.Len() / m.Cfg.InputSize()
+	in := m.Arch.Input
+	b := x.Value.Shape[0]
 	a := tp.Reshape(x, b, in.Channels, in.Height, in.Width)
 	for _, c := range m.Conv {
 		a = tp.ReLU(c.Forward(tp, a))
@@ -92,69 +303,109 @@ func (m *Captioner[T]) encode(tp *ad.Tape[T], x *ad.Node[T], drop float64, rng *
 	return m.FC2.Forward(tp, tp.Dropout(a, drop, rng))
 }
 
-// Step runs one decoder step from input i [B, Embedding] and state h
-// [B, Hidden] (nil for h₀ = 0), returning logits o [B, Vocab] and the new
-// state.
-func (m *Captioner[T]) Step(tp *ad.Tape[T], i, h *ad.Node[T]) (logits, next *ad.Node[T]) {
-	if h == nil {
-		h = tp.Const(ad.New[T](i.Value.Rows(), m.Cfg.Hidden))
+// Step feeds i₀ at the first step (prev nil) and the embedding of the
+// previous token afterwards.
+func (m *Captioner[T]) Step(tp *ad.Tape[T], st State[T], prev []int) (*ad.Node[T], State[T]) {
+	s := st.(*captionerState[T])
+	in := s.i0
+	if prev != nil {
+		in = m.Emb.Forward(tp, prev)
 	}
-	next = m.Cell.Forward(tp, i, h)
-	return m.Out.Forward(tp, next), next
+	if in == nil {
+		panic("model: captioner step after the first needs the previous tokens")
+	}
+	next := &captionerState[T]{}
+	if m.LSTM != nil {
+		next.h, next.c = m.LSTM.Forward(tp, in, s.h, s.c)
+	} else {
+		next.h = m.RNN.Forward(tp, in, s.h)
+	}
+	return m.Out.Forward(tp, next.h), next
 }
 
-// Embed returns the token embeddings of ids, the next step's input.
-func (m *Captioner[T]) Embed(tp *ad.Tape[T], ids []int) *ad.Node[T] {
-	return m.Emb.Forward(tp, ids)
+// EncoderLayer is one layer of a ReLU encoder, as the verifier lowers it:
+// a convolution over an input of shape InShape [C, H, W], or a dense
+// layer, optionally followed by ReLU.
+type EncoderLayer struct {
+	Name    string
+	Conv    *nn.Conv2D[float64]
+	Linear  *nn.Linear[float64]
+	InShape []int
+	ReLU    bool
 }
 
-// Loss is the teacher-forced cross-entropy of the batch x against labels
-// (token ids without eos; eos is appended here), summed over steps and
-// averaged over the batch.
-func (m *Captioner[T]) Loss(tp *ad.Tape[T], x *ad.Node[T], labels [][]int) *ad.Node[T] {
-	return m.TrainLoss(tp, x, labels, 0, nil)
+// ReLUDecoder is implemented by decoders made only of affine maps and
+// ReLUs around a ReLU RNN, which the verifier encodes exactly.
+type ReLUDecoder interface {
+	Decoder[float64]
+	// EncoderLayers lists the encoder from the input to i₀, in order.
+	EncoderLayers() []EncoderLayer
+	// ReLURNN returns the token embedding, the ReLU cell and the output
+	// layer, or an error saying why the decoder is not a ReLU RNN.
+	ReLURNN() (*nn.Embedding[float64], *nn.RNNCell[float64], *nn.Linear[float64], error)
 }
 
-// TrainLoss is Loss with dropout of probability drop in the encoder's fully
-// connected layers, masks drawn from rng (nil when drop is 0).
-func (m *Captioner[T]) TrainLoss(tp *ad.Tape[T], x *ad.Node[T], labels [][]int, drop float64, rng *rand.Rand) *ad.Node[T] {
-	b := len(labels)
-	steps := 0
-	for _, l := range labels {
-		steps = max(steps, len(l)+1)
+// EncoderLayers lists the encoder's layers (float64 models only).
+func (m *Captioner[T]) EncoderLayers() []EncoderLayer {
+	m64, ok := any(m).(*Captioner[float64])
+	if !ok {
+		return nil
 	}
-	in := m.encode(tp, x, drop, rng)
-	var h *ad.Node[T]
-	var total *ad.Node[T]
-	targets := make([]int, b)
-	prev := make([]int, b)
-	weights := make([]T, b)
-	for i := range weights {
-		weights[i] = T(1) / T(b)
+	var ls []EncoderLayer
+	in := m.Arch.Input
+	shape := []int{in.Channels, in.Height, in.Width}
+	for i, c := range m64.Conv {
+		ls = append(ls, EncoderLayer{Name: fmt.Sprintf("conv%d", i+1), Conv: c, InShape: shape, ReLU: true})
+		shape = []int{c.Out, c.Geom.Out(shape[1]), c.Geom.Out(shape[2])}
 	}
-	for t := 0; t < steps; t++ {
-		if t > 0 {
-			in = m.Embed(tp, prev)
-		}
-		var logits *ad.Node[T]
-		logits, h = m.Step(tp, in, h)
-		for r, l := range labels {
-			switch {
-			case t < len(l):
-				targets[r] = l[t]
-			case t == len(l):
-				targets[r] = m.Cfg.EOS
-			default:
-				targets[r] = -1 // finished: no loss
-			}
-			prev[r] = max(targets[r], 0)
-		}
-		ce := tp.CrossEntropy(logits, targets, weights)
-		if total == nil {
-			total = ce
-		} else {
-			total = tp.Add(total, ce)
-		}
+	return append(ls, EncoderLayer{Name: "fc1", Linear: m64.FC1, ReLU: true}, EncoderLayer{Name: "fc2", Linear: m64.FC2})
+}
+
+// ReLURNN returns the decoder's layers when its cell is the ReLU RNN.
+func (m *Captioner[T]) ReLURNN() (*nn.Embedding[float64], *nn.RNNCell[float64], *nn.Linear[float64], error) {
+	m64, ok := any(m).(*Captioner[float64])
+	if !ok {
+		return nil, nil, nil, errors.New("model: the verifier lowers float64 models")
 	}
-	return total
+	if m.RNN == nil {
+		return nil, nil, nil, fmt.Errorf("%s with cell %q: the verifier has no bound rules for it yet (only %q cells are verified)", ArchCaptioner, m.Arch.Cell, CellReLU)
+	}
+	return m64.Emb, m64.RNN, m64.Out, nil
+}
+
+// Cost counts a model's floating-point operations per input (2 per
+// multiply–add of its affine maps; elementwise work is not counted), for
+// benchmarks' ratios to the GEMM bound.
+type Cost struct {
+	// Start encodes one input; FirstLayer is the part of Start in the layer
+	// reading the input, whose input gradient training does not need.
+	Start, FirstLayer float64
+	// Step is one decoder step.
+	Step float64
+}
+
+// Coster is implemented by architectures that count their operations.
+type Coster interface{ Cost() Cost }
+
+// Cost counts the captioner's operations per image.
+func (m *Captioner[T]) Cost() Cost {
+	var c Cost
+	a := m.Arch
+	h, w, in := a.Input.Height, a.Input.Width, a.Input.Channels
+	for i, cv := range a.Conv {
+		h, w = cv.geom().Out(h), cv.geom().Out(w)
+		f := 2 * float64(h*w*cv.OutChannels*in*cv.Kernel*cv.Kernel)
+		c.Start += f
+		if i == 0 {
+			c.FirstLayer = f
+		}
+		in = cv.OutChannels
+	}
+	c.Start += 2 * float64(h*w*in*a.FCHidden+a.FCHidden*a.Embedding)
+	gates := 1
+	if a.Cell == CellLSTM {
+		gates = 4
+	}
+	c.Step = 2 * float64(gates*(a.Embedding*a.Hidden+a.Hidden*a.Hidden)+a.Hidden*len(m.Cfg.Vocab))
+	return c
 }

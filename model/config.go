@@ -5,168 +5,127 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lenspec/lenspec/internal/fileio"
 )
 
-// ArchCaptioner names the CNN-RNN image captioner in config.json.
-const ArchCaptioner = "cnn-rnn-captioner"
-
-// ConvConfig describes one convolution layer of the encoder.
-type ConvConfig struct {
-	OutChannels int `json:"out_channels"`
-	Kernel      int `json:"kernel"`
-	Stride      int `json:"stride"`
-	Padding     int `json:"padding"`
-}
-
-// InputConfig describes the image the model reads.
-type InputConfig struct {
-	Channels int     `json:"channels"`
-	Height   int     `json:"height"`
-	Width    int     `json:"width"`
-	Min      float64 `json:"min"`
-	Max      float64 `json:"max"`
-}
-
-// Config is a model's config.json: everything needed to rebuild the
-// architecture around the tensors in model.safetensors.
+// Config is a model's config.json: a header every architecture shares and
+// the architecture's own section, stored flat in one JSON object as
+// Hugging Face configs are (the "architecture" key selects the section's
+// parser, as "model_type" does there).
 type Config struct {
-	Architecture string       `json:"architecture"`
-	Input        InputConfig  `json:"input"`
-	Conv         []ConvConfig `json:"conv"`
-	FCHidden     int          `json:"fc_hidden"`
-	// Embedding is both the image embedding size (i₀) and the token
-	// embedding size: both feed the same cell input.
-	Embedding int      `json:"embedding_size"`
-	Hidden    int      `json:"hidden_size"`
-	Cell      string   `json:"cell"`
-	Vocab     []string `json:"vocab"`
-	EOS       int      `json:"eos_id"`
+	// Architecture names the registered architecture (Architectures lists
+	// them).
+	Architecture string `json:"architecture"`
+	// Vocab are the output tokens' strings; EOS is the end-of-sequence id.
+	Vocab []string `json:"vocab"`
+	EOS   int      `json:"eos_id"`
 	// MaxSteps is the default decoding step cap.
-	MaxSteps int    `json:"max_steps"`
-	DType    string `json:"dtype"`
+	MaxSteps int `json:"max_steps"`
+	// DType is the weights' type in model.safetensors: "float32" (the
+	// only one; see Load).
+	DType string `json:"dtype"`
 	// Training records how the shipped weights were made (informational).
 	Training map[string]any `json:"training,omitempty"`
+	// Arch is the architecture's section: every other key of config.json.
+	Arch ArchConfig `json:"-"`
 }
 
-// DefaultCaptionerConfig is the Multi-MNIST captioner shipped in
-// models/mmnist-rnn. Channel counts and the first FC width are kept small:
-// every ReLU there is a potential binary variable for the verifier.
-func DefaultCaptionerConfig() Config {
-	vocab := []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "<eos>"}
-	return Config{
-		Architecture: ArchCaptioner,
-		Input:        InputConfig{Channels: 1, Height: 28, Width: 112, Min: -1, Max: 1},
-		Conv:         []ConvConfig{{8, 3, 2, 1}, {16, 3, 2, 1}},
-		FCHidden:     128,
-		Embedding:    32,
-		Hidden:       32,
-		Cell:         "rnn_relu",
-		Vocab:        vocab,
-		EOS:          10,
-		MaxSteps:     20,
-		DType:        "float32",
-	}
+// ArchConfig is an architecture's section of config.json.
+type ArchConfig interface {
+	// Validate checks the section, given the shared header.
+	Validate(c *Config) error
+	// ParamCount is the number of parameters the section implies, in
+	// float64 so that absurd sizes cannot overflow it.
+	ParamCount(c *Config) float64
 }
+
+// maxParams bounds a model's size so a hostile config cannot demand
+// terabytes before a single tensor is read.
+const maxParams = 1e9
+
+// maxDim bounds every single dimension of a config for the same reason.
+const maxDim = 1 << 16
 
 // Validate checks the configuration describes a model lenspec can build.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.Architecture != ArchCaptioner {
-		bad("architecture %q is not supported (want %q)", c.Architecture, ArchCaptioner)
+	if _, ok := lookup(c.Architecture); !ok {
+		bad("architecture %q is not supported (want one of %s)", c.Architecture, strings.Join(Architectures(), ", "))
 	}
-	if c.Input.Channels <= 0 || c.Input.Height <= 0 || c.Input.Width <= 0 {
-		bad("input shape %dx%dx%d must be positive", c.Input.Channels, c.Input.Height, c.Input.Width)
-	}
-	if !(c.Input.Min < c.Input.Max) {
-		bad("input range [%v, %v] is empty", c.Input.Min, c.Input.Max)
-	}
-	h, w := c.Input.Height, c.Input.Width
-	for i, cv := range c.Conv {
-		if cv.OutChannels <= 0 || cv.Kernel <= 0 || cv.Stride <= 0 || cv.Padding < 0 {
-			bad("conv[%d]: %+v has a non-positive size", i, cv)
-			continue
-		}
-		h = (h+2*cv.Padding-cv.Kernel)/cv.Stride + 1
-		w = (w+2*cv.Padding-cv.Kernel)/cv.Stride + 1
-		if h <= 0 || w <= 0 {
-			bad("conv[%d]: output %dx%d is empty", i, h, w)
-		}
-	}
-	if c.FCHidden <= 0 || c.Embedding <= 0 || c.Hidden <= 0 {
-		bad("fc_hidden %d, embedding_size %d, hidden_size %d must be positive", c.FCHidden, c.Embedding, c.Hidden)
-	}
-	if len(errs) == 0 {
-		if n := c.paramCount(); n > 1e9 {
-			bad("the architecture has %.3g parameters, more than the supported 1e9", n)
-		}
-	}
-	if c.Cell != "rnn_relu" {
-		bad("cell %q is not supported (want rnn_relu)", c.Cell)
-	}
-	if len(c.Vocab) < 2 {
-		bad("vocab has %d entries, need at least 2", len(c.Vocab))
+	if len(c.Vocab) < 2 || len(c.Vocab) > maxDim {
+		bad("vocab has %d entries, want 2..%d", len(c.Vocab), maxDim)
 	}
 	if c.EOS < 0 || c.EOS >= len(c.Vocab) {
 		bad("eos_id %d outside vocab of %d", c.EOS, len(c.Vocab))
 	}
-	if c.MaxSteps <= 0 || c.MaxSteps > 10000 {
-		bad("max_steps %d must be in 1..10000", c.MaxSteps)
+	if c.MaxSteps <= 0 || c.MaxSteps > MaxStepCap {
+		bad("max_steps %d must be in 1..%d", c.MaxSteps, MaxStepCap)
 	}
-	// Bound sizes so a hostile config cannot demand terabytes.
-	const maxDim = 1 << 16
-	for _, d := range []int{c.Input.Channels, c.Input.Height, c.Input.Width, c.FCHidden, c.Embedding, c.Hidden, len(c.Vocab)} {
-		if d > maxDim {
-			bad("dimension %d exceeds the supported %d", d, maxDim)
-			break
-		}
+	if c.DType != "float32" {
+		bad("dtype %q is not supported (want \"float32\")", c.DType)
 	}
-	for _, cv := range c.Conv {
-		if cv.OutChannels > maxDim || cv.Kernel > maxDim || cv.Stride > maxDim || cv.Padding > maxDim {
-			bad("conv layer %+v exceeds the supported size %d", cv, maxDim)
-			break
-		}
+	if c.Arch == nil {
+		bad("no %s section", c.Architecture)
+	} else if err := c.Arch.Validate(c); err != nil {
+		errs = append(errs, err)
+	} else if n := c.Arch.ParamCount(c); n > maxParams {
+		bad("the architecture has %.3g parameters, more than the supported %g", n, float64(maxParams))
 	}
-	if c.DType != "" && c.DType != "float32" {
-		bad("dtype %q is not supported (want float32)", c.DType)
-	}
-	return errors.Join(errs...)
+	return flatten(errors.Join(errs...))
 }
 
-// paramCount is computed in float64 so absurd configs cannot overflow it.
-func (c *Config) paramCount() float64 {
-	n, in := 0.0, float64(c.Input.Channels)
-	for _, cv := range c.Conv {
-		n += float64(cv.OutChannels) * (in*float64(cv.Kernel)*float64(cv.Kernel) + 1)
-		in = float64(cv.OutChannels)
+// headerKeys are the shared header's JSON keys; every other key belongs to
+// the architecture's section.
+var headerKeys = []string{"architecture", "vocab", "eos_id", "max_steps", "dtype", "training"}
+
+// MarshalJSON writes the header and the architecture's section as one flat
+// object, header first.
+func (c Config) MarshalJSON() ([]byte, error) {
+	type header Config // no MarshalJSON: no recursion
+	h, err := marshal(header(c))
+	if err != nil {
+		return nil, err
 	}
-	ch, h, w := c.FeatureShape()
-	v, e, hd := float64(len(c.Vocab)), float64(c.Embedding), float64(c.Hidden)
-	n += float64(ch)*float64(h)*float64(w)*float64(c.FCHidden) + float64(c.FCHidden)*(e+1) + e
-	return n + v*e + hd*(e+hd+2) + v*(hd+1)
+	if c.Arch == nil {
+		return h, nil
+	}
+	a, err := marshal(c.Arch)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasPrefix(a, []byte("{")) {
+		return nil, fmt.Errorf("config: %s section is not a JSON object", c.Architecture)
+	}
+	if string(a) == "{}" {
+		return h, nil
+	}
+	out := append(bytes.TrimSuffix(h, []byte("}")), ',')
+	return append(out, a[1:]...), nil
 }
 
-// FeatureShape returns the encoder's convolution output [C, H, W] (the
-// input itself when there are no convolutions).
-func (c *Config) FeatureShape() (ch, h, w int) {
-	ch, h, w = c.Input.Channels, c.Input.Height, c.Input.Width
-	for _, cv := range c.Conv {
-		h = (h+2*cv.Padding-cv.Kernel)/cv.Stride + 1
-		w = (w+2*cv.Padding-cv.Kernel)/cv.Stride + 1
-		ch = cv.OutChannels
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // keep "<eos>" readable
+	if err := enc.Encode(v); err != nil {
+		return nil, err
 	}
-	return ch, h, w
+	return bytes.TrimSpace(b.Bytes()), nil
 }
 
-// InputSize is the number of input values per image.
-func (c *Config) InputSize() int { return c.Input.Channels * c.Input.Height * c.Input.Width }
+// maxConfigSize bounds how much of a config.json is read: real ones are a
+// few kilobytes; /dev/zero must not be read forever.
+const maxConfigSize = 16 << 20
 
 // ReadConfig reads and validates dir/config.json.
 func ReadConfig(dir string) (*Config, error) {
-	path := filepath.Join(dir, "config.json")
-	b, err := os.ReadFile(path)
+	path := filepath.Join(dir, ConfigFile)
+	b, err := fileio.ReadRegular(path, maxConfigSize)
 	if err != nil {
 		return nil, fmt.Errorf("read model config: %w", err)
 	}
@@ -178,35 +137,126 @@ func ReadConfig(dir string) (*Config, error) {
 }
 
 // ParseConfig decodes and validates a config.json document. Unknown fields
-// are errors: a misspelt key must not silently fall back to a default.
+// and duplicate keys are errors: a misspelt key must not fall back to a
+// default, and of two values for one key neither may win silently.
 func ParseConfig(b []byte) (*Config, error) {
-	var c Config
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	if err := checkDuplicateKeys(b); err != nil {
 		return nil, fmt.Errorf("malformed config: %w", err)
 	}
-	if dec.More() {
-		return nil, errors.New("malformed config: trailing data after the JSON object")
+	var top map[string]json.RawMessage
+	if err := strictDecode(b, &top); err != nil {
+		return nil, fmt.Errorf("malformed config: %w", err)
 	}
+	if top == nil {
+		return nil, errors.New("malformed config: want a JSON object")
+	}
+	head, rest := map[string]json.RawMessage{}, map[string]json.RawMessage{}
+	for k, v := range top {
+		if slices.Contains(headerKeys, k) {
+			head[k] = v
+		} else {
+			rest[k] = v
+		}
+	}
+	var c Config
+	hb, _ := json.Marshal(head)
+	type header Config
+	if err := strictDecode(hb, (*header)(&c)); err != nil {
+		return nil, fmt.Errorf("malformed config: %w", err)
+	}
+	a, ok := lookup(c.Architecture)
+	if !ok {
+		return nil, fmt.Errorf("architecture %q is not supported (want one of %s)", c.Architecture, strings.Join(Architectures(), ", "))
+	}
+	rb, _ := json.Marshal(rest)
+	arch, err := a.ParseConfig(rb)
+	if err != nil {
+		return nil, fmt.Errorf("malformed config: %s section: %w", c.Architecture, err)
+	}
+	c.Arch = arch
 	if err := c.Validate(); err != nil {
-		return nil, flatten(err)
+		return nil, err
 	}
 	return &c, nil
 }
 
-// flatten joins a multi-error onto one line for CLI messages.
-func flatten(err error) error {
-	var j interface{ Unwrap() []error }
-	if errors.As(err, &j) {
-		msg := ""
-		for i, e := range j.Unwrap() {
-			if i > 0 {
-				msg += "; "
-			}
-			msg += e.Error()
-		}
-		return errors.New(msg)
+// DecodeSection decodes an architecture's section strictly (unknown keys
+// are errors), for ArchConfig parsers.
+func DecodeSection(b []byte, v any) error { return strictDecode(b, v) }
+
+func strictDecode(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
 	}
-	return err
+	if dec.More() {
+		return errors.New("trailing data after the JSON object")
+	}
+	return nil
+}
+
+// checkDuplicateKeys walks a JSON document and reports the first object
+// key that appears twice in one object, with its path.
+func checkDuplicateKeys(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var walk func(path string) error
+	walk = func(path string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		d, ok := tok.(json.Delim)
+		if !ok {
+			return nil
+		}
+		switch d {
+		case '{':
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				k := kt.(string)
+				if seen[k] {
+					return fmt.Errorf("duplicate key %q in object %s", k, path)
+				}
+				seen[k] = true
+				if err := walk(path + "." + k); err != nil {
+					return err
+				}
+			}
+		case '[':
+			for i := 0; dec.More(); i++ {
+				if err := walk(fmt.Sprintf("%s[%d]", path, i)); err != nil {
+					return err
+				}
+			}
+		}
+		_, err = dec.Token() // the closing delimiter
+		return err
+	}
+	return walk("$")
+}
+
+// flatten joins a (nested) multi-error onto one line for CLI messages.
+func flatten(err error) error {
+	if err == nil {
+		return nil
+	}
+	var msgs []string
+	var walk func(error)
+	walk = func(e error) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, x := range j.Unwrap() {
+				walk(x)
+			}
+			return
+		}
+		msgs = append(msgs, e.Error())
+	}
+	walk(err)
+	return errors.New(strings.Join(msgs, "; "))
 }

@@ -2,13 +2,17 @@ package model
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/internal/fileio"
 	"github.com/lenspec/lenspec/safetensors"
 )
 
@@ -18,24 +22,26 @@ const (
 	WeightsFile = "model.safetensors"
 )
 
-// Save writes m to dir as config.json and model.safetensors (float32, tensor
-// names as in docs/models.md), creating dir if needed.
-func Save[T ad.Float](dir string, m *Captioner[T]) error {
+// Save writes d to dir as config.json and model.safetensors (float32,
+// tensor names as in docs/models.md), creating dir if needed.
+func Save[T ad.Float](dir string, d Decoder[T]) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save model: %w", err)
 	}
-	var cfg bytes.Buffer
-	enc := json.NewEncoder(&cfg)
-	enc.SetEscapeHTML(false) // keep "<eos>" readable
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(m.Cfg); err != nil {
+	cfg, err := json.Marshal(d.Config())
+	if err != nil {
 		return fmt.Errorf("save model: %w", err)
 	}
-	if err := writeAtomic(filepath.Join(dir, ConfigFile), cfg.Bytes()); err != nil {
-		return err
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, cfg, "", "  "); err != nil {
+		return fmt.Errorf("save model: %w", err)
 	}
-	f := &safetensors.File{Metadata: map[string]string{"format": "pt", "lenspec_architecture": m.Cfg.Architecture}}
-	for _, p := range m.Params() {
+	pretty.WriteByte('\n')
+	if err := fileio.WriteFileAtomic(filepath.Join(dir, ConfigFile), pretty.Bytes()); err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	f := &safetensors.File{Metadata: map[string]string{"format": "pt", "lenspec_architecture": d.Config().Architecture}}
+	for _, p := range d.Params() {
 		data := make([]float32, p.W.Len())
 		for i, v := range p.W.Data {
 			data[i] = float32(v)
@@ -48,12 +54,17 @@ func Save[T ad.Float](dir string, m *Captioner[T]) error {
 // Load reads the model in dir. Every tensor the architecture needs must be
 // present with the right shape and finite values; unknown tensors are an
 // error too, since they usually mean a different architecture.
-func Load[T ad.Float](dir string) (*Captioner[T], error) {
+//
+// Weights are float32 (config.json's dtype). F16 and BF16 tensors are
+// accepted because they widen to float32 exactly; F64 tensors are refused:
+// rounding them would make the float32 model (attacks, evaluation) and the
+// float64 model (replay) two different networks under one name.
+func Load[T ad.Float](dir string) (Decoder[T], error) {
 	cfg, err := ReadConfig(dir)
 	if err != nil {
 		return nil, err
 	}
-	m, err := NewCaptioner[T](*cfg, nil)
+	d, err := New[T](cfg, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -63,11 +74,16 @@ func Load[T ad.Float](dir string) (*Captioner[T], error) {
 		return nil, err
 	}
 	want := map[string]bool{}
-	for _, p := range m.Params() {
+	for _, p := range d.Params() {
 		want[p.Name] = true
 		t, ok := f.Tensor(p.Name)
 		if !ok {
 			return nil, fmt.Errorf("%s: missing tensor %q", path, p.Name)
+		}
+		switch t.DType {
+		case safetensors.Float32, safetensors.Float16, safetensors.BFloat16:
+		default:
+			return nil, fmt.Errorf("%s: tensor %q is %s; model weights are float32 (F16 and BF16 widen exactly and are accepted too)", path, p.Name, t.DType)
 		}
 		if !slices.Equal(t.Shape, p.W.Shape) {
 			return nil, fmt.Errorf("%s: tensor %q has shape %v, config.json implies %v", path, p.Name, t.Shape, p.W.Shape)
@@ -88,16 +104,27 @@ func Load[T ad.Float](dir string) (*Captioner[T], error) {
 			return nil, fmt.Errorf("%s: unexpected tensor %q (not part of a %s with this config)", path, t.Name, cfg.Architecture)
 		}
 	}
-	return m, nil
+	return d, nil
 }
 
-func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+// Digest identifies a model by content: the sha256 of config.json and
+// model.safetensors (each preceded by its name). Two paths to one model
+// give one digest; new weights at the same path give another. Results are
+// keyed by it.
+func Digest(dir string) (string, error) {
+	h := sha256.New()
+	for _, name := range []string{ConfigFile, WeightsFile} {
+		path := filepath.Join(dir, name)
+		f, err := fileio.Open(path)
+		if err != nil {
+			return "", fmt.Errorf("model digest: %w", err)
+		}
+		io.WriteString(h, name+"\x00")
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return "", fmt.Errorf("model digest: %s: %w", path, err)
+		}
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

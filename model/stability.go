@@ -5,6 +5,13 @@ import (
 	"github.com/lenspec/lenspec/nn"
 )
 
+// Stabilizer is implemented by architectures with a ReLU-stability
+// regulariser (verification-friendly training): the loss over the ball of
+// radius eps around each input of x, and the batch's unstable ReLU count.
+type Stabilizer[T ad.Float] interface {
+	StabilityLoss(tp *ad.Tape[T], x *ad.Node[T], eps float64) (loss *ad.Node[T], unstable int)
+}
+
 // StabilityLoss is the ReLU-stability regulariser of Xiao et al. (ICLR
 // 2019), "Training for faster adversarial robustness verification via
 // inducing ReLU stability", applied to the encoder: for every ReLU of the
@@ -16,8 +23,8 @@ import (
 // over each layer's neurons, summed over the layers; unstable counts the
 // batch's unstable ReLUs.
 func (m *Captioner[T]) StabilityLoss(tp *ad.Tape[T], x *ad.Node[T], eps float64) (loss *ad.Node[T], unstable int) {
-	in := m.Cfg.Input
-	b := x.Value.Len() / m.Cfg.InputSize()
+	in := m.Arch.Input
+	b := x.Value.Shape[0]
 	mid, rad := ad.New[T](b, in.Channels, in.Height, in.Width), ad.New[T](b, in.Channels, in.Height, in.Width)
 	for i, v := range x.Value.Data {
 		lo, hi := max(float64(v)-eps, in.Min), min(float64(v)+eps, in.Max)

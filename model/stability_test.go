@@ -11,17 +11,17 @@ import (
 // TestStabilityLossGradient checks the regulariser's gradient with respect
 // to every encoder parameter against central finite differences.
 func TestStabilityLossGradient(t *testing.T) {
-	m := tinyModel(t, 5)
+	m := tinyModel(t, CellReLU, 5)
 	rng := rand.New(rand.NewPCG(6, 6))
 	const b, eps = 2, 0.3
-	x := randInput(rng, b*m.Cfg.InputSize())
+	x := randInput(rng, b*size(m))
 	loss := func() float64 {
 		tp := ad.NewTape[float64](false)
-		l, _ := m.StabilityLoss(tp, tp.Const(ad.FromSlice(x, b, m.Cfg.InputSize())), eps)
+		l, _ := m.StabilityLoss(tp, tp.Const(ad.FromSlice(x, b, size(m))), eps)
 		return l.Value.Data[0]
 	}
 	tp := ad.NewTrainingTape[float64]()
-	l, unstable := m.StabilityLoss(tp, tp.Const(ad.FromSlice(x, b, m.Cfg.InputSize())), eps)
+	l, unstable := m.StabilityLoss(tp, tp.Const(ad.FromSlice(x, b, size(m))), eps)
 	if unstable == 0 {
 		t.Fatal("no unstable ReLU at eps 0.3: the test would not exercise the straddling case")
 	}
@@ -51,14 +51,14 @@ func TestStabilityLossGradient(t *testing.T) {
 // count only grows with the radius (interval bounds are monotone), and
 // over the whole input box most are.
 func TestStabilityLossCounts(t *testing.T) {
-	m := tinyModel(t, 7)
+	m := tinyModel(t, CellReLU, 7)
 	rng := rand.New(rand.NewPCG(8, 8))
 	const b = 4
-	x := randInput(rng, b*m.Cfg.InputSize())
+	x := randInput(rng, b*size(m))
 	prev := -1
 	for _, eps := range []float64{0, 0.01, 0.1, 0.5, 2} {
 		tp := ad.NewTape[float64](false)
-		l, n := m.StabilityLoss(tp, tp.Const(ad.FromSlice(x, b, m.Cfg.InputSize())), eps)
+		l, n := m.StabilityLoss(tp, tp.Const(ad.FromSlice(x, b, size(m))), eps)
 		if v := l.Value.Data[0]; math.IsNaN(v) || v > 3 || v < -3 {
 			t.Fatalf("eps %v: loss %v outside [−3, 3] (3 layers of mean −tanh)", eps, v)
 		}

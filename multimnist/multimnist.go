@@ -172,31 +172,11 @@ func Build(train, test *mnist.Set, nTrain, nTest int, seed uint64) (trainDS, tes
 	return trainDS, testDS, nil
 }
 
-// normalize maps a pixel byte to [-1, 1].
-func normalize(p uint8) float64 {
-	return float64(p)/127.5 - 1
-}
-
-// Normalize fills dst with the normalised pixels (p/127.5 - 1) of the
-// canvases indices of d, in order, each row-major with one channel. As with
-// gonum's dimension checks, it panics if len(dst) is not
+// Normalize fills dst with the normalised pixels (p/127.5 − 1, in
+// [−1, 1]) of the canvases indices of d, in order, each row-major with one
+// channel. As with gonum's dimension checks, it panics if len(dst) is not
 // len(indices)*CanvasPixels or an index is out of range: either is a
 // programming error, not bad input.
 func Normalize[T float32 | float64](dst []T, d *Dataset, indices []int) {
-	if len(dst) != len(indices)*CanvasPixels {
-		panic(fmt.Sprintf("multimnist: Normalize: len(dst) = %d, want %d for %d canvases", len(dst), len(indices)*CanvasPixels, len(indices)))
-	}
-	var table [256]T
-	for p := range table {
-		table[p] = T(normalize(uint8(p)))
-	}
-	for k, i := range indices {
-		if i < 0 || i >= d.N {
-			panic(fmt.Sprintf("multimnist: Normalize: canvas index %d out of range [0, %d)", i, d.N))
-		}
-		out := dst[k*CanvasPixels : (k+1)*CanvasPixels]
-		for p, v := range d.Canvas(i) {
-			out[p] = table[v]
-		}
-	}
+	NormalizeRange(dst, d, indices, -1, 1)
 }

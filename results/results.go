@@ -9,7 +9,30 @@
 // leave at most one incomplete last line, which Open removes.
 //
 // A results file must be written by one process at a time; goroutines of that
-// process may share one File.
+// process may share one File. Open enforces this with an exclusive flock(2)
+// on the file, taken before it looks at the content and held until Close: a
+// second writer that scanned the file while the first was mid-write would
+// take the first's half-written line for an interrupted one and cut it off,
+// losing a finished record. A second Open, from another process or from the
+// same one, fails with ErrLocked instead. Read takes no lock: it only ever
+// sees complete lines.
+//
+// Attempts: a unit of work that kills the whole process (a crash inside C
+// code, say) leaves no record, so a resumed run would retry it, and crash,
+// forever. Before starting a unit of work, a runner calls BeginAttempt, which
+// appends {"key":…,"pid":…,"time":…} to the sidecar file path+".attempts"
+// (created on first use, written with one write and fsync like the results
+// file). On the next start, Attempts tells how often a key without a record
+// was begun; the runner can record a key begun twice without a result as
+// crashed rather than try it again. A unit of work stopped cleanly (the user
+// interrupted the run) is not a crash: EndAttempt appends
+// {"key":…,"ended":true,…}, which cancels one attempt. The sidecar is loaded by Open, which
+// removes an incomplete last line from it as from the results file, and is
+// covered by the results file's lock: only the File holding that lock reads
+// or writes it.
+//
+// Only regular files are accepted: /dev/null would silently lose every
+// record, /dev/full fails only after the work is done, and a FIFO blocks.
 package results
 
 import (
@@ -22,12 +45,32 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lenspec/lenspec/internal/fileio"
 )
 
 // ErrDuplicate is returned by Append for a key that is already done. A
 // resumed run is expected to check Done first; writing a key twice would give
 // readers two records for one unit of work.
 var ErrDuplicate = errors.New("key already done")
+
+// ErrLocked is wrapped by Open's error when the results file is already
+// open for writing, by another process or by another File of this one.
+var ErrLocked = errors.New("file locked")
+
+// attemptsSuffix names the sidecar file of attempt markers: path+attemptsSuffix.
+const attemptsSuffix = ".attempts"
+
+// attempt is one line of the sidecar file. PID and Time are for a person
+// reading the file after a crash; only Key is used.
+type attempt struct {
+	Key   string `json:"key"`
+	Ended bool   `json:"ended,omitempty"`
+	PID   int    `json:"pid"`
+	Time  string `json:"time"`
+}
 
 // File is a JSON Lines results file opened for appending. Its methods are safe
 // for concurrent use.
@@ -41,14 +84,26 @@ type File struct {
 	Truncated int64
 
 	mu   sync.Mutex
-	f    *os.File // nil once closed
+	f    *os.File // nil once closed; its flock is the writer's lock
 	size int64    // bytes of complete lines in the file
 	done map[string]bool
 	n    int
 	err  error // sticky: set when the file may hold a partial line
+
+	att      *os.File // sidecar of attempt markers; nil until it exists
+	attSize  int64    // bytes of complete lines in the sidecar
+	attempts map[string]int
+	attErr   error // sticky, like err, for the sidecar
 }
 
-// Open opens the results file at path for appending, creating it if needed.
+// Open opens the results file at path for appending, creating it if needed,
+// and loads its attempt markers (see the package documentation).
+//
+// The file is locked for writing until Close. If another process, or another
+// File of this process, has it open, Open fails at once with an error
+// wrapping ErrLocked and leaves the file alone. A path that exists and is not
+// a regular file (a directory, /dev/null, a FIFO) is refused with an error
+// wrapping fileio.ErrNotRegular, without blocking; so is such a sidecar.
 //
 // Every complete line of an existing file must be a JSON value from which key
 // derives the record's key; those keys count as done. Lines holding only
@@ -57,23 +112,32 @@ type File struct {
 // trailing newline is what an interrupted write leaves behind: it is removed
 // from the file, even if it happens to be valid JSON, and its length is
 // reported in File.Truncated. The unit of work it belonged to is then not
-// done and will be redone.
+// done and will be redone. The sidecar is read the same way; each of its
+// lines must be an object with a string field "key".
 func Open(path string, key func(raw json.RawMessage) (string, error)) (*File, error) {
 	if key == nil {
 		return nil, fmt.Errorf("open results %s: nil key function", path)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := openRegular(path, true)
 	if err != nil {
 		return nil, fmt.Errorf("open results: %w", err)
 	}
-	rf := &File{path: path, key: key, f: f, done: make(map[string]bool)}
-	size, err := scanLines(f, func(lineNo int, line []byte) error {
-		if isBlank(line) {
-			return nil
+	// Lock before reading anything: the scan below truncates what looks
+	// like an incomplete last line, which in a file another writer is
+	// appending to may be a record being written.
+	if err := lockFile(f); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("open results %s: another lenspec process is writing it (%w); "+
+				"give each process its own --out, or wait for it to finish", path, ErrLocked)
 		}
+		return nil, fmt.Errorf("open results %s: lock: %w", path, err)
+	}
+	rf := &File{path: path, key: key, f: f, done: make(map[string]bool), attempts: make(map[string]int)}
+	size, trunc, err := loadLines(f, path, func(line []byte) error {
 		k, err := lineKey(key, line)
 		if err != nil {
-			return fmt.Errorf("%s:%d: %w", path, lineNo, err)
+			return err
 		}
 		rf.done[k] = true
 		rf.n++
@@ -83,24 +147,143 @@ func Open(path string, key func(raw json.RawMessage) (string, error)) (*File, er
 		f.Close()
 		return nil, fmt.Errorf("open results %w", err)
 	}
-	end, err := f.Seek(0, io.SeekEnd)
+	rf.size, rf.Truncated = size, trunc
+	if err := rf.loadAttempts(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open results %w", err)
+	}
+	return rf, nil
+}
+
+// loadAttempts opens and reads the sidecar if it exists.
+func (f *File) loadAttempts() error {
+	path := f.path + attemptsSuffix
+	att, err := openRegular(path, false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	size, _, err := loadLines(att, path, func(line []byte) error {
+		k, ended, err := attemptKey(line)
+		if err != nil {
+			return err
+		}
+		if !ended {
+			f.attempts[k]++
+		} else if f.attempts[k] > 0 {
+			f.attempts[k]--
+		}
+		return nil
+	})
+	if err != nil {
+		att.Close()
+		return err
+	}
+	f.att, f.attSize = att, size
+	return nil
+}
+
+// attemptKey validates one complete line of the sidecar and returns its key
+// and whether it ends an attempt.
+func attemptKey(line []byte) (string, bool, error) {
+	var a struct {
+		Key   *string `json:"key"`
+		Ended bool    `json:"ended"`
+	}
+	if err := json.Unmarshal(line, &a); err != nil {
+		return "", false, err
+	}
+	if a.Key == nil {
+		return "", false, errors.New(`attempt has no string field "key"`)
+	}
+	return *a.Key, a.Ended, nil
+}
+
+// openRegular opens path for reading and appending, creating it if create is
+// set, and refuses anything but a regular file. It checks the path first so
+// that it never opens, let alone blocks on, a FIFO or a device, and the
+// opened file again in case the path was replaced in between; O_NONBLOCK
+// covers that window (it has no effect on a regular file). Errors name the
+// path.
+func openRegular(path string, create bool) (*os.File, error) {
+	if err := fileio.CheckRegular(path); err != nil {
+		return nil, err
+	}
+	flag := os.O_RDWR | os.O_APPEND | syscall.O_NONBLOCK
+	if create {
+		flag |= os.O_CREATE
+	}
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("open results %s: %w", path, err)
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w (replaced while being opened)", path, fileio.ErrNotRegular)
+	}
+	return f, nil
+}
+
+// lockFile takes an exclusive flock on f without waiting. The lock belongs
+// to f's open file description, so it conflicts with any other open of the
+// file, in this process too, and goes away when f is closed, however the
+// process ends. An error wrapping syscall.EWOULDBLOCK means it is held.
+func lockFile(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var lerr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			lerr = syscall.Flock(int(fd), syscall.LOCK_EX|syscall.LOCK_NB)
+			if lerr != syscall.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	return lerr
+}
+
+// loadLines reads every line of f, calling fn for each complete non-blank
+// one, and removes an incomplete last line from the file. It returns the size
+// of the complete lines and the number of bytes removed. Errors of fn are
+// prefixed with path and the 1-based line number; other errors name path.
+func loadLines(f *os.File, path string, fn func(line []byte) error) (size, truncated int64, err error) {
+	size, err = scanLines(f, func(lineNo int, line []byte) error {
+		if isBlank(line) {
+			return nil
+		}
+		if err := fn(line); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, lineNo, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", path, err)
 	}
 	if end != size {
 		if err := f.Truncate(size); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("open results %s: remove incomplete last line: %w", path, err)
+			return 0, 0, fmt.Errorf("%s: remove incomplete last line: %w", path, err)
 		}
 		if err := f.Sync(); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("open results %s: %w", path, err)
+			return 0, 0, fmt.Errorf("%s: %w", path, err)
 		}
-		rf.Truncated = end - size
 	}
-	rf.size = size
-	return rf, nil
+	return size, end - size, nil
 }
 
 // Path returns the path the file was opened with.
@@ -177,27 +360,115 @@ func (f *File) Append(key string, rec any) error {
 	return nil
 }
 
-// Close closes the file. Closing twice is an error.
+// BeginAttempt records that work on key is starting: it appends a line
+// {"key":…,"pid":…,"time":…} (time in RFC 3339) to the sidecar file
+// Path()+".attempts", creating it if needed, and syncs it to disk before the
+// work can begin. It returns the number of attempts of key recorded before
+// this one, by this and earlier runs, whether or not key is done: a runner
+// checks Done first. If the marker cannot be written, the error names the
+// sidecar and previous is still the count before this call.
+func (f *File) BeginAttempt(key string) (previous int, err error) {
+	return f.mark(attempt{Key: key})
+}
+
+// EndAttempt records that work on key stopped cleanly without a record (the
+// run was interrupted), so that attempt does not count as a crash: it
+// appends {"key":…,"ended":true,…} to the sidecar, and Attempts(key)
+// drops by one.
+func (f *File) EndAttempt(key string) error {
+	_, err := f.mark(attempt{Key: key, Ended: true})
+	return err
+}
+
+// mark appends one attempt line to the sidecar and updates the counts.
+func (f *File) mark(a attempt) (previous int, err error) {
+	path := f.path + attemptsSuffix
+	a.PID, a.Time = os.Getpid(), time.Now().Format(time.RFC3339)
+	line, err := json.Marshal(a)
+	if err != nil {
+		return 0, fmt.Errorf("record attempt in %s: %w", path, err)
+	}
+	line = append(line, '\n')
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	previous = f.attempts[a.Key]
+	if f.f == nil {
+		return previous, fmt.Errorf("record attempt in %s: file closed", path)
+	}
+	if f.attErr != nil {
+		return previous, fmt.Errorf("record attempt in %s: earlier failure: %w", path, f.attErr)
+	}
+	if f.att == nil {
+		// Created on first use, so runs that never call BeginAttempt leave
+		// no empty sidecar behind. The results file's lock covers it.
+		att, err := openRegular(path, true)
+		if err != nil {
+			return previous, fmt.Errorf("record attempt: %w", err)
+		}
+		f.att, f.attSize = att, 0
+	}
+	if _, err := f.att.Write(line); err != nil {
+		// As in Append: cut off a partial line so the next one starts clean.
+		if terr := f.att.Truncate(f.attSize); terr != nil {
+			f.attErr = errors.Join(err, terr)
+		}
+		return previous, fmt.Errorf("record attempt in %s: %w", path, err)
+	}
+	f.attSize += int64(len(line))
+	// Counted even if the sync fails: the line is in the file as far as
+	// this process can tell, and overcounting only makes the runner give up
+	// on a key sooner, never retry a crashing one forever.
+	if !a.Ended {
+		f.attempts[a.Key]++
+	} else if f.attempts[a.Key] > 0 {
+		f.attempts[a.Key]--
+	}
+	if err := f.att.Sync(); err != nil {
+		return previous, fmt.Errorf("record attempt in %s: sync: %w", path, err)
+	}
+	return previous, nil
+}
+
+// Attempts returns the number of attempts of key recorded by BeginAttempt,
+// in this run and in earlier ones (loaded by Open from the sidecar).
+func (f *File) Attempts(key string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.attempts[key]
+}
+
+// Close closes the file and its sidecar, releasing the lock taken by Open.
+// Closing twice is an error.
 func (f *File) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.f == nil {
 		return fmt.Errorf("close %s: already closed", f.path)
 	}
-	err := f.f.Close()
-	f.f = nil
-	if err != nil {
-		return fmt.Errorf("close %s: %w", f.path, err)
+	var errs []error
+	// The sidecar first: it is only ours while the results file is locked.
+	if f.att != nil {
+		if err := f.att.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", f.path+attemptsSuffix, err))
+		}
+		f.att = nil
 	}
-	return nil
+	if err := f.f.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close %s: %w", f.path, err))
+	}
+	f.f = nil
+	return errors.Join(errs...)
 }
 
 // Read decodes every record of the results file at path into a T. As in Open,
 // blank lines are skipped and an incomplete last line (no trailing newline) is
 // not a record, so Read sees what a resumed run would keep. An error names the
-// file and the 1-based line number.
+// file and the 1-based line number. Anything but a regular file is refused
+// with an error wrapping fileio.ErrNotRegular, without blocking. Read takes no
+// lock, so it may run while a writer appends.
 func Read[T any](path string) ([]T, error) {
-	f, err := os.Open(path)
+	f, err := fileio.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read results: %w", err)
 	}

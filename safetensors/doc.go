@@ -37,6 +37,10 @@
 //   - "__metadata__" is an object whose values are all strings (or null, which
 //     the reference treats as absent).
 //
+// ReadFile applies the same checks to a file, refuses anything but a regular
+// file, and compares the file's size with what the header declares before
+// reading the data, so it never reads more than a valid file would hold.
+//
 // Values are stored faithfully: NaN and infinities are not an error here.
 // [Tensor.CheckFinite] is there for callers that load model weights.
 //

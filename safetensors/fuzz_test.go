@@ -9,7 +9,8 @@ import (
 )
 
 // FuzzRead checks that Read never panics, that every rejection wraps
-// ErrFormat, and that whatever Read accepts re-encodes with Write into a file
+// ErrFormat, that ReadFile's size-bounded reader agrees with Read on every
+// input, and that whatever Read accepts re-encodes with Write into a file
 // that reads back to the same content and is a fixed point of re-encoding.
 func FuzzRead(f *testing.F) {
 	golden, err := os.ReadFile(filepath.Join("testdata", "golden.safetensors"))
@@ -25,11 +26,27 @@ func FuzzRead(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, in []byte) {
 		got, err := Read(bytes.NewReader(in))
+		sized, serr := readSized(bytes.NewReader(in), int64(len(in)))
+		if (err == nil) != (serr == nil) {
+			t.Fatalf("Read and readSized disagree: %v vs %v", err, serr)
+		}
+		// A size that disagrees with the content is never accepted.
+		if _, e := readSized(bytes.NewReader(in), int64(len(in))+1); e == nil {
+			t.Fatal("readSized accepted a file one byte longer than its content")
+		}
+		if len(in) > 0 {
+			if _, e := readSized(bytes.NewReader(in[:len(in)-1]), int64(len(in))); e == nil {
+				t.Fatal("readSized accepted a file that shrank by one byte")
+			}
+		}
 		if err != nil {
-			if !errors.Is(err, ErrFormat) {
-				t.Fatalf("error does not wrap ErrFormat: %v", err)
+			if !errors.Is(err, ErrFormat) || !errors.Is(serr, ErrFormat) {
+				t.Fatalf("error does not wrap ErrFormat: %v; %v", err, serr)
 			}
 			return
+		}
+		if !equalFiles(got, sized) {
+			t.Fatalf("Read and readSized differ:\n%+v\n%+v", got, sized)
 		}
 		for i := range got.Tensors {
 			x := &got.Tensors[i]

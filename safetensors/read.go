@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/lenspec/lenspec/internal/fileio"
 )
 
 // maxHeaderSize is the reference implementation's limit on the JSON header,
@@ -22,8 +24,11 @@ const maxHeaderSize = 100_000_000
 // metadataKey is the reserved header key holding the string-to-string map.
 const metadataKey = "__metadata__"
 
-// Read reads a whole safetensors stream and validates it. The tensors' Data
-// slices share one buffer holding the stream.
+// Read reads a whole safetensors stream and validates it. It reads r to
+// the end before checking anything, since a stream's size is not known in
+// advance: use it only for input known to be finite and of sensible size.
+// ReadFile, which reads no more than the header declares, is the choice for
+// files. The tensors' Data slices share one buffer holding the stream.
 func Read(r io.Reader) (*File, error) {
 	buf, err := io.ReadAll(r)
 	if err != nil {
@@ -32,17 +37,107 @@ func Read(r io.Reader) (*File, error) {
 	return parse(buf)
 }
 
-// ReadFile reads and validates the safetensors file at path.
+// ReadFile reads and validates the safetensors file at path. Anything but a
+// regular file (a directory, a FIFO, /dev/zero) is refused with an error
+// wrapping fileio.ErrNotRegular before anything is read. The file's size is
+// checked against the 8-byte length prefix, the header and the data size the
+// header's offsets declare before the data is read, so a truncated file, one
+// with trailing bytes or a huge wrong file fails at once instead of being read
+// into memory first. Errors name path. The tensors' Data slices share one
+// buffer holding the data.
 func ReadFile(path string) (*File, error) {
-	buf, err := os.ReadFile(path)
+	fd, err := fileio.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		// The error already names path.
+		return nil, fmt.Errorf("safetensors: %w", err)
 	}
-	f, err := parse(buf)
+	defer fd.Close()
+	fi, err := fd.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("safetensors: %w", err)
+	}
+	f, err := readSized(fd, fi.Size())
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// readSized reads a file of the given size from r, which must be positioned
+// at its start, applying the same checks as parse. Every read is bounded by
+// a length that is checked against size first, so a corrupt length prefix
+// or offset cannot make it allocate more than the file holds.
+func readSized(r io.Reader, size int64) (*File, error) {
+	var prefix [8]byte
+	if size < 8 {
+		return nil, fmt.Errorf("%w: %d bytes is too short for the 8-byte header length", ErrFormat, size)
+	}
+	if _, err := io.ReadFull(r, prefix[:]); err != nil {
+		return nil, shrank(err, size)
+	}
+	n, err := headerLength(prefix[:], uint64(size-8))
+	if err != nil {
+		return nil, err
+	}
+	header := make([]byte, n)
+	if _, err := io.ReadFull(r, header); err != nil {
+		return nil, shrank(err, size)
+	}
+	meta, entries, err := parseHeader(header)
+	if err != nil {
+		return nil, err
+	}
+	total, err := layout(entries)
+	if err != nil {
+		return nil, err
+	}
+	// The reference reader requires 8 + header + data to be the whole file
+	// (MetadataIncompleteBuffer): no missing bytes and no trailing ones.
+	declared, carry := bits.Add64(8+n, total, 0)
+	if carry != 0 || declared != uint64(size) {
+		what := "truncated"
+		if carry == 0 && declared < uint64(size) {
+			what = "trailing bytes"
+		}
+		decl := strconv.FormatUint(declared, 10)
+		if carry != 0 {
+			decl = "more than 2^64"
+		}
+		return nil, fmt.Errorf("%w: file is %d bytes, but its header declares %s (8 + %d header + %d data): %s",
+			ErrFormat, size, decl, n, total, what)
+	}
+	data := make([]byte, total)
+	if _, err := io.ReadFull(r, data); err != nil {
+		return nil, shrank(err, size)
+	}
+	// A file appended to while being read would otherwise pass unnoticed.
+	var one [1]byte
+	if k, _ := r.Read(one[:]); k > 0 {
+		return nil, fmt.Errorf("file grew beyond %d bytes while being read", size)
+	}
+	return attach(meta, entries, data)
+}
+
+// shrank reports a short read of a file whose size was checked before: it
+// was truncated while being read.
+func shrank(err error, size int64) error {
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		return fmt.Errorf("file shrank below %d bytes while being read", size)
+	}
+	return err
+}
+
+// headerLength decodes the 8-byte length prefix and checks it against the
+// reference's limit and against avail, the number of bytes after the prefix.
+func headerLength(prefix []byte, avail uint64) (uint64, error) {
+	n := binary.LittleEndian.Uint64(prefix)
+	if n > maxHeaderSize {
+		return 0, fmt.Errorf("%w: header length %d exceeds the limit of %d bytes", ErrFormat, n, maxHeaderSize)
+	}
+	if n > avail {
+		return 0, fmt.Errorf("%w: header length %d exceeds the %d bytes after the length prefix", ErrFormat, n, avail)
+	}
+	return n, nil
 }
 
 // entry is a tensor as described by the header, before its bytes are
@@ -60,52 +155,68 @@ func parse(buf []byte) (*File, error) {
 	if len(buf) < 8 {
 		return nil, fmt.Errorf("%w: %d bytes is too short for the 8-byte header length", ErrFormat, len(buf))
 	}
-	n := binary.LittleEndian.Uint64(buf)
-	if n > maxHeaderSize {
-		return nil, fmt.Errorf("%w: header length %d exceeds the limit of %d bytes", ErrFormat, n, maxHeaderSize)
-	}
-	if n > uint64(len(buf)-8) {
-		return nil, fmt.Errorf("%w: header length %d exceeds the %d bytes after the length prefix", ErrFormat, n, len(buf)-8)
+	n, err := headerLength(buf, uint64(len(buf)-8))
+	if err != nil {
+		return nil, err
 	}
 	header, data := buf[8:8+n], buf[8+n:]
 	meta, entries, err := parseHeader(header)
 	if err != nil {
 		return nil, err
 	}
+	if _, err := layout(entries); err != nil {
+		return nil, err
+	}
+	return attach(meta, entries, data)
+}
 
+// layout sorts entries by offset and checks, as the reference's validate
+// does before looking at the data, that each spans exactly the bytes its
+// shape and dtype need and that together they tile [0, total) without gaps
+// or overlaps. It returns total, the data size the header declares.
+func layout(entries []entry) (uint64, error) {
 	// Offsets may appear in any order in the header; the name breaks ties
 	// between empty tensors so the result does not depend on key order.
 	slices.SortFunc(entries, func(a, b entry) int {
 		return cmp.Or(cmp.Compare(a.begin, b.begin), cmp.Compare(a.end, b.end), cmp.Compare(a.name, b.name))
 	})
-	f := &File{Metadata: meta, Tensors: make([]Tensor, len(entries))}
 	var pos uint64
-	for i, e := range entries {
+	for _, e := range entries {
 		switch {
 		case e.begin > e.end:
-			return nil, fmt.Errorf("%w: tensor %q: data_offsets [%d,%d] begin after they end", ErrFormat, e.name, e.begin, e.end)
+			return 0, fmt.Errorf("%w: tensor %q: data_offsets [%d,%d] begin after they end", ErrFormat, e.name, e.begin, e.end)
 		case e.begin > pos:
-			return nil, fmt.Errorf("%w: tensor %q: data_offsets [%d,%d] leave a gap after offset %d", ErrFormat, e.name, e.begin, e.end, pos)
+			return 0, fmt.Errorf("%w: tensor %q: data_offsets [%d,%d] leave a gap after offset %d", ErrFormat, e.name, e.begin, e.end, pos)
 		case e.begin < pos:
-			return nil, fmt.Errorf("%w: tensor %q: data_offsets [%d,%d] overlap the previous tensor ending at %d", ErrFormat, e.name, e.begin, e.end, pos)
+			return 0, fmt.Errorf("%w: tensor %q: data_offsets [%d,%d] overlap the previous tensor ending at %d", ErrFormat, e.name, e.begin, e.end, pos)
 		}
 		pos = e.end
 		t := Tensor{Name: e.name, DType: e.dtype, Shape: e.shape}
 		want, err := t.numBytes(e.dtype.Size())
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		if e.end-e.begin != want {
-			return nil, fmt.Errorf("%w: tensor %q: data_offsets [%d,%d] span %d bytes, but shape %v of %s needs %d",
+			return 0, fmt.Errorf("%w: tensor %q: data_offsets [%d,%d] span %d bytes, but shape %v of %s needs %d",
 				ErrFormat, e.name, e.begin, e.end, e.end-e.begin, e.shape, e.dtype, want)
 		}
+	}
+	return pos, nil
+}
+
+// attach builds the File from entries already checked and sorted by layout,
+// pointing each tensor into data, which must be exactly the declared size.
+func attach(meta map[string]string, entries []entry, data []byte) (*File, error) {
+	f := &File{Metadata: meta, Tensors: make([]Tensor, len(entries))}
+	var pos uint64
+	for i, e := range entries {
 		if e.end > uint64(len(data)) {
 			return nil, fmt.Errorf("%w: tensor %q: data_offsets [%d,%d] run past the %d-byte data buffer", ErrFormat, e.name, e.begin, e.end, len(data))
 		}
+		pos = e.end
 		// The capacity limit keeps an append to one tensor's Data from
 		// overwriting the next tensor.
-		t.Data = data[e.begin:e.end:e.end]
-		f.Tensors[i] = t
+		f.Tensors[i] = Tensor{Name: e.name, DType: e.dtype, Shape: e.shape, Data: data[e.begin:e.end:e.end]}
 	}
 	if pos != uint64(len(data)) {
 		return nil, fmt.Errorf("%w: tensors cover %d bytes, but the data buffer has %d", ErrFormat, pos, len(data))

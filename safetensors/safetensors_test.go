@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/lenspec/lenspec/internal/fileio"
 )
 
 // encode frames a header the way the reference writer does: 8-byte length,
@@ -721,5 +726,73 @@ func TestWriteError(t *testing.T) {
 	}
 	if err := Write(&failWriter{n: size}, f); err != nil {
 		t.Errorf("Write with room = %v", err)
+	}
+}
+
+// TestReadFileSpecial checks that ReadFile refuses what is not a regular
+// file at once: /dev/zero never ends and a FIFO without a writer blocks.
+func TestReadFileSpecial(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "model.safetensors")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/dev/zero", fifo, dir} {
+		done := make(chan error, 1)
+		go func() { _, err := ReadFile(p); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, fileio.ErrNotRegular) || !strings.Contains(err.Error(), p) {
+				t.Errorf("ReadFile(%s) = %v, want fileio.ErrNotRegular naming the path", p, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("ReadFile(%s) blocked", p)
+		}
+	}
+}
+
+// TestReadFileSize checks that a file whose size disagrees with what its
+// header declares is refused with both sizes, and that a huge file is
+// refused from its size alone rather than read.
+func TestReadFileSize(t *testing.T) {
+	dir := t.TempDir()
+	good := mustWrite(t, &File{Tensors: []Tensor{F32("w", []int{2}, []float32{1, 2})}})
+	n := len(good) // 8 + 64 header + 8 data
+	tests := []struct {
+		name string
+		size int64 // the file is good, cut or extended (with zeros) to size
+		want string
+	}{
+		{"truncated", int64(n - 1), fmt.Sprintf("file is %d bytes, but its header declares %d (8 + %d header + 8 data): truncated", n-1, n, n-16)},
+		{"trailing byte", int64(n + 1), fmt.Sprintf("file is %d bytes, but its header declares %d (8 + %d header + 8 data): trailing bytes", n+1, n, n-16)},
+		{"10 GB", 10 << 30, fmt.Sprintf("file is %d bytes, but its header declares %d", int64(10<<30), n)},
+		{"header cut", 10, "header length"},
+		{"length cut", 5, "5 bytes is too short"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, tt.name+".safetensors")
+			if err := os.WriteFile(p, good[:min(int64(n), tt.size)], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// Truncate extends sparsely: the 10 GB file takes no disk space.
+			if err := os.Truncate(p, tt.size); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadFile(p)
+			if err == nil || !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("ReadFile = %v, want ErrFormat naming %s containing %q", err, p, tt.want)
+			}
+		})
+	}
+	// A data size beyond any file, from a corrupt offset, is refused too.
+	huge := encode(`{"a":{"dtype":"U8","shape":[9223372036854775807],"data_offsets":[0,9223372036854775807]},`+
+		`"b":{"dtype":"U8","shape":[9223372036854775807],"data_offsets":[9223372036854775807,18446744073709551614]}}`, nil)
+	p := filepath.Join(dir, "huge.safetensors")
+	if err := os.WriteFile(p, huge, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(p); err == nil || !strings.Contains(err.Error(), "declares more than 2^64") {
+		t.Fatalf("ReadFile(huge offsets) = %v", err)
 	}
 }

@@ -6,11 +6,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/lenspec/lenspec/internal/fileio"
 )
 
 // Write encodes f in the layout of the reference writer: tensors ordered by
@@ -39,42 +39,22 @@ func Write(w io.Writer, f *File) error {
 	return nil
 }
 
-// WriteFile writes f to path through a temporary file in the same directory
-// that is renamed into place, so readers never see a partial file.
-func WriteFile(path string, f *File) (err error) {
-	// Validate first so that a bad File leaves no temporary file behind.
+// WriteFile writes f to path with fileio.WriteAtomic: through a temporary
+// file in the same directory, synced, made mode 0644 and renamed into place,
+// so readers never see a partial file and a failed write leaves the old one.
+// f is validated first, so an invalid File leaves no temporary file behind,
+// and an existing path that is not a regular file is refused.
+func WriteFile(path string, f *File) error {
 	if _, _, err := encodeHeader(f); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-			err = fmt.Errorf("write %s: %w", path, err)
+	return fileio.WriteAtomic(path, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if err := Write(bw, f); err != nil {
+			return err
 		}
-	}()
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := Write(bw, f); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	// CreateTemp makes the file private; a saved model is an ordinary file.
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+		return bw.Flush()
+	})
 }
 
 // encodeHeader validates f and returns the padded JSON header together with

@@ -13,8 +13,8 @@ echo "== Test-set accuracy and the longest greedy output on the training set"
 $bin eval --model "$model" --split test
 
 echo
-echo "== Greedy decoding of the first 8 test canvases (PNG copies in $out/)"
-$bin data multimnist --split test --count 8 --scale 1 --out "$out" -q >/dev/null
+echo "== Greedy decoding of the first 8 test canvases (4x PNG copies in $out/)"
+$bin data multimnist --split test --count 8 --out "$out" -q >/dev/null
 $bin decode --model "$model" --index 0,1,2,3,4,5,6,7
 echo
 echo "== Decoding a PNG file"
@@ -24,7 +24,7 @@ echo
 echo "== PGD attack (paper's proxy J̃) at δ = 0.1 on 10 random test images, 1,000 steps"
 $bin attack --model "$model" --method pgd --eps 0.1 --images 10 --budget 1000 --lr 0.005 \
   --out "$out/attack.jsonl"
-echo "(witnesses: $out/attack.witnesses/; replay one exactly with: $bin decode --model $model --input FILE.safetensors)"
+echo "(witnesses: $out/attack.witnesses/, named by their record's key; replay one exactly with: $bin decode --model $model --input FILE.safetensors)"
 
 echo
 echo "== Verification at δ = 0.005 (K̂ = label length): robust / vulnerable / unknown"

@@ -1,7 +1,12 @@
-// Package spec defines what lenspec attacks and verifies: a perturbation set
-// S(x, δ) = {x' : ‖x' − x‖∞ ≤ δ} ∩ [min, max]ⁿ around an input, and a length
-// threshold K̂. The property is "ℓ(x') ≤ K̂ for every x' ∈ S"; an input of S
-// whose greedy output is longer than K̂ violates it.
+// Package spec defines what lenspec attacks and verifies: a perturbation
+// set S(x, δ) around an input, the inputs an adversary may present, and a
+// length threshold K̂. The property is "ℓ(x') ≤ K̂ for every x' ∈ S"; an
+// input of S whose greedy output is longer than K̂ violates it.
+//
+// Sets share one interface, Set, over their element type; the L∞ ball
+// S(x, δ) = {x' : ‖x' − x‖∞ ≤ δ} ∩ [min, max]ⁿ around a continuous input is
+// the first (Ball), a Region: a set with a bounding box the verifier's
+// bounds start from.
 package spec
 
 import (
@@ -12,47 +17,107 @@ import (
 	"github.com/lenspec/lenspec/model"
 )
 
-// Ball is the L∞ ball of radius Delta around Center intersected with the
-// input box [Min, Max]ⁿ.
+// Set is a perturbation set over inputs of type E ([]float64 for images).
+type Set[E any] interface {
+	// Contains reports exactly whether x is in the set.
+	Contains(x E) bool
+	// Project moves x to a nearby point of the set, in place.
+	Project(x E)
+	// Sample fills x with a point of the set drawn from rng.
+	Sample(rng *rand.Rand, x E)
+	// Describe says what the set is, for people ("L∞ ball δ=0.1 ∩ [-1, 1]").
+	Describe() string
+}
+
+// Region is a continuous perturbation set: float64 vectors of Dim values.
+type Region interface {
+	Set[[]float64]
+	Dim() int
+	// Center is the unperturbed input.
+	Center() []float64
+	// Box is the smallest box containing the set, per coordinate: where
+	// bound propagation starts (exact for an L∞ ball).
+	Box() (lo, hi []float64)
+	// Float32 is the same set for float32 iterates: its Project and Sample
+	// round inward, so their points lie in the set read back exactly in
+	// float64.
+	Float32() Set[[]float32]
+}
+
+// Ball is the L∞ ball of radius Delta around X intersected with the input
+// box [Min, Max]ⁿ.
 type Ball struct {
-	Center   []float64
+	X        []float64
 	Delta    float64
 	Min, Max float64
 }
+
+var _ Region = Ball{}
 
 // NewBall validates and returns S(center, delta) ∩ [min, max]ⁿ.
 func NewBall(center []float64, delta, min, max float64) (Ball, error) {
 	if !(delta >= 0) || math.IsInf(delta, 0) {
 		return Ball{}, fmt.Errorf("spec: radius %v must be finite and non-negative", delta)
 	}
-	if !(min < max) {
-		return Ball{}, fmt.Errorf("spec: input range [%v, %v] is empty", min, max)
+	if !(min < max) || math.IsInf(min, 0) || math.IsInf(max, 0) {
+		return Ball{}, fmt.Errorf("spec: input range [%v, %v] is empty or unbounded", min, max)
 	}
 	for i, v := range center {
 		if !(v >= min && v <= max) {
 			return Ball{}, fmt.Errorf("spec: input value %d is %v, outside [%v, %v]", i, v, min, max)
 		}
 	}
-	return Ball{Center: center, Delta: delta, Min: min, Max: max}, nil
+	return Ball{X: center, Delta: delta, Min: min, Max: max}, nil
+}
+
+// Dim is the number of coordinates.
+func (b Ball) Dim() int { return len(b.X) }
+
+// Center is the unperturbed input.
+func (b Ball) Center() []float64 { return b.X }
+
+// Describe names the ball.
+func (b Ball) Describe() string {
+	return fmt.Sprintf("L∞ ball δ=%g ∩ [%g, %g]^%d", b.Delta, b.Min, b.Max, len(b.X))
 }
 
 // Bounds returns the interval of coordinate i.
 func (b Ball) Bounds(i int) (lo, hi float64) {
-	return math.Max(b.Center[i]-b.Delta, b.Min), math.Min(b.Center[i]+b.Delta, b.Max)
+	return math.Max(b.X[i]-b.Delta, b.Min), math.Min(b.X[i]+b.Delta, b.Max)
 }
 
 // Box returns the per-coordinate bounds.
 func (b Ball) Box() (lo, hi []float64) {
-	lo, hi = make([]float64, len(b.Center)), make([]float64, len(b.Center))
-	for i := range b.Center {
+	lo, hi = make([]float64, len(b.X)), make([]float64, len(b.X))
+	for i := range b.X {
 		lo[i], hi[i] = b.Bounds(i)
 	}
 	return lo, hi
 }
 
 // Contains reports whether x lies in the ball (exactly, in float64).
-func Contains[T float32 | float64](b Ball, x []T) bool {
-	if len(x) != len(b.Center) {
+func (b Ball) Contains(x []float64) bool { return contains(b, x) }
+
+// Project clamps x onto the ball in place; NaN coordinates go to the
+// centre.
+func (b Ball) Project(x []float64) { project(b, x) }
+
+// Sample fills x with a point drawn uniformly from the ball.
+func (b Ball) Sample(rng *rand.Rand, x []float64) { sample(b, rng, x) }
+
+// Float32 is the ball for float32 iterates.
+func (b Ball) Float32() Set[[]float32] { return ball32{b} }
+
+// ball32 is a Ball seen by float32 code.
+type ball32 struct{ b Ball }
+
+func (s ball32) Contains(x []float32) bool          { return contains(s.b, x) }
+func (s ball32) Project(x []float32)                { project(s.b, x) }
+func (s ball32) Sample(rng *rand.Rand, x []float32) { sample(s.b, rng, x) }
+func (s ball32) Describe() string                   { return s.b.Describe() + " (float32)" }
+
+func contains[T float32 | float64](b Ball, x []T) bool {
+	if len(x) != len(b.X) {
 		return false
 	}
 	for i, v := range x {
@@ -64,18 +129,18 @@ func Contains[T float32 | float64](b Ball, x []T) bool {
 	return true
 }
 
-// Project clamps x onto the ball in place. For float32, the bounds are
+// project clamps x onto the ball in place. For float32, the bounds are
 // rounded inwards first, so the projected point lies in the ball even when
 // read back exactly in float64 — unless a coordinate's interval holds no
 // float32 value at all (radius 0 around a centre float32 cannot represent),
 // where the nearest float32 is used: replay therefore projects witnesses
 // again in float64. NaN coordinates go to the centre.
-func Project[T float32 | float64](b Ball, x []T) {
+func project[T float32 | float64](b Ball, x []T) {
 	for i := range x {
 		lo, hi := inward[T](b.Bounds(i))
 		switch v := x[i]; {
 		case v != v:
-			x[i] = clampT(T(b.Center[i]), lo, hi)
+			x[i] = min(max(T(b.X[i]), lo), hi)
 		case v < lo:
 			x[i] = lo
 		case v > hi:
@@ -84,13 +149,12 @@ func Project[T float32 | float64](b Ball, x []T) {
 	}
 }
 
-// Sample fills x with a point drawn uniformly from the ball.
-func Sample[T float32 | float64](b Ball, rng *rand.Rand, x []T) {
+func sample[T float32 | float64](b Ball, rng *rand.Rand, x []T) {
 	for i := range x {
 		lo, hi := b.Bounds(i)
 		x[i] = T(lo + (hi-lo)*rng.Float64())
 	}
-	Project(b, x) // float32 rounding may step outside by an ulp
+	project(b, x) // float32 rounding may step outside by an ulp
 }
 
 // inward returns [lo, hi] as T values inside the real interval.
@@ -120,15 +184,6 @@ func next[T float32 | float64](v T, up bool) T {
 	default:
 		return T(math.Nextafter(float64(v), dir))
 	}
-}
-
-func clampT[T float32 | float64](v, lo, hi T) T { return min(max(v, lo), hi) }
-
-// Spec is an output-length specification: every x' in Ball must decode to
-// at most K tokens before eos.
-type Spec struct {
-	Ball Ball
-	K    int
 }
 
 // Exceeds reports whether a decoded output violates ℓ ≤ k. An output that

@@ -53,19 +53,19 @@ func TestProjectAndSampleStayInside(t *testing.T) {
 			x64[i] = float64(x32[i])
 		}
 		x32[0] = float32(math.NaN())
-		Project(b, x32)
-		Project(b, x64)
-		if (delta > 0 && !Contains(b, x32)) || !Contains(b, x64) {
+		b.Float32().Project(x32)
+		b.Project(x64)
+		if (delta > 0 && !b.Float32().Contains(x32)) || !b.Contains(x64) {
 			t.Fatalf("trial %d: projection left the ball", trial)
 		}
-		Sample(b, rng, x32)
-		Sample(b, rng, x64)
-		if (delta > 0 && !Contains(b, x32)) || !Contains(b, x64) {
+		b.Float32().Sample(rng, x32)
+		b.Sample(rng, x64)
+		if (delta > 0 && !b.Float32().Contains(x32)) || !b.Contains(x64) {
 			t.Fatalf("trial %d: sample outside the ball", trial)
 		}
 		// Projection is idempotent and leaves inside points alone.
 		before := append([]float64(nil), x64...)
-		Project(b, x64)
+		b.Project(x64)
 		for i := range x64 {
 			if x64[i] != before[i] {
 				t.Fatalf("projection moved an inside point")
@@ -80,7 +80,7 @@ func TestSampleCoversBall(t *testing.T) {
 	x := make([]float64, 1)
 	lo, hi := 1.0, -1.0
 	for i := 0; i < 10000; i++ {
-		Sample(b, rng, x)
+		b.Sample(rng, x)
 		lo, hi = math.Min(lo, x[0]), math.Max(hi, x[0])
 	}
 	if lo > -0.49 || hi < 0.49 {

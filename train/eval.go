@@ -4,11 +4,11 @@ import (
 	"context"
 	"slices"
 
+	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/model"
-	"github.com/lenspec/lenspec/multimnist"
 )
 
-// Eval summarises greedy decoding of a model over a dataset.
+// Eval summarises greedy decoding of a model over a data set.
 type Eval struct {
 	Samples int `json:"samples"`
 	// SequenceAccuracy is the fraction of outputs equal to the label
@@ -22,22 +22,19 @@ type Eval struct {
 	LengthHistogram []int `json:"length_histogram"`
 }
 
-// Evaluate decodes ds in chunks and compares with its labels. progress, if
+// Evaluate decodes src in chunks and compares with its labels. progress, if
 // set, is called with the number of samples done.
-func Evaluate[T float32 | float64](ctx context.Context, m *model.Captioner[T], ds *multimnist.Dataset, maxSteps int, progress func(done int)) (Eval, error) {
+func Evaluate[T ad.Float](ctx context.Context, d model.Decoder[T], src Source[T], maxSteps int, progress func(done int)) (Eval, error) {
 	const chunk = 1000
-	size := m.Cfg.InputSize()
-	buf := make([]T, chunk*size)
 	var ev Eval
-	correct := 0
-	for start := 0; start < ds.N; start += chunk {
-		n := min(chunk, ds.N-start)
-		idx := make([]int, n)
+	n, correct := src.Len(), 0
+	for start := 0; start < n; start += chunk {
+		idx := make([]int, min(chunk, n-start))
 		for i := range idx {
 			idx[i] = start + i
 		}
-		multimnist.Normalize(buf[:n*size], ds, idx)
-		res, err := m.Decode(ctx, buf[:n*size], n, maxSteps)
+		x, tokens, labels := src.Batch(idx, nil)
+		res, err := model.Decode(ctx, d, model.Batch[T]{X: x, Tokens: tokens}, maxSteps)
 		if err != nil {
 			return ev, err
 		}
@@ -52,17 +49,17 @@ func Evaluate[T float32 | float64](ctx context.Context, m *model.Captioner[T], d
 				ev.LengthHistogram = append(ev.LengthHistogram, 0)
 			}
 			ev.LengthHistogram[l]++
-			if slices.Equal(r.Tokens, ds.Labels[start+i]) {
+			if slices.Equal(r.Tokens, labels[i]) {
 				correct++
 			}
 		}
 		if progress != nil {
-			progress(start + n)
+			progress(start + len(idx))
 		}
 	}
-	ev.Samples = ds.N
-	if ds.N > 0 {
-		ev.SequenceAccuracy = float64(correct) / float64(ds.N)
+	ev.Samples = n
+	if n > 0 {
+		ev.SequenceAccuracy = float64(correct) / float64(n)
 	}
 	return ev, nil
 }

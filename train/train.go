@@ -1,27 +1,42 @@
-// Package train trains and evaluates lenspec's models: minibatch Adam on the
-// teacher-forced cross-entropy, with per-epoch checkpoints so an interrupted
-// run resumes, and exact-sequence evaluation with greedy decoding.
+// Package train trains and evaluates lenspec's models through the decoder
+// contract: minibatch Adam on the teacher-forced cross-entropy over a batch
+// Source, with per-epoch checkpoints so an interrupted run resumes, and
+// exact-sequence evaluation with greedy decoding.
 package train
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/model"
-	"github.com/lenspec/lenspec/multimnist"
 	"github.com/lenspec/lenspec/safetensors"
 )
 
-// Options controls a training run. Every random choice (initialisation,
-// shuffling) derives from Seed.
+// Source is a training or evaluation set whose examples are addressed by
+// index. Its types are plain so that data packages implement it without
+// importing train or model.
+type Source[T ad.Float] interface {
+	// Len is the number of examples.
+	Len() int
+	// Batch returns examples idx as model inputs — continuous values one
+	// example after the other in x, or token sequences in tokens — and
+	// their target token sequences (eos not included). A non-nil rng asks
+	// for training augmentation, drawn from it.
+	Batch(idx []int, rng *rand.Rand) (x []T, tokens [][]int, labels [][]int)
+}
+
+// Options controls a training run. Every random choice (shuffling,
+// augmentation, dropout) derives from Seed.
 type Options struct {
 	Seed      uint64
 	Epochs    int
@@ -29,24 +44,20 @@ type Options struct {
 	LR        float64
 	// FinalLR is reached by cosine decay from LR over the run (0: no decay).
 	FinalLR float64
-	// Dropout is the drop probability in the encoder's fully connected
-	// layers; WeightDecay is AdamW's decoupled decay on weight matrices
-	// (not biases or embeddings). Both fight the encoder's tendency to
-	// memorise digit positions.
+	// Dropout is the drop probability where the architecture has dropout
+	// (the captioner: its encoder's fully connected layers); WeightDecay is
+	// AdamW's decoupled decay on weight matrices (not biases, embeddings or
+	// recurrent cells). Both fight the encoder's tendency to memorise
+	// digit positions.
 	Dropout, WeightDecay float64
-	// Shift moves each training canvas horizontally by a random amount
-	// that keeps every digit inside it (the label is unchanged): new
-	// placements of the same digits, which teaches the encoder the
-	// translation invariance it otherwise learns position by position.
-	Shift bool
 	// ClipNorm, if positive, rescales the gradient to this global L2 norm
 	// when it is larger (ReLU RNNs have occasional gradient spikes).
 	ClipNorm float64
 	// Stability, if positive, weighs the ReLU-stability regulariser
-	// (model.StabilityLoss) added to the loss, computed on every batch over
-	// the ball of radius StabilityEps around each (shifted) canvas. The
-	// radius ramps up linearly over the first StabilityRamp of the steps
-	// (a fraction in [0, 1]) so that the model first learns the task.
+	// (model.Stabilizer) added to the loss, computed on every batch over
+	// the ball of radius StabilityEps around each input. The radius ramps
+	// up linearly over the first StabilityRamp of the steps (a fraction in
+	// [0, 1]) so that the model first learns the task.
 	// Verification-friendly training: fewer unstable ReLUs make bounds
 	// tighter and MIPs smaller.
 	Stability, StabilityEps, StabilityRamp float64
@@ -70,19 +81,62 @@ type Progress struct {
 
 // DefaultOptions are the settings that produced models/mmnist-rnn.
 func DefaultOptions() Options {
-	return Options{Seed: 1, Epochs: 20, BatchSize: 64, LR: 3e-3, FinalLR: 1e-4, WeightDecay: 0.01, Shift: true, ClipNorm: 5}
+	return Options{Seed: 1, Epochs: 20, BatchSize: 64, LR: 3e-3, FinalLR: 1e-4, WeightDecay: 0.01, ClipNorm: 5}
 }
 
-// Captioner trains m on ds in place and returns the mean loss of the last
+// Validate checks the options before any work: every value finite and in
+// its range. The errors name the setting.
+func (o Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	if o.Epochs <= 0 || o.Epochs > 1e6 {
+		bad("epochs %d must be in 1..1000000", o.Epochs)
+	}
+	if o.BatchSize <= 0 || o.BatchSize > 1<<20 {
+		bad("batch size %d must be in 1..%d", o.BatchSize, 1<<20)
+	}
+	if !(o.LR > 0) || !finite(o.LR) {
+		bad("learning rate %v must be positive and finite", o.LR)
+	}
+	if !(o.FinalLR >= 0) || !finite(o.FinalLR) {
+		bad("final learning rate %v must be non-negative and finite", o.FinalLR)
+	}
+	if !(o.Dropout >= 0 && o.Dropout < 1) {
+		bad("dropout %v must be in [0, 1)", o.Dropout)
+	}
+	if !(o.WeightDecay >= 0) || !finite(o.WeightDecay) {
+		bad("weight decay %v must be non-negative and finite", o.WeightDecay)
+	}
+	if !(o.ClipNorm >= 0) || !finite(o.ClipNorm) {
+		bad("clip norm %v must be non-negative and finite (0: off)", o.ClipNorm)
+	}
+	if !(o.Stability >= 0) || !finite(o.Stability) {
+		bad("stability weight %v must be non-negative and finite", o.Stability)
+	}
+	if !(o.StabilityEps >= 0) || !finite(o.StabilityEps) || (o.Stability > 0 && o.StabilityEps == 0) {
+		bad("stability radius %v must be finite, non-negative, and positive when the regulariser is on", o.StabilityEps)
+	}
+	if !(o.StabilityRamp >= 0 && o.StabilityRamp <= 1) {
+		bad("stability ramp %v must be in [0, 1]", o.StabilityRamp)
+	}
+	return errors.Join(errs...)
+}
+
+// Fit trains d on src in place and returns the mean loss of the last
 // epoch.
-func Captioner(ctx context.Context, m *model.Captioner[float32], ds *multimnist.Dataset, opt Options) (float64, error) {
-	if opt.Epochs <= 0 || opt.BatchSize <= 0 || !(opt.LR > 0) {
-		return 0, fmt.Errorf("train: epochs %d, batch size %d and learning rate %v must be positive", opt.Epochs, opt.BatchSize, opt.LR)
+func Fit(ctx context.Context, d model.Decoder[float32], src Source[float32], opt Options) (float64, error) {
+	if err := opt.Validate(); err != nil {
+		return 0, fmt.Errorf("train: %w", err)
 	}
-	if ds.N < opt.BatchSize {
-		return 0, fmt.Errorf("train: %d examples is fewer than one batch of %d", ds.N, opt.BatchSize)
+	if src.Len() < opt.BatchSize {
+		return 0, fmt.Errorf("train: %d examples is fewer than one batch of %d", src.Len(), opt.BatchSize)
 	}
-	params := m.Params()
+	stab, ok := d.(model.Stabilizer[float32])
+	if opt.Stability > 0 && !ok {
+		return 0, fmt.Errorf("train: architecture %s has no ReLU-stability regulariser", d.Config().Architecture)
+	}
+	params := d.Params()
 	adam := ad.NewAdam(params, opt.LR)
 	adam.WeightDecay = opt.WeightDecay
 	adam.Decay = func(p *ad.Param[float32]) bool {
@@ -90,24 +144,22 @@ func Captioner(ctx context.Context, m *model.Captioner[float32], ds *multimnist.
 	}
 	startEpoch := 0
 	if opt.CheckpointDir != "" {
-		e, err := loadCheckpoint(opt.CheckpointDir, m, adam, opt.Seed)
+		e, err := loadCheckpoint(opt.CheckpointDir, d, adam, settings(d, src, opt))
 		if err != nil {
 			return 0, err
 		}
 		startEpoch = e
 	}
-	perEpoch := ds.N / opt.BatchSize
+	perEpoch := src.Len() / opt.BatchSize
 	total := perEpoch * opt.Epochs
-	size := m.Cfg.InputSize()
-	buf := make([]float32, opt.BatchSize*size)
-	labels := make([][]int, opt.BatchSize)
+	size := d.Input().Size()
 	start := time.Now()
 	var epochLoss float64
 	for epoch := startEpoch; epoch < opt.Epochs; epoch++ {
 		// A fresh source per epoch, derived from the seed, makes a resumed run
 		// shuffle exactly as an uninterrupted one.
 		rng := rand.New(rand.NewPCG(opt.Seed, uint64(epoch)+1))
-		perm := rng.Perm(ds.N)
+		perm := rng.Perm(src.Len())
 		epochLoss = 0
 		for s := 0; s < perEpoch; s++ {
 			if err := ctx.Err(); err != nil {
@@ -115,20 +167,19 @@ func Captioner(ctx context.Context, m *model.Captioner[float32], ds *multimnist.
 			}
 			step := epoch*perEpoch + s
 			adam.LR = cosine(opt.LR, opt.FinalLR, step, total)
-			idx := perm[s*opt.BatchSize : (s+1)*opt.BatchSize]
-			multimnist.Normalize(buf, ds, idx)
-			if opt.Shift {
-				shiftCanvases(buf, ds, idx, rng)
-			}
-			for i, j := range idx {
-				labels[i] = ds.Labels[j]
-			}
+			x, tokens, labels := src.Batch(perm[s*opt.BatchSize:(s+1)*opt.BatchSize], rng)
 			for _, p := range params {
 				p.ZeroGrad()
 			}
 			tp := ad.NewTrainingTape[float32]()
-			x := tp.Const(ad.FromSlice(buf, opt.BatchSize, size))
-			loss := m.TrainLoss(tp, x, labels, opt.Dropout, rng)
+			in := model.Input[float32]{Tokens: tokens, Dropout: opt.Dropout, Rng: rng}
+			if x != nil {
+				in.X = tp.Const(ad.FromSlice(x, opt.BatchSize, size))
+			}
+			loss, err := model.TeacherForcedLoss(tp, d, in, labels)
+			if err != nil {
+				return 0, fmt.Errorf("train: step %d: %w", step, err)
+			}
 			unstable := 0
 			if opt.Stability > 0 {
 				eps := opt.StabilityEps
@@ -136,7 +187,7 @@ func Captioner(ctx context.Context, m *model.Captioner[float32], ds *multimnist.
 					eps *= float64(step) / ramp
 				}
 				var rs *ad.Node[float32]
-				rs, unstable = m.StabilityLoss(tp, x, eps)
+				rs, unstable = stab.StabilityLoss(tp, in.X, eps)
 				loss = tp.Add(loss, tp.Scale(rs, float32(opt.Stability)))
 			}
 			if err := tp.Backward(loss); err != nil {
@@ -157,38 +208,12 @@ func Captioner(ctx context.Context, m *model.Captioner[float32], ds *multimnist.
 		}
 		epochLoss /= float64(perEpoch)
 		if opt.CheckpointDir != "" {
-			if err := saveCheckpoint(opt.CheckpointDir, m, adam, opt.Seed, epoch+1); err != nil {
+			if err := saveCheckpoint(opt.CheckpointDir, d, adam, settings(d, src, opt), epoch+1); err != nil {
 				return 0, err
 			}
 		}
 	}
 	return epochLoss, nil
-}
-
-// shiftCanvases shifts each normalised canvas in buf horizontally by a
-// uniform amount keeping its digits inside, filling with background (−1).
-func shiftCanvases(buf []float32, ds *multimnist.Dataset, idx []int, rng *rand.Rand) {
-	const h, w, digit = multimnist.Height, multimnist.Width, 28
-	row := make([]float32, w)
-	for k, i := range idx {
-		offs := ds.Offsets[i]
-		lo, hi := -offs[0], w-digit-offs[len(offs)-1]
-		d := lo + rng.IntN(hi-lo+1)
-		if d == 0 {
-			continue
-		}
-		img := buf[k*h*w : (k+1)*h*w]
-		for y := 0; y < h; y++ {
-			r := img[y*w : (y+1)*w]
-			for x := range row {
-				row[x] = -1
-				if sx := x - d; sx >= 0 && sx < w {
-					row[x] = r[sx]
-				}
-			}
-			copy(r, row)
-		}
-	}
 }
 
 // clipGrad rescales all gradients together to global norm at most c.
@@ -219,16 +244,34 @@ func cosine(lr, final float64, step, total int) float64 {
 
 const checkpointFile = "checkpoint.safetensors"
 
-// saveCheckpoint stores weights, Adam moments and the epoch count in one
-// safetensors file (float64, so resuming is exact).
-func saveCheckpoint(dir string, m *model.Captioner[float32], adam *ad.Adam[float32], seed uint64, epoch int) error {
+// settings are everything that makes a checkpoint's weights what they are:
+// a run resumed with other settings would end with weights no single
+// setting produced, so resuming requires them to match.
+func settings(d model.Decoder[float32], src Source[float32], opt Options) map[string]string {
+	arch, _ := json.Marshal(d.Config().Arch)
+	return map[string]string{
+		"architecture": d.Config().Architecture + " " + string(arch),
+		"examples":     fmt.Sprint(src.Len()),
+		"seed":         fmt.Sprint(opt.Seed), "epochs": fmt.Sprint(opt.Epochs), "batch_size": fmt.Sprint(opt.BatchSize),
+		"lr": fmt.Sprint(opt.LR), "final_lr": fmt.Sprint(opt.FinalLR), "dropout": fmt.Sprint(opt.Dropout),
+		"weight_decay": fmt.Sprint(opt.WeightDecay), "clip_norm": fmt.Sprint(opt.ClipNorm),
+		"stability": fmt.Sprint(opt.Stability), "stability_eps": fmt.Sprint(opt.StabilityEps), "stability_ramp": fmt.Sprint(opt.StabilityRamp),
+	}
+}
+
+// saveCheckpoint stores weights, Adam moments, the settings and the epoch
+// count in one safetensors file (float64, so resuming is exact).
+func saveCheckpoint(dir string, d model.Decoder[float32], adam *ad.Adam[float32], set map[string]string, epoch int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	step, mom, vel := adam.State()
-	f := &safetensors.File{Metadata: map[string]string{
-		"epoch": fmt.Sprint(epoch), "adam_step": fmt.Sprint(step), "seed": fmt.Sprint(seed)}}
-	for i, p := range m.Params() {
+	meta := map[string]string{"epoch": fmt.Sprint(epoch), "adam_step": fmt.Sprint(step)}
+	for k, v := range set {
+		meta["setting."+k] = v
+	}
+	f := &safetensors.File{Metadata: meta}
+	for i, p := range d.Params() {
 		w := make([]float64, p.W.Len())
 		for j, v := range p.W.Data {
 			w[j] = float64(v)
@@ -242,8 +285,9 @@ func saveCheckpoint(dir string, m *model.Captioner[float32], adam *ad.Adam[float
 }
 
 // loadCheckpoint restores a checkpoint if one exists and returns the number
-// of finished epochs (0 when starting fresh).
-func loadCheckpoint(dir string, m *model.Captioner[float32], adam *ad.Adam[float32], seed uint64) (int, error) {
+// of finished epochs (0 when starting fresh). A checkpoint written with
+// other settings is refused, naming every setting that differs.
+func loadCheckpoint(dir string, d model.Decoder[float32], adam *ad.Adam[float32], set map[string]string) (int, error) {
 	path := filepath.Join(dir, checkpointFile)
 	f, err := safetensors.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -252,18 +296,24 @@ func loadCheckpoint(dir string, m *model.Captioner[float32], adam *ad.Adam[float
 	if err != nil {
 		return 0, err
 	}
+	var diff []string
+	for k, v := range set {
+		if got, ok := f.Metadata["setting."+k]; !ok || got != v {
+			diff = append(diff, fmt.Sprintf("%s %q (this run: %q)", k, got, v))
+		}
+	}
+	if len(diff) > 0 {
+		slices.Sort(diff)
+		return 0, fmt.Errorf("%s: checkpoint was written with other settings: %s; resume with the same settings or use another --out", path, strings.Join(diff, ", "))
+	}
 	var epoch, step int
-	var fileSeed uint64
 	if _, err := fmt.Sscan(f.Metadata["epoch"], &epoch); err != nil {
 		return 0, fmt.Errorf("%s: bad epoch metadata: %w", path, err)
 	}
 	if _, err := fmt.Sscan(f.Metadata["adam_step"], &step); err != nil {
 		return 0, fmt.Errorf("%s: bad adam_step metadata: %w", path, err)
 	}
-	if _, err := fmt.Sscan(f.Metadata["seed"], &fileSeed); err != nil || fileSeed != seed {
-		return 0, fmt.Errorf("%s: checkpoint is for seed %q, this run uses %d (use another --out)", path, f.Metadata["seed"], seed)
-	}
-	params := m.Params()
+	params := d.Params()
 	mom := make([][]float64, len(params))
 	vel := make([][]float64, len(params))
 	get := func(name string, n int) ([]float64, error) {
@@ -272,8 +322,11 @@ func loadCheckpoint(dir string, m *model.Captioner[float32], adam *ad.Adam[float
 			return nil, fmt.Errorf("%s: missing tensor %q", path, name)
 		}
 		v, err := t.Float64s()
-		if err != nil || len(v) != n {
-			return nil, fmt.Errorf("%s: tensor %q does not match the model (%v)", path, name, err)
+		if err != nil {
+			return nil, fmt.Errorf("%s: tensor %q: %w", path, name, err)
+		}
+		if len(v) != n {
+			return nil, fmt.Errorf("%s: tensor %q has %d values, the model %d", path, name, len(v), n)
 		}
 		return v, nil
 	}

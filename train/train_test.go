@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lenspec/lenspec/ad"
@@ -40,12 +42,13 @@ func TestShiftKeepsDigitsInside(t *testing.T) {
 	ds := synthetic(t, 50, 3)
 	rng := rand.New(rand.NewPCG(1, 1))
 	const size = multimnist.Height * multimnist.Width
+	plain, _ := multimnist.NewSource[float32](ds, -1, 1, false)
+	shifted, _ := multimnist.NewSource[float32](ds, -1, 1, true)
+	moved := 0
 	for trial := 0; trial < 20; trial++ {
 		idx := []int{trial % ds.N, (trial * 7) % ds.N}
-		orig := make([]float32, len(idx)*size)
-		multimnist.Normalize(orig, ds, idx)
-		buf := append([]float32(nil), orig...)
-		shiftCanvases(buf, ds, idx, rng)
+		orig, _, _ := plain.Batch(idx, nil)
+		buf, _, labels := shifted.Batch(idx, rng)
 		for k := range idx {
 			a, b := orig[k*size:(k+1)*size], buf[k*size:(k+1)*size]
 			// The shifted canvas holds the same pixels (digits never cross
@@ -54,11 +57,20 @@ func TestShiftKeepsDigitsInside(t *testing.T) {
 			for p := range a {
 				sa += float64(a[p]) + 1
 				sb += float64(b[p]) + 1
+				if a[p] != b[p] {
+					moved++
+				}
 			}
 			if sa != sb {
 				t.Fatalf("trial %d: ink %v before, %v after the shift", trial, sa, sb)
 			}
+			if !slices.Equal(labels[k], ds.Labels[idx[k]]) {
+				t.Fatalf("trial %d: label %v, want %v", trial, labels[k], ds.Labels[idx[k]])
+			}
 		}
+	}
+	if moved == 0 {
+		t.Fatal("no canvas was shifted")
 	}
 }
 
@@ -75,29 +87,49 @@ func TestClipGrad(t *testing.T) {
 	}
 }
 
-func tinyCfg() model.Config {
+func tinyCfg(cell string) *model.Config {
 	c := model.DefaultCaptionerConfig()
-	c.Conv = []model.ConvConfig{{OutChannels: 2, Kernel: 3, Stride: 4, Padding: 1}}
-	c.FCHidden, c.Embedding, c.Hidden = 16, 8, 16
-	return c
+	a := c.Arch.(*model.CaptionerConfig)
+	a.Conv = []model.ConvConfig{{OutChannels: 2, Kernel: 3, Stride: 4, Padding: 1}}
+	a.FCHidden, a.Embedding, a.Hidden, a.Cell = 16, 8, 16, cell
+	return &c
+}
+
+func source[T float32 | float64](t testing.TB, ds *multimnist.Dataset, shift bool) *multimnist.Source[T] {
+	t.Helper()
+	s, err := multimnist.NewSource[T](ds, -1, 1, shift)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newModel(t testing.TB, cell string, seed uint64) model.Decoder[float32] {
+	t.Helper()
+	m, err := model.New[float32](tinyCfg(cell), rand.New(rand.NewPCG(seed, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // TestTrainingLearnsAndResumes: a few epochs lower the loss and raise the
 // accuracy on a learnable synthetic set, and an interrupted run resumed
 // from its checkpoint ends with exactly the weights of an uninterrupted one.
 func TestTrainingLearnsAndResumes(t *testing.T) {
-	ds := synthetic(t, 512, 5)
-	opt := Options{Seed: 2, Epochs: 4, BatchSize: 32, LR: 3e-3, FinalLR: 1e-4, Shift: true, ClipNorm: 5}
-	newModel := func() *model.Captioner[float32] {
-		m, err := model.NewCaptioner[float32](tinyCfg(), rand.New(rand.NewPCG(opt.Seed, 0)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
+	for _, cell := range []string{model.CellReLU, model.CellLSTM} {
+		t.Run(cell, func(t *testing.T) { learnsAndResumes(t, cell) })
 	}
+}
+
+func learnsAndResumes(t *testing.T, cell string) {
+	ds := synthetic(t, 512, 5)
+	src := source[float32](t, ds, true)
+	opt := Options{Seed: 2, Epochs: 4, BatchSize: 32, LR: 3e-3, FinalLR: 1e-4, ClipNorm: 5}
 	ctx := context.Background()
-	m := newModel()
-	before, _ := Evaluate(ctx, m, ds, 0, nil)
+	m := newModel(t, cell, opt.Seed)
+	eval := source[float32](t, ds, false)
+	before, _ := Evaluate(ctx, m, eval, 0, nil)
 	var first float64
 	o := opt
 	o.Progress = func(p Progress) {
@@ -105,18 +137,18 @@ func TestTrainingLearnsAndResumes(t *testing.T) {
 			first = p.Loss
 		}
 	}
-	last, err := Captioner(ctx, m, ds, o)
+	last, err := Fit(ctx, m, src, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, _ := Evaluate(ctx, m, ds, 0, nil)
+	after, _ := Evaluate(ctx, m, eval, 0, nil)
 	if !(last < first*0.8) || after.SequenceAccuracy <= before.SequenceAccuracy {
 		t.Fatalf("loss %v → %v, accuracy %v → %v: not learning", first, last, before.SequenceAccuracy, after.SequenceAccuracy)
 	}
 
 	// Interrupt after 2 epochs (a cancelled context), then resume.
 	dir := t.TempDir()
-	m2 := newModel()
+	m2 := newModel(t, cell, opt.Seed)
 	o2 := opt
 	o2.CheckpointDir = dir
 	cctx, cancel := context.WithCancel(ctx)
@@ -125,15 +157,15 @@ func TestTrainingLearnsAndResumes(t *testing.T) {
 			cancel()
 		}
 	}
-	if _, err := Captioner(cctx, m2, ds, o2); err == nil {
+	if _, err := Fit(cctx, m2, src, o2); err == nil {
 		t.Fatal("cancelled run returned no error")
 	}
 	if _, err := os.Stat(filepath.Join(dir, checkpointFile)); err != nil {
 		t.Fatal(err)
 	}
-	m3 := newModel()
+	m3 := newModel(t, cell, opt.Seed)
 	o2.Progress = nil
-	if _, err := Captioner(ctx, m3, ds, o2); err != nil {
+	if _, err := Fit(ctx, m3, src, o2); err != nil {
 		t.Fatal(err)
 	}
 	for i, p := range m3.Params() {
@@ -143,10 +175,51 @@ func TestTrainingLearnsAndResumes(t *testing.T) {
 			}
 		}
 	}
-	// A checkpoint from another seed is refused.
-	o2.Seed = 99
-	if _, err := Captioner(ctx, newModel(), ds, o2); err == nil {
-		t.Fatal("checkpoint of another seed accepted")
+	// A checkpoint written with other settings is refused, naming them.
+	for _, c := range []struct {
+		change func(*Options)
+		want   string
+	}{
+		{func(o *Options) { o.Seed = 99 }, "seed"},
+		{func(o *Options) { o.Epochs = 9 }, "epochs"},
+		{func(o *Options) { o.LR = 1e-2 }, "lr"},
+		{func(o *Options) { o.BatchSize = 16 }, "batch_size"},
+	} {
+		o3 := o2
+		c.change(&o3)
+		_, err := Fit(ctx, newModel(t, cell, opt.Seed), src, o3)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("checkpoint with another %s: error %v", c.want, err)
+		}
+	}
+}
+
+// TestOptionsValidate: every out-of-range or non-finite setting is refused
+// before any work, naming the setting.
+func TestOptionsValidate(t *testing.T) {
+	if err := DefaultOptions().Validate(); err != nil {
+		t.Fatalf("defaults refused: %v", err)
+	}
+	for _, c := range []struct {
+		change func(*Options)
+		want   string
+	}{
+		{func(o *Options) { o.Dropout = 1.5 }, "dropout"},
+		{func(o *Options) { o.Dropout = 1 }, "dropout"},
+		{func(o *Options) { o.WeightDecay = math.NaN() }, "weight decay"},
+		{func(o *Options) { o.ClipNorm = math.NaN() }, "clip norm"},
+		{func(o *Options) { o.StabilityEps = math.NaN() }, "stability radius"},
+		{func(o *Options) { o.Stability, o.StabilityEps = 1, 0 }, "stability radius"},
+		{func(o *Options) { o.LR = math.Inf(1) }, "learning rate"},
+		{func(o *Options) { o.Epochs = 0 }, "epochs"},
+		{func(o *Options) { o.StabilityRamp = 2 }, "ramp"},
+	} {
+		o := DefaultOptions()
+		c.change(&o)
+		err := o.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want one naming %q", err, c.want)
+		}
 	}
 }
 
@@ -157,19 +230,17 @@ func TestStabilityTrainingStabilises(t *testing.T) {
 	ds := synthetic(t, 256, 7)
 	const eps = 0.1
 	run := func(stability float64) (unstable int, acc float64) {
-		m, err := model.NewCaptioner[float32](tinyCfg(), rand.New(rand.NewPCG(3, 0)))
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := newModel(t, model.CellReLU, 3)
 		opt := Options{Seed: 3, Epochs: 3, BatchSize: 32, LR: 3e-3, ClipNorm: 5, Stability: stability, StabilityEps: eps, StabilityRamp: 0.3}
-		if _, err := Captioner(context.Background(), m, ds, opt); err != nil {
+		if _, err := Fit(context.Background(), m, source[float32](t, ds, false), opt); err != nil {
 			t.Fatal(err)
 		}
-		x := make([]float32, 64*m.Cfg.InputSize())
+		size := m.Input().Size()
+		x := make([]float32, 64*size)
 		multimnist.Normalize(x, ds, rand.New(rand.NewPCG(9, 9)).Perm(ds.N)[:64])
 		tp := ad.NewTape[float32](false)
-		_, unstable = m.StabilityLoss(tp, tp.Const(ad.FromSlice(x, 64, m.Cfg.InputSize())), eps)
-		ev, _ := Evaluate(context.Background(), m, ds, 0, nil)
+		_, unstable = m.(model.Stabilizer[float32]).StabilityLoss(tp, tp.Const(ad.FromSlice(x, 64, size)), eps)
+		ev, _ := Evaluate(context.Background(), m, source[float32](t, ds, false), 0, nil)
 		return unstable, ev.SequenceAccuracy
 	}
 	u0, a0 := run(0)

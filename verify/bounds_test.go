@@ -8,15 +8,26 @@ import (
 	"github.com/lenspec/lenspec/model"
 )
 
-func tinyConfig(convs int) model.Config {
+func tinyConfig(convs int) *model.Config {
 	c := model.DefaultCaptionerConfig()
-	c.Input = model.InputConfig{Channels: 1, Height: 4, Width: 6, Min: -1, Max: 1}
-	c.Conv = []model.ConvConfig{{OutChannels: 3, Kernel: 3, Stride: 2, Padding: 1}, {OutChannels: 2, Kernel: 3, Stride: 1, Padding: 1}}[:convs]
-	c.FCHidden, c.Embedding, c.Hidden = 6, 4, 5
+	a := c.Arch.(*model.CaptionerConfig)
+	a.Input = model.InputConfig{Channels: 1, Height: 4, Width: 6, Min: -1, Max: 1}
+	a.Conv = []model.ConvConfig{{OutChannels: 3, Kernel: 3, Stride: 2, Padding: 1}, {OutChannels: 2, Kernel: 3, Stride: 1, Padding: 1}}[:convs]
+	a.FCHidden, a.Embedding, a.Hidden = 6, 4, 5
 	c.Vocab = []string{"a", "b", "c", "<eos>"}
 	c.EOS = 3
 	c.MaxSteps = 8
-	return c
+	return &c
+}
+
+// decode decodes inputs xs (one after the other) with the float64 model.
+func decode(t testing.TB, m model.Decoder[float64], xs []float64, steps int) []model.Result {
+	t.Helper()
+	res, err := model.Decode(context.Background(), m, model.Batch[float64]{X: xs}, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 func tinyNet(t testing.TB, seed uint64, convs int) (*model.Captioner[float64], *Net) {
@@ -64,10 +75,7 @@ func TestLowerMatchesModel(t *testing.T) {
 				x[i] = 2*rng.Float64() - 1
 			}
 			_, _, toks := greedy(n, x, 8)
-			res, err := m.Decode(context.Background(), x, 1, 8)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := decode(t, m, x, 8)
 			want := append([]int(nil), res[0].Tokens...)
 			if res[0].Stopped {
 				want = append(want, n.EOS)

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/mip"
+	"github.com/lenspec/lenspec/model"
 )
 
 // neuron kinds of a ReLU under known pre-activation bounds.
@@ -326,13 +328,19 @@ func (e *encoding) head(t int, h []int) error {
 	return nil
 }
 
-// assignment returns the MIP point of input x decoded along its greedy
-// path, with the argmax taken over the non-eos tokens at each step (the
-// path a counterexample follows). ok is false when the path leaves the
-// encoded set (a token outside Allowed), which happens only for inputs
-// that are not counterexamples.
-func (e *encoding) assignment(x []float64) (v []float64, ok bool) {
+// assignment returns the MIP point of input x decoded along its path with
+// the argmax taken over the non-eos tokens at each step (the path a
+// counterexample follows; model.Greedy with NoEOS decodes it). ok is false
+// when the path leaves the encoded set (a token outside Allowed), which
+// happens only for inputs that are not counterexamples.
+func (e *encoding) assignment(d64 model.Decoder[float64], x []float64) (v []float64, ok bool, err error) {
 	net := e.s.net
+	tp := ad.NewTape[float64](false)
+	path, err := model.Greedy(tp, d64, model.Input[float64]{X: tp.Const(ad.FromSlice(x, 1, len(x)))}, model.GreedyOptions[float64]{MaxSteps: e.K + 1, NoEOS: true})
+	if err != nil {
+		return nil, false, err
+	}
+	tokens := path[0].Tokens
 	v = make([]float64, e.m.NumVars())
 	for i, xi := range e.x {
 		v[xi] = x[i]
@@ -369,7 +377,7 @@ func (e *encoding) assignment(x []float64) (v []float64, ok bool) {
 	}
 	h := make([]float64, net.Hidden)
 	m := math.Inf(1)
-	for t := 0; t <= e.K; t++ {
+	for t, y := range tokens {
 		z, _, o := net.StepPre(in, h)
 		h = set(e.s.hidden(t), z)
 		for q, oq := range o {
@@ -377,14 +385,8 @@ func (e *encoding) assignment(x []float64) (v []float64, ok bool) {
 				v[lv] = oq
 			}
 		}
-		y := -1
-		for q := range o {
-			if q != net.EOS && (y < 0 || o[q] > o[y]) {
-				y = q
-			}
-		}
 		if !e.b.Allowed[t][y] {
-			return v, false
+			return v, false, nil
 		}
 		if d := e.delta[t][y]; d >= 0 {
 			v[d] = 1
@@ -396,5 +398,5 @@ func (e *encoding) assignment(x []float64) (v []float64, ok bool) {
 		in = net.Emb[y]
 	}
 	v[e.mvar] = m
-	return v, true
+	return v, true, nil
 }

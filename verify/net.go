@@ -37,54 +37,79 @@ type Net struct {
 	InMin, InMax   float64
 }
 
-// Lower converts m into a Net.
-func Lower(m *model.Captioner[float64]) (*Net, error) {
-	cfg := m.Cfg
-	n := &Net{InputSize: cfg.InputSize(), EOS: cfg.EOS, Hidden: cfg.Hidden, Vocab: len(cfg.Vocab), InMin: cfg.Input.Min, InMax: cfg.Input.Max}
-	c, h, w := cfg.Input.Channels, cfg.Input.Height, cfg.Input.Width
-	for i, conv := range m.Conv {
-		g := conv.Geom
-		oh, ow := g.Out(h), g.Out(w)
-		l := Layer{Name: fmt.Sprintf("conv%d", i+1), In: c * h * w, ReLU: true}
-		wt, b := conv.W.W.Data, conv.B.W.Data
-		for o := 0; o < conv.Out; o++ {
-			for oy := 0; oy < oh; oy++ {
-				for ox := 0; ox < ow; ox++ {
-					r := Row{B: b[o]}
-					for ci := 0; ci < c; ci++ {
-						for ky := 0; ky < g.Kernel; ky++ {
-							iy := oy*g.Stride - g.Pad + ky
-							if iy < 0 || iy >= h {
+// Lower converts d into a Net. Only decoders made of affine maps and
+// ReLUs around a ReLU RNN (model.ReLUDecoder) can be encoded exactly;
+// others are refused with the reason.
+func Lower(d model.Decoder[float64]) (*Net, error) {
+	rd, ok := d.(model.ReLUDecoder)
+	if !ok {
+		return nil, fmt.Errorf("verify: architecture %s is not made of affine maps and ReLUs: the verifier has no bound rules for it yet", d.Config().Architecture)
+	}
+	emb, cell, out, err := rd.ReLURNN()
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	in := d.Input()
+	if in.Kind != model.Continuous {
+		return nil, fmt.Errorf("verify: %s reads %v inputs; only continuous inputs are verified", d.Config().Architecture, in.Kind)
+	}
+	n := &Net{InputSize: in.Size(), EOS: d.EOS(), Hidden: cell.Hidden, Vocab: d.Vocab(), InMin: in.Min, InMax: in.Max}
+	for _, el := range rd.EncoderLayers() {
+		switch {
+		case el.Conv != nil:
+			n.Encoder = append(n.Encoder, convLayer(el))
+		case el.Linear != nil:
+			n.Encoder = append(n.Encoder, dense(el.Name, el.Linear.W.W.Data, el.Linear.B.W.Data, el.Linear.In, el.ReLU))
+		default:
+			return nil, fmt.Errorf("verify: encoder layer %q has no weights", el.Name)
+		}
+	}
+	n.Wih = matrix(cell.Wih.W.Data, cell.Hidden)
+	n.Whh = matrix(cell.Whh.W.Data, cell.Hidden)
+	n.Bih = append([]float64(nil), cell.Bih.W.Data...)
+	n.Bhh = append([]float64(nil), cell.Bhh.W.Data...)
+	n.Wout = matrix(out.W.W.Data, d.Vocab())
+	n.Bout = append([]float64(nil), out.B.W.Data...)
+	n.Emb = matrix(emb.W.W.Data, d.Vocab())
+	return n, nil
+}
+
+// convLayer lowers a convolution over an input of shape el.InShape to
+// sparse rows, one per output pixel and channel.
+func convLayer(el model.EncoderLayer) Layer {
+	conv := el.Conv
+	c, h, w := el.InShape[0], el.InShape[1], el.InShape[2]
+	g := conv.Geom
+	oh, ow := g.Out(h), g.Out(w)
+	l := Layer{Name: el.Name, In: c * h * w, ReLU: el.ReLU}
+	wt, b := conv.W.W.Data, conv.B.W.Data
+	for o := 0; o < conv.Out; o++ {
+		for oy := 0; oy < oh; oy++ {
+			for ox := 0; ox < ow; ox++ {
+				r := Row{B: b[o]}
+				for ci := 0; ci < c; ci++ {
+					for ky := 0; ky < g.Kernel; ky++ {
+						iy := oy*g.Stride - g.Pad + ky
+						if iy < 0 || iy >= h {
+							continue
+						}
+						for kx := 0; kx < g.Kernel; kx++ {
+							ix := ox*g.Stride - g.Pad + kx
+							if ix < 0 || ix >= w {
 								continue
 							}
-							for kx := 0; kx < g.Kernel; kx++ {
-								ix := ox*g.Stride - g.Pad + kx
-								if ix < 0 || ix >= w {
-									continue
-								}
-								if v := wt[((o*c+ci)*g.Kernel+ky)*g.Kernel+kx]; v != 0 {
-									r.Idx = append(r.Idx, int32((ci*h+iy)*w+ix))
-									r.W = append(r.W, v)
-								}
+							if v := wt[((o*c+ci)*g.Kernel+ky)*g.Kernel+kx]; v != 0 {
+								r.Idx = append(r.Idx, int32((ci*h+iy)*w+ix))
+								r.W = append(r.W, v)
 							}
 						}
 					}
-					l.Rows = append(l.Rows, r)
 				}
+				l.Rows = append(l.Rows, r)
 			}
 		}
-		n.Encoder = append(n.Encoder, l)
-		c, h, w = conv.Out, oh, ow
 	}
-	n.Encoder = append(n.Encoder, dense("fc1", m.FC1.W.W.Data, m.FC1.B.W.Data, m.FC1.In, true), dense("fc2", m.FC2.W.W.Data, m.FC2.B.W.Data, m.FC2.In, false))
-	n.Wih = matrix(m.Cell.Wih.W.Data, cfg.Hidden)
-	n.Whh = matrix(m.Cell.Whh.W.Data, cfg.Hidden)
-	n.Bih = append([]float64(nil), m.Cell.Bih.W.Data...)
-	n.Bhh = append([]float64(nil), m.Cell.Bhh.W.Data...)
-	n.Wout = matrix(m.Out.W.W.Data, len(cfg.Vocab))
-	n.Bout = append([]float64(nil), m.Out.B.W.Data...)
-	n.Emb = matrix(m.Emb.W.W.Data, len(cfg.Vocab))
-	return n, nil
+	return l
 }
 
 func dense(name string, w, b []float64, in int, relu bool) Layer {
@@ -137,12 +162,6 @@ func (n *Net) Forward(x []float64) (pre [][]float64, i0 []float64) {
 		}
 	}
 	return pre, in
-}
-
-// Step runs one decoder step in float64.
-func (n *Net) Step(i, h []float64) (hNext, logits []float64) {
-	_, hNext, logits = n.StepPre(i, h)
-	return hNext, logits
 }
 
 // StepPre is Step that also returns the hidden layer's pre-activations.

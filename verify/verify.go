@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/mip"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/spec"
@@ -46,10 +45,10 @@ type Options struct {
 	// not stop the search. Without it the MIP is optimised: the proven
 	// bound and incumbent are then the max-min margin.
 	Decision bool
-	// AttackSteps and AttackRestarts size the PGD warm start; 0 skips it.
-	AttackSteps, AttackRestarts int
-	AttackLR                    float64
-	Seed                        uint64
+	// Falsifier, if set, searches the ball first (a short PGD attack, say):
+	// a candidate that replays is a witness, and the best candidate seeds
+	// an optimising MIP.
+	Falsifier Falsifier
 	// RelaxGap: unstable ReLUs whose triangle relaxation is within this
 	// of the ReLU get no binary in a first, relaxed MIP (sound for
 	// robustness; its candidates are replayed). If that MIP is
@@ -71,11 +70,47 @@ type Options struct {
 	MaxSteps int // decoder step cap for replay
 }
 
-// DefaultOptions: CROWN bounds, decision mode, a 300-step PGD warm start.
-func DefaultOptions() Options {
-	return Options{Bounds: BoundCROWN, TimeLimit: 60 * time.Second, Threads: 1, Safety: 1e-3, Decision: true,
-		AttackSteps: 300, AttackRestarts: 2, AttackLR: 0.01, MaxSteps: 20, Abstract: true}
+// Falsifier searches a sample's set for an input that decodes more than k
+// tokens within maxSteps steps, returning its best candidate (nil for
+// none). Verify replays the candidate in float64 and claims nothing on the
+// falsifier's word; stream seeds its random choices (the sample's index).
+type Falsifier interface {
+	Falsify(ctx context.Context, set spec.Region, k, maxSteps int, stream uint64) ([]float64, error)
 }
+
+// DefaultOptions: CROWN bounds, decision mode, the abstraction phases.
+// Callers add a Falsifier (the CLI: a 300-step PGD warm start).
+func DefaultOptions() Options {
+	return Options{Bounds: BoundCROWN, TimeLimit: 60 * time.Second, Threads: 1, Safety: 1e-3, Decision: true, Abstract: true}
+}
+
+// Validate checks the options before any work.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Bounds != BoundInterval && o.Bounds != BoundCROWN {
+		errs = append(errs, fmt.Errorf("bound method %q: want %q or %q", o.Bounds, BoundInterval, BoundCROWN))
+	}
+	if o.TimeLimit < 0 {
+		errs = append(errs, fmt.Errorf("time limit %v must be non-negative (0: none)", o.TimeLimit))
+	}
+	if o.Threads < 1 || o.Threads > 256 {
+		errs = append(errs, fmt.Errorf("threads %d must be in 1..256", o.Threads))
+	}
+	if !(o.Safety > 0) || math.IsInf(o.Safety, 0) {
+		errs = append(errs, fmt.Errorf("safety %v must be positive and finite", o.Safety))
+	}
+	if !(o.RelaxGap >= 0) || math.IsInf(o.RelaxGap, 0) {
+		errs = append(errs, fmt.Errorf("relaxation gap %v must be non-negative and finite", o.RelaxGap))
+	}
+	if o.MaxSteps < 0 || o.MaxSteps > model.MaxStepCap {
+		errs = append(errs, fmt.Errorf("step cap %d must be in 0..%d", o.MaxSteps, model.MaxStepCap))
+	}
+	return errors.Join(errs...)
+}
+
+// MaxK is the largest K̂ the verifier unrolls: the MIP grows with every
+// step, and beyond a few dozen steps no solve finishes in any budget.
+const MaxK = 200
 
 // Result is the outcome for one sample.
 type Result struct {
@@ -125,11 +160,13 @@ type Phase struct {
 	Bound *float64 `json:"bound,omitempty"`
 }
 
-// Sample is one verification problem.
+// Sample is one verification problem: does some input of Set decode more
+// than K tokens? Stream seeds the falsifier (the sample's index).
 type Sample struct {
-	Name string
-	Ball spec.Ball
-	K    int
+	Name   string
+	Set    spec.Region
+	K      int
+	Stream uint64
 }
 
 // Verify decides whether any input of the ball decodes more than K tokens:
@@ -137,7 +174,16 @@ type Sample struct {
 // bounds (which may prove eos wins at some step), then the MIP in
 // decision mode. Every vulnerable verdict carries a float64-replayed
 // witness; every robust verdict a proven bound below −Safety.
-func Verify(ctx context.Context, net *Net, m32 attack.Model[float32], m64 attack.Model[float64], sm Sample, opt Options) (*Result, error) {
+func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample, opt Options) (*Result, error) {
+	if err := opt.Validate(); err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	if sm.K < 0 || sm.K > MaxK {
+		return nil, fmt.Errorf("verify: K̂ %d must be in 0..%d", sm.K, MaxK)
+	}
+	if sm.Set.Dim() != net.InputSize {
+		return nil, fmt.Errorf("verify: the set has %d coordinates, the model reads %d", sm.Set.Dim(), net.InputSize)
+	}
 	start := time.Now()
 	if opt.TimeLimit > 0 {
 		var cancel context.CancelFunc
@@ -150,27 +196,25 @@ func Verify(ctx context.Context, net *Net, m32 attack.Model[float32], m64 attack
 	if maxSteps <= sm.K {
 		maxSteps = sm.K + 1
 	}
-	tg := attack.Target{Spec: spec.Spec{Ball: sm.Ball, K: sm.K}}
+	replay := func(x []float64, stage string) (bool, error) {
+		return replayCandidate(ctx, x, stage, sm, d64, maxSteps, res)
+	}
 	var best []float64
-	if opt.AttackSteps > 0 {
-		pgd := attack.DefaultPGD()
-		pgd.Steps, pgd.Restarts, pgd.LR, pgd.Seed, pgd.MaxSteps = opt.AttackSteps, max(1, opt.AttackRestarts), opt.AttackLR, opt.Seed, maxSteps
-		outs, err := attack.PGD(ctx, m32, m64, []attack.Target{tg}, pgd)
+	if opt.Falsifier != nil {
+		x, err := opt.Falsifier.Falsify(ctx, sm.Set, sm.K, maxSteps, sm.Stream)
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return nil, err
 		}
-		if err == nil {
-			best = outs[0].Input
-			if outs[0].Success {
-				res.Verdict, res.Stage = Vulnerable, "attack"
-				res.Witness, res.WitnessResult = outs[0].Input, outs[0].Result
-				return res, nil
+		if err == nil && x != nil {
+			best = x
+			if ok, err := replay(append([]float64(nil), x...), "attack"); ok || err != nil {
+				return res, err
 			}
 		}
 	}
 	bstart := time.Now()
 	s := newSpine(net, sm.K)
-	lo, hi := sm.Ball.Box()
+	lo, hi := sm.Set.Box()
 	b := computeBounds(s, lo, hi, opt.Bounds)
 	res.BoundSeconds = time.Since(bstart).Seconds()
 	res.Unstable = b.NumUnstable
@@ -200,8 +244,17 @@ func Verify(ctx context.Context, net *Net, m32 attack.Model[float32], m64 attack
 		phases = append(phases, encodeOptions{relaxGap: opt.RelaxGap})
 	}
 	phases = append(phases, encodeOptions{})
-	replay := func(x []float64, stage string) (bool, error) {
-		return replayCandidate(x, stage, sm, m64, maxSteps, res)
+	// The falsifier's best candidate, decoded along its path, starts an
+	// optimising MIP when it is a feasible point of the encoding.
+	mipStart := func(enc *encoding) []float64 {
+		if best == nil {
+			return nil
+		}
+		v, ok, err := enc.assignment(d64, best)
+		if err != nil || !ok || enc.m.Check(v, 1e-6) != nil {
+			return nil
+		}
+		return v
 	}
 	for i, eo := range phases {
 		if opt.NewLP != nil && (i == 1 || !opt.Abstract && i == 0) {
@@ -216,7 +269,7 @@ func Verify(ctx context.Context, net *Net, m32 attack.Model[float32], m64 attack
 				return res, err
 			}
 		}
-		done, err := solvePhase(ctx, s, b, sm, opt, eo, best, replay, res)
+		done, err := solvePhase(ctx, s, b, sm, opt, eo, mipStart, replay, res)
 		if err != nil || done {
 			return res, err
 		}
@@ -232,7 +285,7 @@ func Verify(ctx context.Context, net *Net, m32 attack.Model[float32], m64 attack
 
 // solvePhase builds the MIP with the given relaxation gap and solves it,
 // recording into res. done reports a final verdict.
-func solvePhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options, eo encodeOptions, best []float64, replay func([]float64, string) (bool, error), res *Result) (done bool, err error) {
+func solvePhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options, eo encodeOptions, mipStart func(*encoding) []float64, replay func([]float64, string) (bool, error), res *Result) (done bool, err error) {
 	enc, err := encode(s, b, sm.K, eo)
 	exact := !eo.abstract && eo.relaxGap == 0
 	if err != nil {
@@ -275,10 +328,8 @@ func solvePhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options
 	// margin is below the cutoff and CBC ignores it), and CBC 2.10.8 was
 	// seen to crash (SIGSEGV inside CbcMain1) on starts for the abstract
 	// model: pass one only when optimising the exact model.
-	if best != nil && !opt.Decision && !eo.abstract {
-		if v, ok := enc.assignment(best); ok && enc.m.Check(v, 1e-6) == nil {
-			mo.Start = v
-		}
+	if !opt.Decision && !eo.abstract {
+		mo.Start = mipStart(enc)
 	}
 	var r *mip.Result
 	if opt.Decision {
@@ -323,6 +374,9 @@ func solvePhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options
 	}
 	if res.Reason == "" || !r.HasSolution {
 		res.Reason = fmt.Sprintf("solver stopped: %v, proven margin ≤ %.3g", r.Status, phaseBound)
+		if r.Message != "" {
+			res.Reason += " (" + r.Message + ")"
+		}
 	}
 	return false, nil
 }
@@ -342,16 +396,22 @@ func decide(ctx context.Context, opt Options, m *mip.Model, mo mip.Options) (*mi
 	return opt.Solver.Solve(ctx, m, mo)
 }
 
-// replayCandidate projects a MIP candidate onto the ball and decodes it
-// in float64: a replay longer than K̂ with no tie on its path makes res
+// replayCandidate projects a candidate onto the set and decodes it in
+// float64: a replay longer than K̂ with no tie on its path makes res
 // vulnerable (stage names who found it); otherwise res.Reason says why not.
-func replayCandidate(x []float64, stage string, sm Sample, m64 attack.Model[float64], maxSteps int, res *Result) (bool, error) {
-	spec.Project(sm.Ball, x)
-	out, err := m64.Decode(context.Background(), x, 1, maxSteps)
+func replayCandidate(ctx context.Context, x []float64, stage string, sm Sample, d64 model.Decoder[float64], maxSteps int, res *Result) (bool, error) {
+	sm.Set.Project(x)
+	if !sm.Set.Contains(x) {
+		res.Reason = fmt.Sprintf("%s candidate lies outside the set after projection", stage)
+		return false, nil
+	}
+	// Replay must finish even when the time limit has just passed: a
+	// witness in hand is worth the milliseconds.
+	out, err := model.Decode(context.WithoutCancel(ctx), d64, model.Batch[float64]{X: x}, maxSteps)
 	if err != nil {
 		return false, err
 	}
-	if spec.Exceeds(out[0], sm.K) && out[0].MinRelMargin >= model.RelTieMargin {
+	if spec.Exceeds(out[0], sm.K) && !out[0].Tie() {
 		res.Verdict, res.Stage = Vulnerable, stage
 		res.Witness, res.WitnessResult = x, out[0]
 		res.Reason = ""

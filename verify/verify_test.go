@@ -2,7 +2,9 @@ package verify
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,8 +34,8 @@ func TestEncodingFeasibleAtTrueActivations(t *testing.T) {
 		lo, hi := ball.Box()
 		for trial := 0; trial < 20; trial++ {
 			x := make([]float64, n.InputSize)
-			spec.Sample(ball, rng, x)
-			res, _ := m.Decode(context.Background(), x, 1, 8)
+			ball.Sample(rng, x)
+			res := decode(t, m, x, 8)
 			if !res[0].Stopped || len(res[0].Tokens) == 0 {
 				continue
 			}
@@ -49,7 +51,10 @@ func TestEncodingFeasibleAtTrueActivations(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					v, ok := e.assignment(x)
+					v, ok, err := e.assignment(m, x)
+					if err != nil {
+						t.Fatal(err)
+					}
 					if !ok {
 						t.Fatalf("seed %d K %d: a counterexample's path left the allowed tokens", seed, K)
 					}
@@ -71,7 +76,7 @@ func TestEncodingFeasibleAtTrueActivations(t *testing.T) {
 
 // gridMax decodes a dense grid over the box (points per axis) and returns
 // the longest output and an input producing it.
-func gridMax(t testing.TB, m *model.Captioner[float64], lo, hi []float64, per, steps int) (int, []float64) {
+func gridMax(t testing.TB, m model.Decoder[float64], lo, hi []float64, per, steps int) (int, []float64) {
 	n := len(lo)
 	total := 1
 	for i := 0; i < n; i++ {
@@ -87,10 +92,7 @@ func gridMax(t testing.TB, m *model.Captioner[float64], lo, hi []float64, per, s
 			xs = append(xs, lo[i]+(hi[i]-lo[i])*float64(idx[i])/float64(per-1))
 		}
 	}
-	res, err := m.Decode(context.Background(), xs, total, steps)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := decode(t, m, xs, steps)
 	best, at := -1, 0
 	for k, r := range res {
 		l := len(r.Tokens)
@@ -104,11 +106,12 @@ func gridMax(t testing.TB, m *model.Captioner[float64], lo, hi []float64, per, s
 	return best, xs[at*n : (at+1)*n]
 }
 
-func pixelConfig(pixels, vocab int) model.Config {
+func pixelConfig(pixels, vocab int) *model.Config {
 	c := model.DefaultCaptionerConfig()
-	c.Input = model.InputConfig{Channels: 1, Height: 1, Width: pixels, Min: -1, Max: 1}
-	c.Conv = nil
-	c.FCHidden, c.Embedding, c.Hidden = 2, 2, 3
+	a := c.Arch.(*model.CaptionerConfig)
+	a.Input = model.InputConfig{Channels: 1, Height: 1, Width: pixels, Min: -1, Max: 1}
+	a.Conv = nil
+	a.FCHidden, a.Embedding, a.Hidden = 2, 2, 3
 	c.Vocab = make([]string, vocab)
 	for i := range c.Vocab {
 		c.Vocab[i] = string(rune('a' + i))
@@ -116,7 +119,7 @@ func pixelConfig(pixels, vocab int) model.Config {
 	c.Vocab[vocab-1] = "<eos>"
 	c.EOS = vocab - 1
 	c.MaxSteps = 12
-	return c
+	return &c
 }
 
 func verifyOpts() Options {
@@ -130,26 +133,26 @@ func verifyOpts() Options {
 		return lp, nil
 	}
 	o.TimeLimit = 20 * time.Second
-	o.AttackSteps = 0 // the MIP must decide on its own
+	// No falsifier: the MIP must decide on its own.
 	o.MaxSteps = 12
 	return o
 }
 
-func verifyOne(t *testing.T, m *model.Captioner[float64], ball spec.Ball, K int, opt Options) *Result {
+func verifyOne(t *testing.T, m model.Decoder[float64], ball spec.Ball, K int, opt Options) *Result {
 	t.Helper()
 	n, err := Lower(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Verify(context.Background(), n, model.Cast[float32](m), m, Sample{Name: "t", Ball: ball, K: K}, opt)
+	r, err := Verify(context.Background(), n, m, Sample{Name: "t", Set: ball, K: K}, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Verdict == Vulnerable {
-		if !spec.Contains(ball, r.Witness) {
+		if !ball.Contains(r.Witness) {
 			t.Fatal("witness outside the ball")
 		}
-		res, _ := m.Decode(context.Background(), r.Witness, 1, 12)
+		res := decode(t, m, r.Witness, 12)
 		if !spec.Exceeds(res[0], K) {
 			t.Fatalf("vulnerable witness decodes %v, not longer than %d", res[0].Tokens, K)
 		}
@@ -167,6 +170,7 @@ func toyModel(t testing.TB) *model.Captioner[float64] {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cell := m.RNN
 	set := func(dst []float64, v ...float64) { copy(dst, v) }
 	set(m.FC1.W.W.Data, 1.0, -1.0, 0.5, 1.0) // a = ReLU(x1 − x2), b = ReLU(0.5x1 + x2)
 	set(m.FC1.B.W.Data, 0, 0)
@@ -175,10 +179,10 @@ func toyModel(t testing.TB) *model.Captioner[float64] {
 	set(m.Emb.W.W.Data, 0.0, 0.0, 0.0, 0.0)
 	// h1 = ReLU(i0 + counter), h_{t+1} = ReLU(h_t − 0.4 …): the first hidden
 	// unit carries a + b and decays by 0.4 a step; eos wins once it is small.
-	set(m.Cell.Wih.W.Data, 1, 1, 0, 0, 0, 0)
-	set(m.Cell.Whh.W.Data, 1, 0, 0, 0, 0, 0, 0, 0, 0)
-	set(m.Cell.Bih.W.Data, -0.4, 1, 0)
-	set(m.Cell.Bhh.W.Data, 0, 0, 0)
+	set(cell.Wih.W.Data, 1, 1, 0, 0, 0, 0)
+	set(cell.Whh.W.Data, 1, 0, 0, 0, 0, 0, 0, 0, 0)
+	set(cell.Bih.W.Data, -0.4, 1, 0)
+	set(cell.Bhh.W.Data, 0, 0, 0)
 	// o[token] = h[0], o[eos] = 0.1·h[1] (h[1] = 1 always): the token wins
 	// while h[0] > 0.1.
 	set(m.Out.W.W.Data, 1, 0, 0, 0, 0.1, 0)
@@ -282,7 +286,7 @@ func TestRobustSurvivesAttacks(t *testing.T) {
 		for i := range center {
 			center[i] = 2*rng.Float64() - 1
 		}
-		orig, _ := m.Decode(context.Background(), center, 1, 8)
+		orig := decode(t, m, center, 8)
 		if !orig[0].Stopped {
 			continue
 		}
@@ -293,14 +297,18 @@ func TestRobustSurvivesAttacks(t *testing.T) {
 			continue
 		}
 		robust++
-		tg := attack.Target{Spec: spec.Spec{Ball: ball, K: K}}
-		ro, err := attack.RandomSearch(context.Background(), model.Cast[float32](m), m, tg, attack.RandomOptions{Samples: 20000, Batch: 2000, Seed: seed})
+		tg := attack.Target{Set: ball, K: K, Seed: seed}
+		m32, err := model.Cast[float32](m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ro, err := attack.RandomSearch(context.Background(), m32, m, tg, attack.RandomOptions{Samples: 20000, Batch: 2000})
 		if err != nil {
 			t.Fatal(err)
 		}
 		pgd := attack.DefaultPGD()
 		pgd.Steps, pgd.LR, pgd.Restarts = 500, 0.01, 4
-		po, err := attack.PGD(context.Background(), model.Cast[float32](m), m, []attack.Target{tg}, pgd)
+		po, err := attack.PGD(context.Background(), m32, m, []attack.Target{tg}, pgd)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +326,7 @@ func TestRobustSurvivesAttacks(t *testing.T) {
 // randomBiases replaces the zero initial biases: with all biases zero, a
 // dead hidden state gives all-zero logits, an exact tie, and the
 // interesting outputs would all be ties (which lenspec never claims).
-func randomBiases(m *model.Captioner[float64], seed uint64) {
+func randomBiases(m model.Decoder[float64], seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 1234))
 	for _, p := range m.Params() {
 		if len(p.W.Shape) == 1 {
@@ -327,4 +335,79 @@ func randomBiases(m *model.Captioner[float64], seed uint64) {
 			}
 		}
 	}
+}
+
+// TestLowerRefusesLSTM: an LSTM captioner decodes and is attacked through
+// the decoder contract, but the verifier has no bound rules for its cell
+// yet and says so.
+func TestLowerRefusesLSTM(t *testing.T) {
+	c := tinyConfig(1)
+	c.Arch.(*model.CaptionerConfig).Cell = model.CellLSTM
+	m, err := model.New[float64](c, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Lower(m)
+	if err == nil || !strings.Contains(err.Error(), `cell "lstm"`) || !strings.Contains(err.Error(), "no bound rules") {
+		t.Fatalf("Lower(LSTM captioner) = %v, want a refusal naming the cell", err)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	m, n := tinyNet(t, 1, 1)
+	ball, _ := spec.NewBall(make([]float64, n.InputSize), 0.1, -1, 1)
+	for _, c := range []struct {
+		change func(*Options, *Sample)
+		want   string
+	}{
+		{func(o *Options, _ *Sample) { o.RelaxGap = math.NaN() }, "relaxation gap"},
+		{func(o *Options, _ *Sample) { o.Safety = math.Inf(1) }, "safety"},
+		{func(o *Options, _ *Sample) { o.Threads = 0 }, "threads"},
+		{func(o *Options, _ *Sample) { o.Bounds = "zonotope" }, "bound method"},
+		{func(o *Options, _ *Sample) { o.MaxSteps = model.MaxStepCap + 1 }, "step cap"},
+		{func(_ *Options, s *Sample) { s.K = MaxK + 1 }, "K̂"},
+		{func(_ *Options, s *Sample) { s.K = -1 }, "K̂"},
+	} {
+		o, s := verifyOpts(), Sample{Name: "t", Set: ball, K: 1}
+		c.change(&o, &s)
+		_, err := Verify(context.Background(), n, m, s, o)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want one naming %q", err, c.want)
+		}
+	}
+}
+
+// TestFalsifierWitness: a falsifier's candidate that replays settles the
+// sample as vulnerable at stage "attack"; one that does not replay is only
+// a candidate, and the verifier goes on.
+func TestFalsifierWitness(t *testing.T) {
+	m := toyModel(t)
+	ball, _ := spec.NewBall([]float64{0, 0}, 1, -1, 1)
+	lo, hi := ball.Box()
+	maxLen, at := gridMax(t, m, lo, hi, 401, 12)
+	opt := verifyOpts()
+	opt.Falsifier = fixedCandidate(at)
+	if r := verifyOne(t, m, ball, maxLen-1, opt); r.Verdict != Vulnerable || r.Stage != "attack" {
+		t.Fatalf("a replaying candidate gave %s at stage %q", r.Verdict, r.Stage)
+	}
+	opt.Falsifier = fixedCandidate([]float64{0, 0})
+	if r := verifyOne(t, m, ball, maxLen, opt); r.Verdict != Robust {
+		t.Fatalf("K̂ at the true maximum with a useless candidate: %s (%s)", r.Verdict, r.Reason)
+	}
+	m32, err := model.Cast[float32](m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgd := attack.DefaultPGD()
+	pgd.Steps, pgd.LR, pgd.Restarts = 300, 0.01, 2
+	opt.Falsifier = attack.Falsifier{D32: m32, D64: m, PGD: pgd, Seed: 1}
+	if r := verifyOne(t, m, ball, maxLen-1, opt); r.Verdict != Vulnerable {
+		t.Fatalf("with the PGD falsifier: %s (%s)", r.Verdict, r.Reason)
+	}
+}
+
+type fixedCandidate []float64
+
+func (f fixedCandidate) Falsify(context.Context, spec.Region, int, int, uint64) ([]float64, error) {
+	return append([]float64(nil), f...), nil
 }

@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lenspec/lenspec/results"
+	"github.com/lenspec/lenspec/experiment"
+	"github.com/lenspec/lenspec/model"
 )
 
 // TestAttackResumes runs a small attack twice with the same results file:
-// the second run finds every record done and appends nothing.
+// the second run finds every record done and appends nothing; a changed
+// setting runs again.
 func TestAttackResumes(t *testing.T) {
 	dir := smallModel(t)
 	out := filepath.Join(t.TempDir(), "a.jsonl")
@@ -23,7 +25,7 @@ func TestAttackResumes(t *testing.T) {
 	if n := strings.Count(stdout, "\n"); n != 4 {
 		t.Fatalf("first run printed %d records, want 4:\n%s", n, stdout)
 	}
-	recs, err := results.Read[attackRecord](out)
+	recs, err := experiment.ReadAttackRecords(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +33,7 @@ func TestAttackResumes(t *testing.T) {
 		t.Fatalf("%d records in the file, want 4", len(recs))
 	}
 	for _, r := range recs {
-		if r.Evals != 40 || r.Method != "random" || r.Budget != 40 {
+		if r.Evals != 40 || r.Method != "random" || r.Settings.Budget != 40 || r.SchemaVersion != experiment.SchemaVersion || r.ModelSHA256 == "" {
 			t.Fatalf("record %+v", r)
 		}
 		var total int64
@@ -41,7 +43,7 @@ func TestAttackResumes(t *testing.T) {
 		if total != 40 {
 			t.Fatalf("length counts sum to %d, want 40", total)
 		}
-		if r.Success != (r.AdvLength > r.K && r.MinRelMargin >= 1e-6) {
+		if r.Success != (r.AdvLength > r.K && r.MinRelMargin >= model.RelTieMargin) {
 			t.Fatalf("success flag inconsistent: %+v", r)
 		}
 		if r.Success && r.Witness == "" {
@@ -52,14 +54,16 @@ func TestAttackResumes(t *testing.T) {
 	if code != 0 || strings.TrimSpace(stdout) != "" {
 		t.Fatalf("second run: exit %d, printed %q (%s)", code, stdout, stderr)
 	}
-	if recs2, _ := results.Read[attackRecord](out); len(recs2) != 4 {
-		t.Fatalf("second run changed the file to %d records", len(recs2))
-	}
 	// One more eps runs only the new pair of records.
 	args[6] = "0.05,0.1,0.2"
 	code, stdout, _ = runCLI(t, args...)
 	if code != 0 || strings.Count(stdout, "\n") != 2 {
 		t.Fatalf("extended run printed %q", stdout)
+	}
+	// Another step cap is another experiment: all six run.
+	code, stdout, _ = runCLI(t, append(args, "--max-steps", "5")...)
+	if code != 0 || strings.Count(stdout, "\n") != 6 {
+		t.Fatalf("run with another step cap printed %q", stdout)
 	}
 }
 
@@ -73,7 +77,7 @@ func TestAttackWitnessReplays(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	recs, err := results.Read[attackRecord](out)
+	recs, err := experiment.ReadAttackRecords(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ func newBenchCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Time training, decoding and input gradients against the GEMM bound for the same FLOPs",
-		Long: `Measure one training step, batched greedy decoding and one image's input
+		Long: `Measure one training step, batched greedy decoding and one input's
 gradient (encoder + decoder steps), each as a median time and as the fraction
 of the time one large float32 GEMM needs for the same number of floating-point
 operations, measured in the same run. Ratios are comparable across machines
@@ -26,15 +26,15 @@ and across noisy runs; absolute times are not.`,
 			if modelDir == "" {
 				return usagef("--model is required")
 			}
-			if opt.Reps <= 0 || opt.DecodeN <= 0 || opt.TrainBatch <= 0 || opt.GradSteps <= 0 || opt.GEMMSize <= 0 {
-				return usagef("--reps, --decode, --batch, --grad-steps and --gemm must be positive")
+			if err := opt.Validate(); err != nil {
+				return usage(err)
 			}
-			m, err := model.Load[float32](modelDir)
+			d, err := model.Load[float32](modelDir)
 			if err != nil {
 				return err
 			}
 			a.logf("benchmarking %s (GOMAXPROCS %d)...", modelDir, runtime.GOMAXPROCS(0))
-			rep, err := bench.Run(c.Context(), m, opt)
+			rep, err := bench.Run(c.Context(), d, opt)
 			if err != nil {
 				return err
 			}
@@ -47,7 +47,7 @@ and across noisy runs; absolute times are not.`,
 				b := rep.DecodeBoundEvalsPerSec
 				fmt.Fprintf(w, "decode bound (GEMM-bound decoding): %.0f evaluations/s\n", b)
 				fmt.Fprintf(w, "random search: %.0f evaluations/s (%.1f%% of the decode bound)\n", rep.RandomEvalsPerSec, 100*rep.RandomEvalsPerSec/b)
-				fmt.Fprintf(w, "PGD: %.1f iterations/s per image, batch %d (%.1f%% of the decode bound; an iteration is a forward and a backward pass)\n",
+				fmt.Fprintf(w, "PGD: %.1f iterations/s per input, batch %d (%.1f%% of the decode bound; an iteration is a forward and a backward pass)\n",
 					rep.PGDStepsPerSecPerImage, opt.PGDBatch, 100*rep.PGDStepsPerSecPerImage/b)
 			})
 		},
@@ -55,11 +55,11 @@ and across noisy runs; absolute times are not.`,
 	f := c.Flags()
 	f.StringVar(&modelDir, "model", "", "model directory")
 	f.IntVar(&opt.Reps, "reps", opt.Reps, "repetitions per measurement (median reported)")
-	f.IntVar(&opt.DecodeN, "decode", opt.DecodeN, "images per decode measurement")
+	f.IntVar(&opt.DecodeN, "decode", opt.DecodeN, "inputs per decode measurement")
 	f.IntVar(&opt.TrainBatch, "batch", opt.TrainBatch, "training batch size")
 	f.IntVar(&opt.GradSteps, "grad-steps", opt.GradSteps, "decoder steps in the input-gradient measurement")
 	f.IntVar(&opt.DecodeSteps, "max-steps", opt.DecodeSteps, "decoding step cap")
 	f.IntVar(&opt.GEMMSize, "gemm", opt.GEMMSize, "size of the square reference GEMM")
-	f.IntVar(&opt.PGDBatch, "pgd-batch", opt.PGDBatch, "images per batched PGD iteration")
+	f.IntVar(&opt.PGDBatch, "pgd-batch", opt.PGDBatch, "inputs per batched PGD iteration")
 	return c
 }

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/mnist"
+	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
 	"github.com/spf13/cobra"
 )
@@ -39,11 +41,19 @@ func (a *app) loadMultiMNIST(ctx context.Context, seed uint64) (train, test *mul
 	return multimnist.Build(mtr, mte, multimnist.DefaultTrain, multimnist.DefaultTest, seed)
 }
 
-// dataset builds the Multi-MNIST splits and returns the training split and
-// the one named; a bad name is a usage error, reported before any work.
-func (a *app) dataset(ctx context.Context, seed uint64, name string) (train, ds *multimnist.Dataset, err error) {
+// checkSplit refuses a split name before any work.
+func checkSplit(name string) error {
 	if name != "train" && name != "test" {
-		return nil, nil, usagef("--split %q: want train or test", name)
+		return usagef("--split %q: want train or test", name)
+	}
+	return nil
+}
+
+// dataset builds the Multi-MNIST splits and returns the training split and
+// the one named.
+func (a *app) dataset(ctx context.Context, seed uint64, name string) (train, ds *multimnist.Dataset, err error) {
+	if err := checkSplit(name); err != nil {
+		return nil, nil, err
 	}
 	tr, te, err := a.loadMultiMNIST(ctx, seed)
 	if err != nil {
@@ -55,8 +65,20 @@ func (a *app) dataset(ctx context.Context, seed uint64, name string) (train, ds 
 	return tr, te, nil
 }
 
+// modelData is the named Multi-MNIST split as an experiment's data for a
+// model reading in.
+func (a *app) modelData(ctx context.Context, in model.InputSpec, seed uint64, split string) (experiment.Data, error) {
+	if err := experiment.CheckMultiMNIST(in); err != nil {
+		return experiment.Data{}, err
+	}
+	_, ds, err := a.dataset(ctx, seed, split)
+	if err != nil {
+		return experiment.Data{}, err
+	}
+	return experiment.MultiMNIST(ds, split, seed, in)
+}
+
 func newDataCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{Use: "data", Short: "Prepare and inspect datasets"}
 	var from, dir string
 	mn := &cobra.Command{
 		Use:   "mnist",
@@ -92,14 +114,17 @@ func newDataCmd(a *app) *cobra.Command {
 	var seed uint64
 	mm := &cobra.Command{
 		Use:   "multimnist",
-		Short: "Write Multi-MNIST canvases as PNG files with their labels",
+		Short: "Write Multi-MNIST canvases as PNG files with their labels (lenspec decode --image reads them)",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if out == "" {
 				return usagef("--out is required")
 			}
-			if count <= 0 || scale <= 0 {
-				return usagef("--count and --scale must be positive")
+			if count <= 0 || scale <= 0 || scale > 64 {
+				return usagef("--count must be positive and --scale in 1..64")
+			}
+			if err := checkSplit(splitName); err != nil {
+				return err
 			}
 			_, ds, err := a.dataset(c.Context(), seed, splitName)
 			if err != nil {
@@ -131,8 +156,7 @@ func newDataCmd(a *app) *cobra.Command {
 	mm.Flags().StringVar(&out, "out", "", "output directory for PNG files")
 	mm.Flags().StringVar(&splitName, "split", "test", "train or test")
 	mm.Flags().IntVar(&count, "count", 8, "number of canvases")
-	mm.Flags().IntVar(&scale, "scale", 4, "integer upscaling of the PNG")
+	mm.Flags().IntVar(&scale, "scale", 4, "integer upscaling of the PNG (nearest neighbour; decode --image undoes it)")
 	mm.Flags().Uint64Var(&seed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
-	cmd.AddCommand(mn, mm)
-	return cmd
+	return group("data", "Prepare and inspect datasets", mn, mm)
 }

@@ -5,13 +5,13 @@ import (
 	"io"
 	"strings"
 
+	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
-	"github.com/lenspec/lenspec/safetensors"
 	"github.com/spf13/cobra"
 )
 
-// decodeRecord is the JSON form of one decoded image.
+// decodeRecord is the JSON form of one decoded input.
 type decodeRecord struct {
 	Source       string   `json:"source"`
 	Label        []int    `json:"label,omitempty"`
@@ -23,13 +23,13 @@ type decodeRecord struct {
 	MinRelMargin float64  `json:"min_rel_margin"`
 }
 
-func newRecord(m *model.Captioner[float64], src string, label []int, r model.Result) decodeRecord {
+func newRecord(vocab []string, src string, label []int, r model.Result) decodeRecord {
 	rec := decodeRecord{Source: src, Label: label, Tokens: r.Tokens, Stopped: r.Stopped, MinMargin: r.MinMargin, MinRelMargin: r.MinRelMargin}
 	if rec.Tokens == nil {
 		rec.Tokens = []int{}
 	}
 	for _, t := range r.Tokens {
-		rec.Text = append(rec.Text, m.Cfg.Vocab[t])
+		rec.Text = append(rec.Text, vocab[t])
 	}
 	if r.Stopped {
 		l := len(r.Tokens)
@@ -50,7 +50,7 @@ func (r decodeRecord) line() string {
 		s += fmt.Sprintf("   [label %v]", r.Label)
 	}
 	if r.MinRelMargin < model.RelTieMargin {
-		s += "   (tie: a top-2 logit margin below 1e-6)"
+		s += fmt.Sprintf("   (tie: a top-2 logit margin below %g relative)", model.RelTieMargin)
 	}
 	return s
 }
@@ -62,10 +62,18 @@ func newDecodeCmd(a *app) *cobra.Command {
 	var dataSeed uint64
 	c := &cobra.Command{
 		Use:   "decode",
-		Short: "Greedily decode images (PNG files or Multi-MNIST canvases) and print the tokens",
+		Short: "Greedily decode inputs (a witness file, a PNG image, or Multi-MNIST canvases) and print the tokens",
 		Long: `Greedily decode with the float64 replay path (ties go to the lowest token
 index). Each output shows its tokens, whether it stopped within the step cap,
-and its smallest top-2 logit margin.`,
+and its smallest top-2 logit margin.
+
+--input reads an exact input: a safetensors file with one tensor named "input"
+of the model's input shape (for the captioner [1, 28, 112], or with a leading
+batch dimension of 1), every value finite and inside the model's input range
+(config.json input.min/max). Attack and verification witnesses are saved this
+way. --image reads a grayscale PNG of the model's size, or an exact integer
+enlargement of it (lenspec data multimnist writes 4x), bytes 0..255 mapped
+linearly onto the input range.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if modelDir == "" {
@@ -80,49 +88,58 @@ and its smallest top-2 logit margin.`,
 			if given != 1 {
 				return usagef("give exactly one of --image, --input or --index")
 			}
-			m, err := model.Load[float64](modelDir)
+			if err := checkSteps(c, maxSteps); err != nil {
+				return err
+			}
+			if err := checkSplit(splitName); err != nil {
+				return err
+			}
+			d, err := model.Load[float64](modelDir)
 			if err != nil {
 				return err
 			}
+			in := d.Input()
 			var x []float64
 			var srcs []string
 			var labels [][]int
-			if input != "" {
-				if x, err = readInput(input, m.Cfg.InputSize()); err != nil {
+			switch {
+			case input != "":
+				if x, err = experiment.ReadWitness(input, in); err != nil {
 					return err
 				}
 				srcs, labels = []string{input}, [][]int{nil}
-			} else if image != "" {
-				if m.Cfg.Input.Height != multimnist.Height || m.Cfg.Input.Width != multimnist.Width || m.Cfg.Input.Channels != 1 {
-					return fmt.Errorf("%s: model input is %dx%dx%d, PNG decoding supports 1x28x112", modelDir, m.Cfg.Input.Channels, m.Cfg.Input.Height, m.Cfg.Input.Width)
+			case image != "":
+				if in.Kind != model.Continuous || len(in.Shape) != 3 || in.Shape[0] != 1 {
+					return fmt.Errorf("%s: the model reads %v %v inputs; PNG decoding supports one-channel images", modelDir, in.Kind, in.Shape)
 				}
-				if x, err = multimnist.ReadPNG(image); err != nil {
+				if x, err = multimnist.ReadPNG(image, in.Shape[1], in.Shape[2], in.Min, in.Max); err != nil {
 					return err
 				}
 				srcs, labels = []string{image}, [][]int{nil}
-			} else {
-				_, ds, err := a.dataset(c.Context(), dataSeed, splitName)
+			default:
+				data, err := a.modelData(c.Context(), in, dataSeed, splitName)
 				if err != nil {
 					return err
 				}
+				n := data.Source.Len()
 				for _, i := range indices {
-					if i < 0 || i >= ds.N {
-						return usagef("--index %d outside the %s split of %d", i, splitName, ds.N)
+					if i < 0 || i >= n {
+						return usagef("--index %d outside the %s split of %d", i, splitName, n)
 					}
 				}
-				x = make([]float64, len(indices)*m.Cfg.InputSize())
-				multimnist.Normalize(x, ds, indices)
-				for _, i := range indices {
+				var lab [][]int
+				x, _, lab = data.Source.Batch(indices, nil)
+				for k, i := range indices {
 					srcs = append(srcs, fmt.Sprintf("%s[%d]", splitName, i))
-					labels = append(labels, ds.Labels[i])
+					labels = append(labels, lab[k])
 				}
 			}
-			res, err := m.Decode(c.Context(), x, len(srcs), maxSteps)
+			res, err := model.Decode(c.Context(), d, model.Batch[float64]{X: x}, maxSteps)
 			if err != nil {
 				return err
 			}
 			for i, r := range res {
-				rec := newRecord(m, srcs[i], labels[i], r)
+				rec := newRecord(d.Config().Vocab, srcs[i], labels[i], r)
 				if err := a.emit(rec, func(w io.Writer) { fmt.Fprintln(w, rec.line()) }); err != nil {
 					return err
 				}
@@ -132,34 +149,19 @@ and its smallest top-2 logit margin.`,
 	}
 	f := c.Flags()
 	f.StringVar(&modelDir, "model", "", "model directory (config.json + model.safetensors)")
-	f.StringVar(&image, "image", "", "PNG image (112x28 grayscale; 0..255 maps to [-1, 1])")
-	f.StringVar(&input, "input", "", "exact input: a safetensors file with a tensor \"input\" (attack witnesses are saved this way)")
+	f.StringVar(&image, "image", "", "PNG image of the model's input size or an integer multiple of it; 0..255 maps to the input range")
+	f.StringVar(&input, "input", "", "exact input: a safetensors file with a tensor \"input\" (attack and verification witnesses are saved this way)")
 	f.IntSliceVar(&indices, "index", nil, "Multi-MNIST canvas index (repeatable, or comma-separated)")
 	f.StringVar(&splitName, "split", "test", "train or test, with --index")
-	f.IntVar(&maxSteps, "max-steps", 0, "decoding step cap (default: the model's max_steps)")
+	f.IntVar(&maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
 	return c
 }
 
-// readInput reads the exact input values of a witness file.
-func readInput(path string, size int) ([]float64, error) {
-	f, err := safetensors.ReadFile(path)
-	if err != nil {
-		return nil, err
+// checkSteps validates a --max-steps flag: unset means the model's cap.
+func checkSteps(c *cobra.Command, maxSteps int) error {
+	if c.Flags().Changed("max-steps") && (maxSteps < 1 || maxSteps > model.MaxStepCap) {
+		return usagef("--max-steps %d: want 1..%d", maxSteps, model.MaxStepCap)
 	}
-	t, ok := f.Tensor("input")
-	if !ok {
-		return nil, fmt.Errorf("%s: no tensor named \"input\"", path)
-	}
-	x, err := t.Float64s()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(x) != size {
-		return nil, fmt.Errorf("%s: input has %d values, the model reads %d", path, len(x), size)
-	}
-	if err := t.CheckFinite(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return x, nil
+	return nil
 }

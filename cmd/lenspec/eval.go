@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/internal/progress"
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/multimnist"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
@@ -33,26 +35,40 @@ func newEvalCmd(a *app) *cobra.Command {
 			if modelDir == "" {
 				return usagef("--model is required")
 			}
-			m, err := model.Load[float32](modelDir)
+			if err := checkSteps(c, maxSteps); err != nil {
+				return err
+			}
+			if err := checkSplit(splitName); err != nil {
+				return err
+			}
+			d, err := model.Load[float32](modelDir)
 			if err != nil {
+				return err
+			}
+			in := d.Input()
+			if err := experiment.CheckMultiMNIST(in); err != nil {
 				return err
 			}
 			tr, ds, err := a.dataset(c.Context(), dataSeed, splitName)
 			if err != nil {
 				return err
 			}
-			rep := progress.New("eval "+splitName, ds.N, a.quiet)
-			ev, err := train.Evaluate(c.Context(), m, ds, maxSteps, func(d int) { rep.Set(d, "") })
-			rep.Finish()
+			evaluate := func(name string, set *multimnist.Dataset) (train.Eval, error) {
+				src, err := multimnist.NewSource[float32](set, in.Min, in.Max, false)
+				if err != nil {
+					return train.Eval{}, err
+				}
+				rep := progress.New("eval "+name, set.N, a.quiet)
+				defer rep.Finish()
+				return train.Evaluate(c.Context(), d, src, maxSteps, func(n int) { rep.Set(n, "") })
+			}
+			ev, err := evaluate(splitName, ds)
 			if err != nil {
 				return err
 			}
 			evTrain := ev
 			if splitName != "train" {
-				rep := progress.New("eval train", tr.N, a.quiet)
-				evTrain, err = train.Evaluate(c.Context(), m, tr, maxSteps, func(d int) { rep.Set(d, "") })
-				rep.Finish()
-				if err != nil {
+				if evTrain, err = evaluate("train", tr); err != nil {
 					return err
 				}
 			}
@@ -66,7 +82,7 @@ func newEvalCmd(a *app) *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&modelDir, "model", "", "model directory")
 	f.StringVar(&splitName, "split", "test", "train or test")
-	f.IntVar(&maxSteps, "max-steps", 0, "decoding step cap (default: the model's max_steps)")
+	f.IntVar(&maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
 	return c
 }

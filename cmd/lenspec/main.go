@@ -1,7 +1,9 @@
 // Command lenspec finds inputs that make a sequence model's greedy decoding
 // run long, and proves where it can that none exist.
 //
-// Exit status: 0 success, 1 failure, 2 bad usage.
+// Exit status: 0 success, 1 failure, 2 bad usage (flags, arguments, or
+// settings out of range), 130 or 143 interrupted by SIGINT or SIGTERM
+// (work finished before the signal is kept; a rerun resumes).
 package main
 
 import (
@@ -13,18 +15,32 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/spf13/cobra"
 )
 
-// usageError marks errors caused by how the command was called.
+// usageError marks errors caused by how the command was called: exit 2.
 type usageError struct{ err error }
 
 func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// usage wraps err (a settings validation failure) as a usage error.
+func usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageError{err}
+}
+
+// signalError is the cause of a context cancelled by a signal.
+type signalError struct{ sig os.Signal }
+
+func (s signalError) Error() string { return fmt.Sprintf("interrupted by %v", s.sig) }
 
 // app holds what every command shares: global flags and output streams.
 type app struct {
@@ -34,13 +50,13 @@ type app struct {
 	blasThr int
 	stdout  io.Writer
 	stderr  io.Writer
+	getenv  func(string) string
 }
 
 // emit prints v as one JSON line with --json, or the text form otherwise.
 func (a *app) emit(v any, text func(w io.Writer)) error {
 	if a.jsonOut {
-		enc := json.NewEncoder(a.stdout)
-		return enc.Encode(v)
+		return json.NewEncoder(a.stdout).Encode(v)
 	}
 	text(a.stdout)
 	return nil
@@ -61,63 +77,100 @@ func newRoot(a *app) *cobra.Command {
 (image captioners, translators): it finds inputs that make outputs long, and
 proves, where true, that no input in a set makes the output longer than K.
 
-Models are directories with config.json and model.safetensors (see docs/models.md).`,
+Models are directories with config.json and model.safetensors (see docs/models.md).
+
+Exit status: 0 success, 1 failure, 2 bad usage, 130/143 interrupted by
+SIGINT/SIGTERM (finished work is kept; rerunning resumes).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args:          unknownCommand,
 	}
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output on stdout")
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress or log output on stderr")
 	root.PersistentFlags().StringVar(&a.dataDir, "mnist-dir", "", "MNIST directory (default $LENSPEC_DATA/mnist or the user cache dir)")
 	root.PersistentFlags().IntVar(&a.blasThr, "blas-threads", 1, "OpenBLAS threads per GEMM (lenspec parallelises across batches itself)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
-		if a.blasThr < 1 {
-			return usagef("--blas-threads must be at least 1")
+		if a.blasThr < 1 || a.blasThr > 256 {
+			return usagef("--blas-threads %d: want 1..256", a.blasThr)
 		}
 		ad.SetBLASThreads(a.blasThr)
 		return nil
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newDataCmd(a), newTrainCmd(a), newDecodeCmd(a), newEvalCmd(a), newBenchCmd(a), newAttackCmd(a), newExperimentCmd(a), newVerifyCmd(a))
+	root.RunE = needsSubcommand
+	root.AddCommand(newDataCmd(a), newTrainCmd(a), newDecodeCmd(a), newEvalCmd(a), newBenchCmd(a), newAttackCmd(a),
+		newExperimentCmd(a), newVerifyCmd(a), newResultsCmd(a))
 	return root
 }
 
+// group returns a command that only holds subcommands: called alone, or
+// with an unknown subcommand, it is a usage error.
+func group(use, short string, subs ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{Use: use, Short: short, Args: unknownCommand, RunE: needsSubcommand}
+	c.AddCommand(subs...)
+	return c
+}
+
+// needsSubcommand is the action of a command that only holds subcommands.
+func needsSubcommand(c *cobra.Command, _ []string) error {
+	var names []string
+	for _, s := range c.Commands() {
+		if s.IsAvailableCommand() {
+			names = append(names, s.Name())
+		}
+	}
+	return usagef("%s needs a subcommand: %s (see %s --help)", c.CommandPath(), strings.Join(names, ", "), c.CommandPath())
+}
+
+// unknownCommand rejects positional arguments of a command that only holds
+// subcommands: cobra reports an unknown subcommand this way.
+func unknownCommand(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unknown command %q for %q", args[0], c.CommandPath())
+	}
+	return nil
+}
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	a := &app{stdout: os.Stdout, stderr: os.Stderr}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		cancel(signalError{s})
+		signal.Stop(sigs) // a second signal kills at once
+	}()
+	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
 	os.Exit(run(ctx, a, os.Args[1:]))
 }
 
 // run executes one command line and returns the exit status.
 func run(ctx context.Context, a *app, args []string) int {
+	if a.getenv == nil {
+		a.getenv = func(string) string { return "" }
+	}
 	root := newRoot(a)
 	root.SetArgs(args)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	err := root.ExecuteContext(ctx)
+	var sig signalError
+	if errors.As(context.Cause(ctx), &sig) {
+		fmt.Fprintf(a.stderr, "lenspec: %v; finished work is saved, rerun to resume\n", sig)
+		if sig.sig == syscall.SIGTERM {
+			return 128 + int(syscall.SIGTERM)
+		}
+		return 128 + int(syscall.SIGINT)
+	}
 	if err == nil {
 		return 0
 	}
 	fmt.Fprintf(a.stderr, "lenspec: %s\n", oneLine(err.Error()))
-	if isUsage(err) {
+	var u usageError
+	if errors.As(err, &u) {
 		return 2
 	}
 	return 1
-}
-
-func isUsage(err error) bool {
-	var u usageError
-	if errors.As(err, &u) {
-		return true
-	}
-	// Cobra's own argument and command errors are plain errors.
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "invalid argument", "required flag"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -128,21 +181,4 @@ func noArgs(cmd *cobra.Command, args []string) error {
 		return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
 	}
 	return nil
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // only called on plain structs
-	}
-	return b
-}
-
-// writeFileAtomic writes data to path through a temporary file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

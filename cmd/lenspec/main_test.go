@@ -7,17 +7,26 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
+	"github.com/lenspec/lenspec/results"
+	"github.com/lenspec/lenspec/safetensors"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runCLIEnv(t, nil, args...)
+}
+
+func runCLIEnv(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	a := &app{stdout: &out, stderr: &errb}
+	a := &app{stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
 	code = run(context.Background(), a, args)
 	return code, out.String(), errb.String()
 }
@@ -26,7 +35,8 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // architecture (so it reads 28x112 canvases) to a temp dir.
 func smallModel(t *testing.T) string {
 	t.Helper()
-	m, err := model.NewCaptioner[float32](model.DefaultCaptionerConfig(), rand.New(rand.NewPCG(1, 1)))
+	cfg := model.DefaultCaptionerConfig()
+	m, err := model.New[float32](&cfg, rand.New(rand.NewPCG(1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,11 +47,37 @@ func smallModel(t *testing.T) string {
 	return dir
 }
 
+// TestExitCodesAndErrors: every bad input gets a one-line error naming the
+// problem and the documented exit code: 2 for how lenspec was called
+// (flags, arguments, settings out of range), 1 for everything else.
 func TestExitCodesAndErrors(t *testing.T) {
 	dir := smallModel(t)
-	badPNG := filepath.Join(t.TempDir(), "bad.png")
-	if err := os.WriteFile(badPNG, []byte("not a png"), 0o644); err != nil {
-		t.Fatal(err)
+	tmp := t.TempDir()
+	badPNG := filepath.Join(tmp, "bad.png")
+	os.WriteFile(badPNG, []byte("not a png"), 0o644)
+	// A model whose config.json is /dev/zero, one whose weights are a FIFO.
+	zero := t.TempDir()
+	os.Symlink("/dev/zero", filepath.Join(zero, model.ConfigFile))
+	fifo := t.TempDir()
+	cfgBytes, _ := os.ReadFile(filepath.Join(dir, model.ConfigFile))
+	os.WriteFile(filepath.Join(fifo, model.ConfigFile), cfgBytes, 0o644)
+	syscall.Mkfifo(filepath.Join(fifo, model.WeightsFile), 0o644)
+	// Witness files of the wrong shape and out of range.
+	wrongShape := filepath.Join(tmp, "shape.safetensors")
+	safetensors.WriteFile(wrongShape, &safetensors.File{Tensors: []safetensors.Tensor{safetensors.F64("input", []int{4, 28, 28}, make([]float64, 4*28*28))}})
+	outOfRange := filepath.Join(tmp, "range.safetensors")
+	big := make([]float64, 28*112)
+	big[7] = 1e30
+	safetensors.WriteFile(outOfRange, &safetensors.File{Tensors: []safetensors.Tensor{safetensors.F64("input", []int{1, 28, 112}, big)}})
+	out := filepath.Join(tmp, "r.jsonl")
+	atk := func(extra ...string) []string {
+		return append([]string{"attack", "--model", dir, "--eps", "0.1", "--index", "0", "--budget", "2", "--out", out}, extra...)
+	}
+	ver := func(extra ...string) []string {
+		return append([]string{"verify", "--model", dir, "--eps", "0.1", "--index", "0", "--out", out}, extra...)
+	}
+	trn := func(extra ...string) []string {
+		return append([]string{"train", "captioner", "--out", t.TempDir()}, extra...)
 	}
 	cases := []struct {
 		name string
@@ -50,6 +86,8 @@ func TestExitCodesAndErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
+		{"unknown subcommand", []string{"train", "frobnicate"}, 2, "unknown command"},
+		{"group alone", []string{"experiment"}, 2, "needs a subcommand"},
 		{"unknown flag", []string{"decode", "--bogus"}, 2, "unknown flag"},
 		{"bad flag value", []string{"decode", "--max-steps", "many"}, 2, "invalid argument"},
 		{"missing model flag", []string{"decode", "--image", badPNG}, 2, "--model is required"},
@@ -57,8 +95,30 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{"positional args", []string{"eval", "extra"}, 2, "takes no arguments"},
 		{"missing model dir", []string{"decode", "--model", "/nonexistent/model", "--image", badPNG}, 1, "/nonexistent/model/config.json"},
 		{"bad png", []string{"decode", "--model", dir, "--image", badPNG}, 1, "bad.png"},
+		{"config is /dev/zero", []string{"decode", "--model", zero, "--image", badPNG}, 1, "not a regular file"},
+		{"weights are a FIFO", []string{"decode", "--model", fifo, "--image", badPNG}, 1, "not a regular file"},
+		{"input of the wrong shape", []string{"decode", "--model", dir, "--input", wrongShape}, 1, "shape [4 28 28]"},
+		{"input out of range", []string{"decode", "--model", dir, "--input", outOfRange}, 1, "outside the model's input range"},
 		{"train without out", []string{"train", "captioner"}, 2, "--out is required"},
-		{"bad split", []string{"data", "multimnist", "--out", t.TempDir(), "--count", "0"}, 2, "must be positive"},
+		{"bad count", []string{"data", "multimnist", "--out", t.TempDir(), "--count", "0"}, 2, "must be positive"},
+		{"negative max-len", atk("--max-len", "-3"), 2, "--max-len -3"},
+		{"negative max-steps", atk("--max-steps", "-3"), 2, "--max-steps -3"},
+		{"huge max-steps", atk("--max-steps", "20000"), 2, "--max-steps 20000"},
+		{"max-len past the cap", atk("--max-len", "1000000"), 2, "below the step cap"},
+		{"max-len as float", atk("--max-len", "1e6"), 2, "invalid argument"},
+		{"negative images", []string{"attack", "--model", dir, "--eps", "0.1", "--images", "-5", "--index", "3", "--out", out}, 2, "--images -5"},
+		{"infinite lr", atk("--lr", "inf"), 2, "learning rate"},
+		{"nan eps", atk("--eps", "nan"), 2, "--eps NaN"},
+		{"nan relax gap", ver("--relax-gap", "nan"), 2, "relaxation gap"},
+		{"verify max-len", ver("--max-len", "1000000"), 2, "K̂"},
+		{"bad bounds", ver("--bounds", "magic"), 2, "bound method"},
+		{"bad shard", atk("--shard", "3/2"), 2, "shard"},
+		{"dropout", trn("--dropout", "1.5"), 2, "dropout"},
+		{"weight decay", trn("--weight-decay", "nan"), 2, "weight decay"},
+		{"clip norm", trn("--clip-norm", "nan"), 2, "clip norm"},
+		{"stability eps", trn("--stability-eps", "nan"), 2, "stability radius"},
+		{"out is /dev/null", []string{"attack", "--model", dir, "--eps", "0.1", "--index", "0", "--budget", "2", "--out", "/dev/null"}, 1, "not a regular file"},
+		{"out is /dev/full", ver("--out", "/dev/full"), 1, "not a regular file"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -66,56 +126,98 @@ func TestExitCodesAndErrors(t *testing.T) {
 			if code != c.code {
 				t.Fatalf("exit %d, want %d (stderr %q)", code, c.code, stderr)
 			}
-			if !strings.Contains(stderr, c.want) {
-				t.Fatalf("stderr %q lacks %q", stderr, c.want)
+			// Exactly one error line (progress lines may precede it), and it
+			// says what is wrong.
+			var errs []string
+			for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+				if strings.HasPrefix(l, "lenspec: ") {
+					errs = append(errs, l)
+				}
 			}
-			if n := strings.Count(strings.TrimSpace(stderr), "\n"); n != 0 {
-				t.Fatalf("error is not one line: %q", stderr)
+			if len(errs) != 1 || !strings.Contains(errs[0], c.want) {
+				t.Fatalf("stderr %q: want one error line containing %q", stderr, c.want)
 			}
 		})
 	}
 }
 
+// TestSecondWriterRefused: a results file held by another writer is
+// refused with a clear error, and nothing in it changes.
+func TestSecondWriterRefused(t *testing.T) {
+	dir := smallModel(t)
+	out := filepath.Join(t.TempDir(), "r.jsonl")
+	f, err := results.Open(out, results.KeyFields("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	code, _, stderr := runCLI(t, "attack", "--model", dir, "--method", "random", "--eps", "0.1", "--index", "0", "--budget", "2", "--out", out, "-q")
+	if code != 1 || !strings.Contains(stderr, "another lenspec process is writing it") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+// TestSignalExitCode: a run cancelled by SIGTERM or SIGINT exits 143 or
+// 130 and says finished work is saved.
+func TestSignalExitCode(t *testing.T) {
+	dir := smallModel(t)
+	for sig, want := range map[syscall.Signal]int{syscall.SIGTERM: 143, syscall.SIGINT: 130} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(signalError{sig})
+		var out, errb bytes.Buffer
+		a := &app{stdout: &out, stderr: &errb}
+		code := run(ctx, a, []string{"attack", "--model", dir, "--method", "random", "--eps", "0.1", "--index", "0", "--budget", "2", "--out", filepath.Join(t.TempDir(), "r.jsonl"), "-q"})
+		if code != want || !strings.Contains(errb.String(), "rerun to resume") {
+			t.Fatalf("%v: exit %d (%s), want %d", sig, code, errb.String(), want)
+		}
+	}
+}
+
 func TestDecodePNG(t *testing.T) {
 	dir := smallModel(t)
-	png := filepath.Join(t.TempDir(), "x.png")
+	tmp := t.TempDir()
 	pix := make([]uint8, multimnist.Height*multimnist.Width)
 	for i := range pix {
 		pix[i] = uint8(i % 251)
 	}
-	if err := multimnist.WritePNG(png, pix, multimnist.Height, multimnist.Width, 1); err != nil {
-		t.Fatal(err)
-	}
-	code, stdout, stderr := runCLI(t, "decode", "--model", dir, "--image", png, "--json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var rec decodeRecord
-	if err := json.Unmarshal([]byte(stdout), &rec); err != nil {
-		t.Fatalf("output %q: %v", stdout, err)
-	}
-	// The same image through the library must give the same tokens.
-	m, err := model.Load[float64](dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := multimnist.ReadPNG(png)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := m.Decode(context.Background(), x, 1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.Stopped != res[0].Stopped || len(rec.Tokens) != len(res[0].Tokens) {
-		t.Fatalf("CLI %+v, library %+v", rec, res[0])
-	}
-	for i := range rec.Tokens {
-		if rec.Tokens[i] != res[0].Tokens[i] {
-			t.Fatalf("CLI %v, library %v", rec.Tokens, res[0].Tokens)
+	var first decodeRecord
+	// What lenspec data multimnist writes (4×) decodes as the 1× file.
+	for _, scale := range []int{1, 4} {
+		png := filepath.Join(tmp, "x.png")
+		if err := multimnist.WritePNG(png, pix, multimnist.Height, multimnist.Width, scale); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if rec.Stopped != (rec.Length != nil) {
-		t.Fatalf("length %v with stopped=%v", rec.Length, rec.Stopped)
+		code, stdout, stderr := runCLI(t, "decode", "--model", dir, "--image", png, "--json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var rec decodeRecord
+		if err := json.Unmarshal([]byte(stdout), &rec); err != nil {
+			t.Fatalf("output %q: %v", stdout, err)
+		}
+		if scale == 1 {
+			first = rec
+			// The same image through the library gives the same tokens.
+			m, err := model.Load[float64](dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, err := multimnist.ReadPNG(png, multimnist.Height, multimnist.Width, -1, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := model.Decode(context.Background(), m, model.Batch[float64]{X: x}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Stopped != res[0].Stopped || !slices.Equal(rec.Tokens, res[0].Tokens) {
+				t.Fatalf("CLI %+v, library %+v", rec, res[0])
+			}
+		} else if !slices.Equal(rec.Tokens, first.Tokens) || rec.MinMargin != first.MinMargin {
+			t.Fatalf("4× PNG decodes %+v, 1× %+v", rec, first)
+		}
+		if rec.Stopped != (rec.Length != nil) {
+			t.Fatalf("length %v with stopped=%v", rec.Length, rec.Stopped)
+		}
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/internal/progress"
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/multimnist"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
@@ -26,53 +28,65 @@ type trainSummary struct {
 }
 
 func newTrainCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{Use: "train", Short: "Train models"}
 	def := train.DefaultOptions()
 	opt := def
 	cfg := model.DefaultCaptionerConfig()
+	arch := cfg.Arch.(*model.CaptionerConfig)
 	var out, init string
 	var dataSeed uint64
+	shift := true
 	c := &cobra.Command{
 		Use:   "captioner",
 		Short: "Train the Multi-MNIST CNN-RNN captioner (Adam, teacher-forced cross-entropy)",
 		Long: `Train the Multi-MNIST CNN-RNN captioner and write config.json and
 model.safetensors to --out. A checkpoint is written to --out after every epoch;
-rerunning the same command resumes from it. The defaults reproduce
-models/mmnist-rnn; models/mmnist-rnn-rs records its command in its config.json.
+rerunning the same command resumes from it (a checkpoint written with other
+settings is refused). The defaults reproduce models/mmnist-rnn;
+models/mmnist-rnn-rs records its command in its config.json.
 
---stability adds the ReLU-stability regulariser (Xiao et al., ICLR 2019):
-verification-friendly training, with fewer unstable ReLUs for the verifier.`,
+--cell lstm trains the LSTM captioner (PyTorch nn.LSTMCell) instead of the
+ReLU RNN. --stability adds the ReLU-stability regulariser (Xiao et al., ICLR
+2019): verification-friendly training, with fewer unstable ReLUs for the
+verifier.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if out == "" {
 				return usagef("--out is required")
 			}
-			if opt.Epochs <= 0 || opt.BatchSize <= 0 || !(opt.LR > 0) || opt.FinalLR < 0 {
-				return usagef("--epochs, --batch and --lr must be positive, --final-lr non-negative")
+			if err := opt.Validate(); err != nil {
+				return usage(err)
 			}
-			if err := cfg.Validate(); err != nil {
-				return usageError{err}
+			var d model.Decoder[float32]
+			var err error
+			if init != "" {
+				// Fine-tuning: the architecture is the initial model's.
+				for _, name := range []string{"conv1", "conv2", "fc", "cell"} {
+					if c.Flags().Changed(name) {
+						return usagef("--%s conflicts with --init (the architecture comes from %s)", name, init)
+					}
+				}
+				if d, err = model.Load[float32](init); err != nil {
+					return err
+				}
+				d.Config().Training = nil
+			} else {
+				if err := cfg.Validate(); err != nil {
+					return usage(err)
+				}
+				if d, err = model.New[float32](&cfg, rand.New(rand.NewPCG(opt.Seed, 0))); err != nil {
+					return err
+				}
 			}
-			if opt.Stability < 0 || opt.StabilityEps < 0 || opt.StabilityRamp < 0 || opt.StabilityRamp > 1 || (opt.Stability > 0 && opt.StabilityEps == 0) {
-				return usagef("--stability and --stability-eps must be non-negative (eps positive when stability is on), --stability-ramp in [0, 1]")
+			in := d.Input()
+			if err := experiment.CheckMultiMNIST(in); err != nil {
+				return err
 			}
 			tr, te, err := a.loadMultiMNIST(c.Context(), dataSeed)
 			if err != nil {
 				return err
 			}
-			var m *model.Captioner[float32]
-			if init != "" {
-				// Fine-tuning: the architecture is the initial model's.
-				for _, name := range []string{"conv1", "conv2", "fc"} {
-					if c.Flags().Changed(name) {
-						return usagef("--%s conflicts with --init (the architecture comes from %s)", name, init)
-					}
-				}
-				if m, err = model.Load[float32](init); err != nil {
-					return err
-				}
-				m.Cfg.Training = nil
-			} else if m, err = model.NewCaptioner[float32](cfg, rand.New(rand.NewPCG(opt.Seed, 0))); err != nil {
+			src, err := multimnist.NewSource[float32](tr, in.Min, in.Max, shift)
+			if err != nil {
 				return err
 			}
 			ckpt := filepath.Join(out, "checkpoint")
@@ -86,37 +100,45 @@ verification-friendly training, with fewer unstable ReLUs for the verifier.`,
 				rep.Set(p.Step, msg)
 			}
 			start := time.Now()
-			loss, err := train.Captioner(c.Context(), m, tr, opt)
+			loss, err := train.Fit(c.Context(), d, src, opt)
 			rep.Finish()
 			if err != nil {
 				return err
 			}
 			secs := time.Since(start).Seconds()
-			evTest, err := train.Evaluate(c.Context(), m, te, 0, nil)
+			evalOn := func(ds *multimnist.Dataset) (train.Eval, error) {
+				s, err := multimnist.NewSource[float32](ds, in.Min, in.Max, false)
+				if err != nil {
+					return train.Eval{}, err
+				}
+				return train.Evaluate(c.Context(), d, s, 0, nil)
+			}
+			evTest, err := evalOn(te)
 			if err != nil {
 				return err
 			}
-			evTrain, err := train.Evaluate(c.Context(), m, tr, 0, nil)
+			evTrain, err := evalOn(tr)
 			if err != nil {
 				return err
 			}
-			m.Cfg.Training = map[string]any{
+			cellName := d.Config().Arch.(*model.CaptionerConfig).Cell
+			rec := map[string]any{
 				"seed": opt.Seed, "data_seed": dataSeed, "epochs": opt.Epochs, "batch_size": opt.BatchSize,
 				"lr": opt.LR, "final_lr": opt.FinalLR, "optimizer": "adamw", "weight_decay": opt.WeightDecay,
-				"dropout": opt.Dropout, "shift": opt.Shift, "clip_norm": opt.ClipNorm, "seconds": secs,
+				"dropout": opt.Dropout, "shift": shift, "clip_norm": opt.ClipNorm, "seconds": secs,
 				"test_sequence_accuracy": evTest.SequenceAccuracy, "max_len_train": evTrain.MaxLen,
-				"command": fmt.Sprintf("lenspec train captioner --out DIR --seed %d --epochs %d", opt.Seed, opt.Epochs),
+				"command": fmt.Sprintf("lenspec train captioner --out DIR --seed %d --epochs %d --cell %s", opt.Seed, opt.Epochs, cellName),
 			}
 			if init != "" {
-				m.Cfg.Training["init"] = init
-				m.Cfg.Training["command"] = fmt.Sprintf("%s --init %s --lr %g --final-lr %g", m.Cfg.Training["command"], init, opt.LR, opt.FinalLR)
+				rec["init"] = init
+				rec["command"] = fmt.Sprintf("%s --init %s --lr %g --final-lr %g", rec["command"], init, opt.LR, opt.FinalLR)
 			}
 			if opt.Stability > 0 {
-				m.Cfg.Training["stability"], m.Cfg.Training["stability_eps"], m.Cfg.Training["stability_ramp"] = opt.Stability, opt.StabilityEps, opt.StabilityRamp
-				m.Cfg.Training["command"] = fmt.Sprintf("%s --stability %g --stability-eps %g --stability-ramp %g",
-					m.Cfg.Training["command"], opt.Stability, opt.StabilityEps, opt.StabilityRamp)
+				rec["stability"], rec["stability_eps"], rec["stability_ramp"] = opt.Stability, opt.StabilityEps, opt.StabilityRamp
+				rec["command"] = fmt.Sprintf("%s --stability %g --stability-eps %g --stability-ramp %g", rec["command"], opt.Stability, opt.StabilityEps, opt.StabilityRamp)
 			}
-			if err := model.Save(out, m); err != nil {
+			d.Config().Training = rec
+			if err := model.Save(out, d); err != nil {
 				return err
 			}
 			if err := os.RemoveAll(ckpt); err != nil {
@@ -132,22 +154,22 @@ verification-friendly training, with fewer unstable ReLUs for the verifier.`,
 	f := c.Flags()
 	f.StringVar(&out, "out", "", "output model directory")
 	f.StringVar(&init, "init", "", "start from this model's weights and architecture (fine-tuning)")
-	f.Uint64Var(&opt.Seed, "seed", def.Seed, "seed for initialisation and shuffling")
+	f.Uint64Var(&opt.Seed, "seed", def.Seed, "seed for initialisation, shuffling, augmentation and dropout")
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
 	f.IntVar(&opt.Epochs, "epochs", def.Epochs, "passes over the 50,000 training canvases")
 	f.IntVar(&opt.BatchSize, "batch", def.BatchSize, "batch size")
 	f.Float64Var(&opt.LR, "lr", def.LR, "Adam learning rate")
 	f.Float64Var(&opt.FinalLR, "final-lr", def.FinalLR, "learning rate at the end of the cosine schedule (0: constant)")
 	f.Float64Var(&opt.WeightDecay, "weight-decay", def.WeightDecay, "AdamW decoupled weight decay on weight matrices")
-	f.Float64Var(&opt.Dropout, "dropout", def.Dropout, "dropout probability in the encoder's fully connected layers")
-	f.BoolVar(&opt.Shift, "shift", def.Shift, "shift training canvases horizontally (digits stay inside; labels unchanged)")
+	f.Float64Var(&opt.Dropout, "dropout", def.Dropout, "dropout probability in the encoder's fully connected layers, in [0, 1)")
+	f.BoolVar(&shift, "shift", shift, "shift training canvases horizontally (digits stay inside; labels unchanged)")
 	f.Float64Var(&opt.ClipNorm, "clip-norm", def.ClipNorm, "clip the gradient's global L2 norm (0: off)")
 	f.Float64Var(&opt.Stability, "stability", def.Stability, "weight of the ReLU-stability regulariser (verification-friendly training; 0: off)")
 	f.Float64Var(&opt.StabilityEps, "stability-eps", def.StabilityEps, "L∞ radius of the regulariser's interval bounds")
 	f.Float64Var(&opt.StabilityRamp, "stability-ramp", def.StabilityRamp, "fraction of the steps over which the radius ramps up from 0")
-	f.IntVar(&cfg.Conv[0].OutChannels, "conv1", cfg.Conv[0].OutChannels, "channels of the first convolution")
-	f.IntVar(&cfg.Conv[1].OutChannels, "conv2", cfg.Conv[1].OutChannels, "channels of the second convolution")
-	f.IntVar(&cfg.FCHidden, "fc", cfg.FCHidden, "width of the first fully connected layer")
-	cmd.AddCommand(c)
-	return cmd
+	f.IntVar(&arch.Conv[0].OutChannels, "conv1", arch.Conv[0].OutChannels, "channels of the first convolution")
+	f.IntVar(&arch.Conv[1].OutChannels, "conv2", arch.Conv[1].OutChannels, "channels of the second convolution")
+	f.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the first fully connected layer")
+	f.StringVar(&arch.Cell, "cell", arch.Cell, "decoder cell: rnn_relu (verifiable) or lstm")
+	return group("train", "Train models", c)
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lenspec/lenspec/results"
+	"github.com/lenspec/lenspec/experiment"
 )
 
 func TestVerifyCLI(t *testing.T) {
@@ -21,12 +21,7 @@ func TestVerifyCLI(t *testing.T) {
 	if len(words) != 4 {
 		t.Fatalf("stdout %q: want one word per sample", stdout)
 	}
-	for _, w := range words {
-		if w != "robust" && w != "vulnerable" && w != "unknown" {
-			t.Fatalf("stdout word %q", w)
-		}
-	}
-	recs, err := results.Read[verifyRecord](out)
+	recs, err := experiment.ReadVerifyRecords(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +41,9 @@ func TestVerifyCLI(t *testing.T) {
 			if r.Stage == "" {
 				t.Fatalf("robust without the stage that proved it: %+v", r)
 			}
+		case "unknown":
+		default:
+			t.Fatalf("verdict %q", r.Verdict)
 		}
 	}
 	// Resume: nothing left to do.
@@ -53,27 +51,33 @@ func TestVerifyCLI(t *testing.T) {
 	if code != 0 || strings.TrimSpace(stdout) != "" {
 		t.Fatalf("rerun printed %q", stdout)
 	}
-	// Bad flags are usage errors.
-	if code, _, _ := runCLI(t, "verify", "--model", dir, "--eps", "0.1", "--index", "0", "--out", out, "--bounds", "magic"); code != 2 {
-		t.Fatalf("bad --bounds: exit %d, want 2", code)
-	}
 }
 
-// TestVerifyExperimentShards: two shards split the (δ, image) list into
-// disjoint halves in their own files, and the summary covers both.
+// TestVerifyExperimentShards: two shards — one from --shard, one from a
+// Kubernetes Indexed Job's environment — split the (δ, image) list into
+// disjoint halves in their own files; the summary covers both, and their
+// merge holds every record once.
 func TestVerifyExperimentShards(t *testing.T) {
 	dir := smallModel(t)
 	out := t.TempDir()
-	for _, sh := range []string{"1/2", "2/2"} {
-		code, _, stderr := runCLI(t, "experiment", "mmnist-verify", "--model", dir, "--out", out, "--images", "3", "--eps", "0.0001,0.5",
-			"--no-mip", "--attack-steps", "5", "--timeout", "20s", "--shard", sh, "-q")
-		if code != 0 {
-			t.Fatalf("shard %s: exit %d: %s", sh, code, stderr)
-		}
+	base := []string{"experiment", "mmnist-verify", "--model", dir, "--out", out, "--images", "3", "--eps", "0.0001,0.5",
+		"--no-mip", "--attack-steps", "5", "--timeout", "20s", "-q"}
+	if code, _, stderr := runCLI(t, append(base, "--shard", "1/2")...); code != 0 {
+		t.Fatalf("shard 1/2: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLIEnv(t, map[string]string{"JOB_COMPLETION_INDEX": "1", "JOB_COMPLETIONS": "2"}, append(base, "--json")...)
+	if code != 0 {
+		t.Fatalf("indexed job 1 of 2: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, " 0.5 |") || !strings.Contains(stdout, `"table"`) {
+		t.Fatalf("summary %s", stdout)
 	}
 	seen := map[string]bool{}
-	for _, f := range []string{"verify-shard-1-of-2.jsonl", "verify-shard-2-of-2.jsonl"} {
-		recs, err := results.Read[verifyRecord](filepath.Join(out, f))
+	var files []string
+	for _, f := range []string{"verify.shard-1-of-2.jsonl", "verify.shard-2-of-2.jsonl"} {
+		p := filepath.Join(out, f)
+		files = append(files, p)
+		recs, err := experiment.ReadVerifyRecords(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,20 +85,34 @@ func TestVerifyExperimentShards(t *testing.T) {
 			t.Fatalf("%s: %d records, want 3 of the 6", f, len(recs))
 		}
 		for _, r := range recs {
-			k, _ := verifyKey(mustJSON(r))
+			k := experiment.VerifyKey(r)
 			if seen[k] {
 				t.Fatalf("%s: record %s also in the other shard", f, k)
 			}
 			seen[k] = true
 		}
 	}
-	all, err := readVerifyRecords(out)
-	if err != nil || len(all) != 6 {
-		t.Fatalf("summary reads %d records (%v), want 6", len(all), err)
+	merged := filepath.Join(out, "merged.jsonl")
+	if code, _, stderr := runCLI(t, append([]string{"results", "merge", "--out", merged}, files...)...); code != 0 {
+		t.Fatalf("merge: %s", stderr)
+	}
+	if recs, err := experiment.ReadVerifyRecords(merged); err != nil || len(recs) != 6 {
+		t.Fatalf("merged %d records (%v), want 6", len(recs), err)
 	}
 	for _, bad := range []string{"0/2", "3/2", "1/0", "a/b", "1/2/3"} {
 		if code, _, _ := runCLI(t, "experiment", "mmnist-verify", "--model", dir, "--out", out, "--shard", bad); code != 2 {
 			t.Fatalf("--shard %s: exit %d, want 2", bad, code)
+		}
+	}
+}
+
+// TestResultsSummaryOfShippedFiles: the results files of docs/runs, from
+// before schema 1, summarise through the CLI.
+func TestResultsSummaryOfShippedFiles(t *testing.T) {
+	for _, f := range []string{"../../docs/runs/attacks.jsonl", "../../docs/runs/verify.jsonl"} {
+		code, stdout, stderr := runCLI(t, "results", "summary", "--out", t.TempDir(), f)
+		if code != 0 || !strings.Contains(stdout, " 0.5 |") {
+			t.Fatalf("%s: exit %d: %s %s", f, code, stdout, stderr)
 		}
 	}
 }

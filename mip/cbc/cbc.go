@@ -15,23 +15,39 @@ import (
 	"fmt"
 	"math"
 	"runtime/cgo"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/lenspec/lenspec/mip"
+	"github.com/lenspec/lenspec/mip/internal/coin"
 	"github.com/lenspec/lenspec/mip/internal/evsink"
 	"github.com/lenspec/lenspec/mip/internal/prune"
 )
 
-// solveMu serialises in-process CBC solves. CBC 2.10 keeps global state
-// (in CbcMain1's parameter handling and in the shim's callback, which has
-// no user-data argument): concurrent solves in one process were seen to
-// return at once with nothing solved. This is the package's only mutable
-// package-level state. To solve in parallel, use mip/external, which runs
-// one cbc process per solve.
-var solveMu sync.Mutex
+// solveSem serialises in-process CBC solves: a solve holds its one slot.
+// CBC 2.10 keeps global state (in CbcMain1's parameter handling and in the
+// shim's callback, which has no user-data argument): concurrent solves in
+// one process were seen to return at once with nothing solved. It is a
+// channel rather than a mutex so that a caller whose context ends while it
+// waits can give up. Apart from the test hook testThrow, this is the
+// package's only mutable package-level state. To solve in parallel, use mip/external, which runs one cbc
+// process per solve.
+var solveSem = make(chan struct{}, 1)
+
+// testThrow, if not 0, makes the next solves throw a C++ exception inside
+// the shim (one of the throw constants): tests of the error path, which
+// no known model reaches.
+var testThrow int
+
+// Values of testThrow.
+const (
+	throwCoinError = 1 + iota
+	throwStdException
+	throwOther
+)
 
 // Solver solves models with CBC linked into the process. The zero value
 // is ready to use. Solves are serialised: concurrent calls to Solve wait
@@ -43,9 +59,60 @@ var _ mip.Solver = Solver{}
 // Name returns "cbc 2.10.x".
 func (Solver) Name() string { return "cbc " + Version }
 
+// events is what the shim's event callback reaches through its handle.
+type events struct {
+	sink *evsink.Sink
+	c    *C.ls_ctx
+
+	mu     sync.Mutex
+	panic  *callbackPanic // the first panic of the caller's OnEvent
+	silent bool           // set after a panic: call OnEvent no more
+}
+
+// callbackPanic is the value Solve panics with when Options.OnEvent
+// panicked. It is an error that unwraps to the original value if that was
+// an error, and it carries the stack of the original panic, which the
+// re-panic would otherwise lose.
+type callbackPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *callbackPanic) Error() string {
+	return fmt.Sprintf("cbc: Options.OnEvent panicked: %v\n\n[original stack]:\n%s", p.value, p.stack)
+}
+
+func (p *callbackPanic) Unwrap() error {
+	err, _ := p.value.(error)
+	return err
+}
+
 //export lsCbcEvent
 func lsCbcEvent(h C.uintptr_t, kind C.int, obj, bound C.double, nodes C.int64_t, elapsed C.double) {
-	cgo.Handle(h).Value().(*evsink.Sink).Send(mip.Event{
+	ev := cgo.Handle(h).Value().(*events)
+	ev.mu.Lock()
+	silent := ev.silent
+	ev.mu.Unlock()
+	if silent {
+		return
+	}
+	// This runs above C++ frames (on one of CBC's threads if it runs
+	// several): a panic must not unwind through them, which would skip
+	// their destructors and leave the shim's locks held, or, on a C
+	// thread, crash the process. Keep it, stop the solve, and let Solve
+	// re-panic once CBC has returned.
+	defer func() {
+		if r := recover(); r != nil {
+			ev.mu.Lock()
+			if ev.panic == nil {
+				ev.panic = &callbackPanic{value: r, stack: debug.Stack()}
+			}
+			ev.silent = true
+			ev.mu.Unlock()
+			C.ls_ctx_cancel(ev.c)
+		}
+	}()
+	ev.sink.Send(mip.Event{
 		Kind:      mip.EventKind(kind),
 		Objective: float64(obj),
 		Bound:     float64(bound),
@@ -172,6 +239,7 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 		p.cutoff = C.double(opt.Cutoff - constant)
 	}
 	p.solution_limit = C.int(opt.SolutionLimit)
+	p.inject_exception = C.int(testThrow)
 	if len(opt.Params) > 0 {
 		p.extra = a.str(strings.Join(opt.Params, "\n"))
 	}
@@ -188,19 +256,30 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 	}
 
 	var h cgo.Handle
-	events := 0
+	var ev *events
 	sink := evsink.New(opt.OnEvent, constant, t0)
 	if sink != nil {
-		h = cgo.NewHandle(sink)
+		ev = &events{sink: sink}
+		h = cgo.NewHandle(ev)
 		defer h.Delete()
-		events = 1
 	}
-	c := C.ls_ctx_new(C.uintptr_t(h), C.int(events))
+	c := C.ls_ctx_new(C.uintptr_t(h), C.int(btoi(ev != nil)))
 	defer C.ls_ctx_free(c)
+	if ev != nil {
+		ev.c = c
+	}
 
-	solveMu.Lock()
-	defer solveMu.Unlock()
-	if ctx.Err() != nil { // cancelled while waiting for the mutex
+	select {
+	case solveSem <- struct{}{}:
+	case <-ctx.Done():
+		// Cancelled while another solve runs: give up waiting.
+		res.Status = mip.Cancelled
+		res.Wall = time.Since(t0)
+		res.Finish(m, &opt)
+		return res, nil
+	}
+	defer func() { <-solveSem }()
+	if ctx.Err() != nil { // select picks at random when both are ready
 		res.Status = mip.Cancelled
 		res.Wall = time.Since(t0)
 		res.Finish(m, &opt)
@@ -221,9 +300,23 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 	close(done)
 	<-watcher
 	res.Wall = time.Since(t0)
+	if ev != nil {
+		ev.mu.Lock()
+		p := ev.panic
+		ev.mu.Unlock()
+		if p != nil {
+			panic(p)
+		}
+	}
 
 	if r.exception != 0 {
-		return nil, fmt.Errorf("cbc: solving %q: CBC threw a C++ exception", m.Name())
+		// CBC ran and failed: by the mip.Solver contract that is a
+		// result, not an error, so that callers carry on with the
+		// next model.
+		res.Status = mip.Error
+		res.Message = "cbc: " + C.GoString(&r.message[0])
+		res.Finish(m, &opt)
+		return res, nil
 	}
 	res.Nodes = int64(r.nodes)
 	if r.has_solution != 0 {
@@ -234,7 +327,7 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 	var boundOK bool
 	// A completion that reaches the limit is not trusted (ReachedLimit).
 	res.Status, boundOK = status(&r, res.HasSolution, opt.ReachedLimit(res.Wall))
-	if bound := float64(r.bound); boundOK && bound > -1e49 && bound < 1e49 {
+	if bound := float64(r.bound); boundOK && coin.Finite(bound) {
 		res.Bound = bound + constant
 	}
 	if res.Status == mip.Optimal && !boundOK {
@@ -247,8 +340,19 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 		res.Bound = math.Min(res.Bound, m.Eval(res.Solution)-prune.Slack(m, float64(r.increment)))
 	}
 	res.Finish(m, &opt)
+	if res.Status == mip.Error {
+		res.Message = fmt.Sprintf("cbc: unexpected outcome: status %d, secondary status %d, CbcMain1 returned %d, solution %v",
+			r.status, r.secondary, r.main_return, r.has_solution != 0)
+	}
 	sink.Final(res)
 	return res, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // status maps CBC's status and secondary status to a mip.Status and says

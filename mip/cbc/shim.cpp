@@ -11,15 +11,20 @@
 #include <coin/CbcEventHandler.hpp>
 #include <coin/CbcModel.hpp>
 #include <coin/CbcSolver.hpp>
+#include <coin/CoinError.hpp>
 #include <coin/CoinTime.hpp>
 #include <coin/OsiClpSolverInterface.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <exception>
 #include <iostream>
 #include <mutex>
 #include <signal.h>
+#include <stdexcept>
 #include <streambuf>
 #include <string>
 #include <vector>
@@ -29,7 +34,7 @@ extern "C" void lsCbcEvent(uintptr_t h, int kind, double obj, double bound, int6
 // Event kinds; they match mip.EventKind.
 enum { kIncumbent = 0, kBound = 1, kProgress = 2 };
 
-// CBC keeps "no solution" as a huge objective value.
+// CBC keeps "no solution" as a huge objective value (coin.Infinity in Go).
 static const double kNoSolution = 1e49;
 
 struct ls_ctx {
@@ -135,7 +140,7 @@ private:
 
 // The CbcMain1 callback is a plain function: it finds the context through
 // this variable, which is safe because solves are serialised (see the Go
-// side's mutex).
+// side's solveSem).
 static ls_ctx *current;
 
 static int callback(CbcModel *model, int whereFrom) {
@@ -295,6 +300,14 @@ static void solve(const ls_problem *p, ls_ctx *c, ls_result *r, double *x) {
 	}
 
 	current = c;
+	switch (p->inject_exception) {
+	case 1:
+		throw CoinError("injected for a test", "solve", "lenspecShim");
+	case 2:
+		throw std::runtime_error("injected for a test");
+	case 3:
+		throw 42;
+	}
 	r->main_return = CbcMain1(int(argv.size()), argv.data(), model, callback, data);
 	current = nullptr;
 
@@ -317,14 +330,38 @@ static void solve(const ls_problem *p, ls_ctx *c, ls_result *r, double *x) {
 	}
 }
 
+static void set_message(ls_result *r, const std::string &msg) {
+	size_t n = std::min(msg.size(), sizeof r->message - 1);
+	memcpy(r->message, msg.data(), n);
+	r->message[n] = 0;
+}
+
 extern "C" void ls_solve(const ls_problem *p, ls_ctx *c, ls_result *r, double *x) {
 	*r = ls_result{};
 	Silence quiet;
+	// CBC and CLP throw CoinError, which does not derive from
+	// std::exception; its message is what tells a user what went wrong,
+	// so it is caught first and kept.
 	try {
 		solve(p, c, r, x);
+	} catch (CoinError &e) {
+		r->exception = 1;
+		std::string msg = "CoinError in " + e.className() + "::" + e.methodName() + ": " + e.message();
+		if (e.lineNumber() >= 0) {
+			msg += " (" + e.fileName() + ":" + std::to_string(e.lineNumber()) + ")";
+		}
+		set_message(r, msg);
+	} catch (std::exception &e) {
+		r->exception = 1;
+		set_message(r, std::string("C++ exception: ") + e.what());
 	} catch (...) {
 		r->exception = 1;
+		set_message(r, "unknown C++ exception");
 	}
+	// An exception skips the resets in solve: the model these pointed
+	// to is gone.
+	current = nullptr;
+	c->main.store(nullptr);
 	r->cancelled = c->cancel.load();
 	r->increment = c->increment;
 }

@@ -28,7 +28,11 @@ typedef struct {
 	int solution_limit; // <= 0 means none
 	double rel_gap, abs_gap; // <= 0 means default
 	const char *extra;  // newline-separated extra CBC parameters, or NULL
+	int inject_exception; // tests only: throw 1 a CoinError, 2 a std::exception, 3 an int
 } ls_problem;
+
+// LS_MESSAGE_SIZE is the size of ls_result.message.
+#define LS_MESSAGE_SIZE 1024
 
 // ls_result receives CBC's verdict.
 typedef struct {
@@ -43,6 +47,7 @@ typedef struct {
 	int main_return;    // CbcMain1's return code
 	int exception;      // a C++ exception was caught
 	double increment;   // CBC's cutoff increment during branch and bound
+	char message[LS_MESSAGE_SIZE]; // the exception's message, NUL-terminated
 } ls_result;
 
 typedef struct ls_ctx ls_ctx;

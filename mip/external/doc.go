@@ -22,12 +22,43 @@
 // isolates crashes and lets solves run in parallel, which the in-process
 // backend cannot.
 //
-// # Cancellation
+// # Cancellation, time limits and cleanup
 //
-// When the context is done, cbc receives SIGINT every 100 ms (it ignores
-// one that arrives while it reads its input) until it stops its search and
-// writes its incumbent, which Solve returns with status Cancelled. A cbc
-// that has not exited KillDelay later is killed.
+// The time limit runs from the call to Solve. cbc gets the time left when
+// it starts, less a head start, as -sec: 5 % of the limit, at least 200 ms
+// but at most a quarter of the limit, and at most 1 s, so short limits
+// lose up to a fifth of their search time. cbc honours -sec in branch and
+// bound, where it thus stops on its own and has the head start to write
+// its incumbent. In preprocessing and root processing it looks at its
+// clock late (a 2 s limit was seen to end after 2.6 s; larger models
+// overrun by seconds) and ignores SIGINT. So Solve enforces both limits
+// itself: when the context is done or the time limit has passed, cbc's
+// process group receives SIGINT repeatedly (cbc ignores one that arrives
+// before branch and bound) until cbc stops and writes its incumbent, and
+// SIGKILL once the grace period has passed (Solver.KillDelay; by default
+// 2 % of the time limit, at least 20 ms and at most 1 s, or 1 s without a
+// time limit). The solve then returns Cancelled (context) or TimeLimit
+// (time limit), with the incumbent if cbc wrote one in time. A 2 s limit
+// ends within about 50 ms of it; an Optimal or Infeasible that arrives at
+// the limit is reported as TimeLimit (see mip.Options.ReachedLimit).
+//
+// cbc runs in a process group of its own, killed as a whole whenever Solve
+// returns, also when OnEvent panics. Being in its own group, it does not
+// receive the terminal's Ctrl-C: the program decides, by cancelling the
+// context or dying. On Linux, cbc is started with a parent-death signal
+// (SIGKILL), so that it dies with the calling process even if that is
+// killed without cleanup. Temporary directories are named
+// lenspec-mip-<pid>-* under os.TempDir(); each Solve removes those whose
+// process no longer exists, which a SIGKILL leaves behind.
+//
+// cbc's standard output is a pseudo-terminal where the system has one, so
+// that its log arrives line by line: through a pipe, C stdio would hold it
+// back in 4 KB blocks, delaying events, and a killed cbc would take the
+// last block with it.
+//
+// A cbc that runs but fails (exits, by a signal or otherwise, without a
+// usable solution file) yields Status Error with the end of its output in
+// Result.Message, not a Go error.
 //
 // # Statuses and bounds
 //
@@ -39,8 +70,11 @@
 // three decimals and which is therefore lowered by 1e-3, and at most the
 // incumbent less the pruning slack (the cutoff increment cbc reports, or
 // its default 1e-5, unless the objective is integral). A proven optimum
-// for which cbc prints no bound gets the incumbent less that slack; a
-// solve stopped without a printed bound gets -Inf. A model with a lower
-// bound above an upper bound is reported Infeasible without running cbc,
-// whose MPS reader rejects such bounds.
+// for which cbc prints no bound gets the incumbent less that slack. A
+// solve stopped before cbc printed its summary (killed after the grace
+// period) gets the root LP relaxation's value from the log ("Continuous
+// objective value", padded for its six digits), or -Inf if cbc had not
+// printed that either, and no solution: cbc writes its incumbent only when
+// it stops. A model with a lower bound above an upper bound is reported
+// Infeasible without running cbc, whose MPS reader rejects such bounds.
 package external

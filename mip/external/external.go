@@ -13,11 +13,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lenspec/lenspec/mip"
+	"github.com/lenspec/lenspec/mip/internal/coin"
 	"github.com/lenspec/lenspec/mip/internal/evsink"
 	"github.com/lenspec/lenspec/mip/internal/prune"
 )
@@ -36,8 +38,10 @@ type Solver struct {
 	// level or the cutoff increment defeat the parsing that bounds and
 	// events rely on.
 	Args []string
-	// KillDelay is how long to keep interrupting cbc (on cancellation)
-	// before killing it; 0 means 5 s.
+	// KillDelay is how long an interrupted cbc (on cancellation or at
+	// the time limit) may take to stop and write its incumbent before
+	// its process group is killed; 0 means 2 % of the time limit, at
+	// least 20 ms and at most 1 s, or 1 s without a time limit.
 	KillDelay time.Duration
 }
 
@@ -70,11 +74,20 @@ const (
 var ErrNoBinary = errors.New("external: solver program not found (for cbc: apt-get install coinor-cbc)")
 
 // Solve writes m to a temporary MPS file and runs cbc on it. See
-// mip.Solver for the contract. When ctx is done cbc receives SIGINT
-// (repeatedly, as it ignores one that arrives too early), stops and
-// writes its incumbent, which Solve returns with status Cancelled; if it
-// has not exited after KillDelay it is killed.
+// mip.Solver for the contract and the package documentation for how
+// cancellation and the time limit are enforced: when ctx is done, or the
+// time limit has passed, cbc is interrupted and, if it has not exited
+// after a grace period, its process group is killed; a solve stopped by
+// the time limit returns TimeLimit, one stopped by ctx Cancelled. A cbc
+// that fails (exits without a usable solution file) yields Status Error
+// with the end of its output in Result.Message; Solve returns an error
+// only if m or opt is invalid, cbc cannot be found or started, or the
+// model cannot be written. cbc never outlives Solve, even if OnEvent
+// panics (the panic propagates after cbc is killed).
 func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.Result, error) {
+	// The time limit runs from here: writing a large model takes time
+	// too, and callers divide a deadline into limits.
+	tStart := time.Now()
 	if err := opt.Validate(m); err != nil {
 		return nil, err
 	}
@@ -94,7 +107,8 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %v", ErrNoBinary, s.binary(), err)
 	}
-	dir, err := os.MkdirTemp("", "lenspec-mip-")
+	sweepStale()
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", tempPrefix, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("external: %w", err)
 	}
@@ -113,10 +127,7 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 		return nil, err
 	}
 
-	args := []string{modelFile, "-timeMode", "elapsed"}
-	if opt.TimeLimit > 0 {
-		args = append(args, "-sec", fmtNum(opt.TimeLimit.Seconds()))
-	}
+	var args []string // after the time limit
 	if opt.Threads > 1 {
 		args = append(args, "-threads", strconv.Itoa(opt.Threads))
 	}
@@ -152,61 +163,78 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 	args = append(args, "-solve", "-solution", solFile, "-saveSolution", binSolFile, "-quit")
 
 	res := &mip.Result{Solver: s.Name(), Bound: math.NaN()}
-	t0 := time.Now()
 	if ctx.Err() != nil {
 		res.Status = mip.Cancelled
+		res.Wall = time.Since(tStart)
 		res.Finish(m, &opt)
 		return res, nil
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("external: %w", err)
+	grace := s.grace(&opt)
+	// own is the limit cbc enforces itself, as a time since tStart: the
+	// time left less a head start (headStart). A cbc in branch and
+	// bound, which honours its limit, then stops on its own and writes
+	// its incumbent before Solve's deadline; the grace after the
+	// deadline, which is overrun, can stay short.
+	var deadline time.Time
+	own := opt
+	head := []string{modelFile, "-timeMode", "elapsed"}
+	if opt.TimeLimit > 0 {
+		deadline = tStart.Add(opt.TimeLimit)
+		left := time.Until(deadline)
+		if left <= 0 {
+			res.Status = mip.TimeLimit
+			res.Wall = time.Since(tStart)
+			res.Finish(m, &opt)
+			return res, nil
+		}
+		// At least 1 ms: cbc takes 0 for no limit.
+		sec := max(left-headStart(opt.TimeLimit), time.Millisecond)
+		own.TimeLimit = time.Since(tStart) + sec
+		head = append(head, "-sec", fmtNum(sec.Seconds()))
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("external: start %s: %w", bin, err)
-	}
-	exited := make(chan struct{})
-	interrupter := make(chan struct{})
-	go func() {
-		defer close(interrupter)
-		s.interrupt(ctx, cmd.Process, exited)
-	}()
-	// Read the log as it comes, for events, keeping it for the summary.
-	log := logState{sink: evsink.New(opt.OnEvent, constant, t0)}
-	log.read(stdout) // until cbc exits and the pipe closes
-	waitErr := cmd.Wait()
-	close(exited)
-	<-interrupter
-	res.Wall = time.Since(t0)
-	cancelled := ctx.Err() != nil
+	args = append(head, args...)
 
+	log := logState{sink: evsink.New(opt.OnEvent, constant, tStart)}
+	out, err := s.run(ctx, bin, args, dir, deadline, grace, log.read)
+	if err != nil {
+		return nil, err
+	}
+	res.Wall = time.Since(tStart)
+	// A stop is the context's if Solve interrupted cbc for it, or if
+	// the context ended while cbc finished anyway.
+	cancelled := out.reason == stopContext || out.reason == stopNone && ctx.Err() != nil
+	// The time limit was reached if Solve interrupted cbc for it or cbc
+	// ran until its own limit. Verdicts that arrive then are not
+	// trusted (mip.Options.ReachedLimit): cbc stopped by its time limit
+	// inside preprocessing writes "Integer infeasible" for a feasible
+	// model.
+	atLimit := out.reason == stopLimit || own.ReachedLimit(res.Wall)
+	if out.killed {
+		res.Message = fmt.Sprintf("external: %s did not stop within %v of the interrupt and was killed", filepath.Base(bin), grace)
+	}
 	if log.version != "" {
 		res.Solver = fmt.Sprintf("%s %s (external)", filepath.Base(s.binary()), log.version)
 	}
 	res.Nodes = log.nodes
-	header, herr := os.ReadFile(filepath.Join(dir, solFile))
-	if herr != nil {
-		if cancelled {
+
+	st, x, serr := readSolution(dir, m)
+	if serr != nil {
+		// cbc wrote no usable solution file: stopped by Solve before it
+		// could, or failed.
+		res.Bound = log.rootBound(constant)
+		switch {
+		case cancelled:
 			res.Status = mip.Cancelled
-			res.Finish(m, &opt)
-			return res, nil
+		case atLimit:
+			res.Status = mip.TimeLimit
+		default:
+			res.Status = mip.Error
+			res.Message = fmt.Sprintf("external: %s: %v (exit: %v): %s", filepath.Base(bin), serr, out.waitErr, tail(out.stderr+log.text.String()))
 		}
-		return nil, fmt.Errorf("external: %s wrote no solution (%v; exit: %v): %s", bin, herr, waitErr, tail(stderr.String()+log.text.String()))
+		res.Finish(m, &opt)
+		return res, nil
 	}
-	st, hasSol := parseHeader(firstLine(header))
-	if hasSol {
-		b, err := os.ReadFile(filepath.Join(dir, binSolFile))
-		if err != nil {
-			return nil, fmt.Errorf("external: read %s: %w", binSolFile, err)
-		}
-		x, err := parseBinarySolution(b, m.NumRows(), m.NumVars())
-		if err != nil {
-			return nil, fmt.Errorf("external: %s: %w", binSolFile, err)
-		}
+	if x != nil {
 		res.HasSolution, res.Solution = true, x
 	}
 	// The summary distinguishes what the solution file's status line
@@ -218,17 +246,18 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 	case st == mip.Error && strings.HasPrefix(log.result, "Stopped on time"):
 		st = mip.TimeLimit
 	}
-	// cbc stopped by its time limit inside preprocessing writes "Integer
-	// infeasible" for a feasible model: a verdict that reaches the limit
-	// is not trusted (mip.Options.ReachedLimit).
-	if (st == mip.Infeasible || st == mip.Optimal) && opt.ReachedLimit(res.Wall) {
+	if (st == mip.Infeasible || st == mip.Optimal) && atLimit {
 		st = mip.TimeLimit
 	}
 	// A verdict reached before the interrupt stands; anything after
-	// one is a cancellation.
-	interrupted := strings.Contains(log.result, "ctrl-c")
-	if cancelled && (interrupted || st != mip.Optimal && st != mip.Infeasible && st != mip.Unbounded) {
+	// one is a cancellation, or a time limit if that was the reason.
+	interrupted := strings.Contains(log.result, "ctrl-c") || st == mip.Cancelled
+	final := st == mip.Optimal || st == mip.Infeasible || st == mip.Unbounded
+	switch {
+	case cancelled && (interrupted || !final):
 		st = mip.Cancelled
+	case out.reason == stopLimit && (interrupted || st == mip.Error):
+		st = mip.TimeLimit
 	}
 	res.Status = st
 	switch {
@@ -239,41 +268,231 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 		// Proven optimal (cbc prints no bound then): the incumbent,
 		// less the pruning slack below, is the bound.
 		res.Bound = math.Inf(1)
+	default:
+		// Stopped before its summary, typically killed.
+		res.Bound = log.rootBound(constant)
 	}
 	if res.HasSolution && (st == mip.Optimal || st == mip.TimeLimit || st == mip.Cancelled || st == mip.SolutionLimit) {
 		inc := math.Max(log.increment, prune.DefaultIncrement)
 		res.Bound = math.Min(res.Bound, m.Eval(res.Solution)-prune.Slack(m, inc))
 	}
 	res.Finish(m, &opt)
+	if res.Status == mip.Error && res.Message == "" {
+		res.Message = fmt.Sprintf("external: %s: unrecognised outcome: solution file says %q, log says %q (exit: %v): %s",
+			filepath.Base(bin), st, log.result, out.waitErr, tail(out.stderr+log.text.String()))
+	}
 	log.sink.Final(res)
 	return res, nil
 }
 
-// interrupt waits for ctx to be done and then sends p SIGINT every 100 ms
-// until it exits, since cbc ignores an interrupt that arrives while it
-// reads its input; after KillDelay it kills p.
-func (s Solver) interrupt(ctx context.Context, p *os.Process, exited <-chan struct{}) {
-	select {
-	case <-ctx.Done():
-	case <-exited:
+// tempPrefix starts the names of the solves' temporary directories, which
+// are tempPrefix + pid + "-" + random.
+const tempPrefix = "lenspec-mip-"
+
+// sweepStale removes the temporary directories of solves whose process no
+// longer exists: one killed by SIGKILL runs no cleanup. A pid reused
+// meanwhile only keeps a stale directory; a directory shared between pid
+// namespaces would break this (processes of the other namespace look
+// dead), so do not share a TMPDIR between them.
+func sweepStale() {
+	tmp := os.TempDir()
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
 		return
 	}
-	delay := s.KillDelay
-	if delay <= 0 {
-		delay = 5 * time.Second
+	self := os.Getpid()
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), tempPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		digits, _, ok := strings.Cut(rest, "-")
+		if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" {
+			continue
+		}
+		pid, err := strconv.Atoi(digits)
+		if err != nil || pid <= 0 || pid == self || processAlive(pid) {
+			continue
+		}
+		os.RemoveAll(filepath.Join(tmp, e.Name()))
 	}
-	deadline := time.Now().Add(delay)
-	tick := time.NewTicker(100 * time.Millisecond)
+}
+
+// readSolution reads the status and, if the status line announces one,
+// the solution from the files cbc wrote in dir.
+func readSolution(dir string, m *mip.Model) (st mip.Status, x []float64, err error) {
+	header, err := os.ReadFile(filepath.Join(dir, solFile))
+	if err != nil {
+		return mip.Error, nil, fmt.Errorf("wrote no solution: %w", err)
+	}
+	st, hasSol := parseHeader(firstLine(header))
+	if !hasSol {
+		return st, nil, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, binSolFile))
+	if err != nil {
+		return mip.Error, nil, err
+	}
+	x, err = parseBinarySolution(b, m.NumRows(), m.NumVars())
+	if err != nil {
+		return mip.Error, nil, fmt.Errorf("%s: %w", binSolFile, err)
+	}
+	return st, x, nil
+}
+
+// headStart returns how much earlier than Solve's deadline cbc's own
+// time limit ends: 5 % of the limit, at least 200 ms but at most a
+// quarter of the limit, and at most 1 s. cbc takes 10-30 ms from its
+// limit to its exit on an idle machine, but 50-160 ms were measured with
+// two other solves on two cores: the head start must cover that, or the
+// kill at the deadline loses the incumbent and the bound. It costs
+// search time: up to 20 % of a 1 s limit, 5 % from 4 s on.
+func headStart(limit time.Duration) time.Duration {
+	return min(max(limit/20, 200*time.Millisecond), limit/4, time.Second)
+}
+
+// grace returns how long an interrupted cbc may take to stop and write its
+// incumbent before it is killed: KillDelay if set, else 2 % of the time
+// limit, at least 20 ms and at most 1 s, or 1 s without a time limit. It
+// is short because past the deadline it is overrun, which a verifier
+// dividing a deadline among solves cannot afford, and because cbc ignores
+// SIGINT outside branch and bound, where waiting is pure loss; in branch
+// and bound cbc has stopped on its own limit before the deadline (see
+// Solve).
+func (s Solver) grace(opt *mip.Options) time.Duration {
+	switch {
+	case s.KillDelay > 0:
+		return s.KillDelay
+	case opt.TimeLimit > 0:
+		return min(max(opt.TimeLimit/50, 20*time.Millisecond), time.Second)
+	}
+	return time.Second
+}
+
+// signal is what Solve sends the solver's process group.
+type signal int
+
+const (
+	sigInt  signal = iota // SIGINT: stop and write the incumbent
+	sigKill               // SIGKILL
+)
+
+// stopReason says why Solve interrupted the solver, if it did.
+type stopReason int
+
+const (
+	stopNone    stopReason = iota
+	stopLimit              // the time limit passed
+	stopContext            // the context ended
+)
+
+// outcome is how a run of the solver ended.
+type outcome struct {
+	waitErr error      // from exec.Cmd.Wait
+	reason  stopReason // why it was interrupted, if it was
+	killed  bool       // it was killed after the grace period
+	stderr  string
+}
+
+// run runs bin with args in dir, passing its standard output to read (in
+// this goroutine) until the output ends, while interrupt watches ctx and
+// the deadline. The solver runs in a process group of its own, which is
+// killed before run returns, also when read panics.
+func (s Solver) run(ctx context.Context, bin string, args []string, dir string, deadline time.Time, grace time.Duration, read func(io.Reader)) (out outcome, err error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = sysProcAttr()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	// A terminal if there is one (see openPTY), else a pipe.
+	var stdout io.Reader
+	master, slave, perr := openPTY()
+	if perr == nil {
+		defer master.Close()
+		defer slave.Close() // closed at once after Start, or on failure
+		cmd.Stdout, stdout = slave, master
+	} else if stdout, err = cmd.StdoutPipe(); err != nil {
+		return out, fmt.Errorf("external: %w", err)
+	}
+	// On Linux the kernel kills the solver when the thread that started
+	// it exits (Pdeathsig; meant for the death of this process). The Go
+	// runtime ends a thread when a goroutine locked to it exits without
+	// unlocking, which any goroutine scheduled on that thread later
+	// could do. Holding the thread from the start until the solver is
+	// reaped keeps every other goroutine off it for the solver's life.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cmd.Start(); err != nil {
+		return out, fmt.Errorf("external: start %s: %w", bin, err)
+	}
+	if slave != nil {
+		// The output ends when the last holder of the terminal's other
+		// end exits: that must be cbc, not this process.
+		slave.Close()
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		out.reason, out.killed = interrupt(ctx, cmd.Process, deadline, grace, stop)
+	}()
+	reaped := false
+	defer func() {
+		if !reaped {
+			// read panicked (in the caller's OnEvent): the solver must
+			// not outlive the solve.
+			close(stop)
+			<-done
+			signalGroup(cmd.Process, sigKill)
+			cmd.Wait()
+		}
+	}()
+	read(stdout) // until EOF (pipe) or EIO (terminal)
+	close(stop)
+	<-done
+	// cbc closed its output on exit. Whatever remains of its group
+	// (children of a wrapper script) goes now, while the unreaped cbc
+	// still holds the group's id.
+	signalGroup(cmd.Process, sigKill)
+	out.waitErr = cmd.Wait()
+	reaped = true
+	out.stderr = stderr.String()
+	return out, nil
+}
+
+// interrupt waits for ctx to end, the deadline (if not zero) to pass or
+// stop to be closed. In the first two cases it sends p's process group
+// SIGINT repeatedly, since cbc ignores one that arrives before branch and
+// bound, until stop is closed, and SIGKILL once grace has passed. It
+// returns why it interrupted p, if it did, and whether it killed it.
+func interrupt(ctx context.Context, p *os.Process, deadline time.Time, grace time.Duration, stop <-chan struct{}) (stopReason, bool) {
+	var limit <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		limit = t.C
+	}
+	var reason stopReason
+	select {
+	case <-ctx.Done():
+		reason = stopContext
+	case <-limit:
+		reason = stopLimit
+	case <-stop:
+		return stopNone, false
+	}
+	kill := time.NewTimer(grace)
+	defer kill.Stop()
+	tick := time.NewTicker(min(max(grace/4, 10*time.Millisecond), 100*time.Millisecond))
 	defer tick.Stop()
 	for {
-		if time.Now().After(deadline) {
-			p.Kill()
-			return
-		}
-		p.Signal(os.Interrupt)
+		signalGroup(p, sigInt)
 		select {
-		case <-exited:
-			return
+		case <-stop:
+			return reason, false
+		case <-kill.C:
+			signalGroup(p, sigKill)
+			return reason, true
 		case <-tick.C:
 		}
 	}
@@ -368,6 +587,7 @@ var (
 	reVersion   = regexp.MustCompile(`^Version: (\S+)`)
 	reResult    = regexp.MustCompile(`^Result - (.*)$`)
 	reLower     = regexp.MustCompile(`^Lower bound:\s+(\S+)`)
+	reRootLP    = regexp.MustCompile(`^Continuous objective value is (\S+) `)
 	reNodes     = regexp.MustCompile(`^Enumerated nodes:\s+(\d+)`)
 	reIncrement = regexp.MustCompile(`Cutoff increment increased from \S+ to (\S+)`)
 	// Cbc0004I, Cbc0012I: "Integer solution of -266 found by ..."
@@ -386,14 +606,25 @@ type logState struct {
 	version    string
 	result     string
 	lowerBound float64 // NaN if not printed
+	rootLP     float64 // the LP relaxation's value; NaN if not printed
 	increment  float64
 	nodes      int64
 	best       float64 // best incumbent reported in events
 	bound      float64 // best bound reported in events
 }
 
+// rootBound returns the bound the log's root LP value proves, shifted by
+// the objective constant, or NaN: the LP relaxation of the model as read
+// bounds its optimum. (The "best possible" values of Cbc0010I lines do
+// not: some come from partial searches on restricted sub-models, and
+// were seen above the final proven bound.) cbc prints the value with six
+// significant digits, so it is padded by the rounding.
+func (l *logState) rootBound(constant float64) float64 {
+	return l.rootLP + constant - 1e-3 - 1e-5*math.Abs(l.rootLP)
+}
+
 func (l *logState) read(r io.Reader) {
-	l.lowerBound = math.NaN()
+	l.lowerBound, l.rootLP = math.NaN(), math.NaN()
 	l.best, l.bound = math.Inf(1), math.Inf(-1)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
@@ -424,6 +655,10 @@ func (l *logState) line(s string) {
 		if v, ok := parseFloat(m[1]); ok {
 			l.lowerBound = v
 		}
+	} else if m := reRootLP.FindStringSubmatch(s); m != nil {
+		if v, ok := parseFloat(m[1]); ok && !math.IsInf(v, 0) {
+			l.rootLP = v
+		}
 	} else if m := reNodes.FindStringSubmatch(s); m != nil {
 		if v, err := strconv.ParseInt(m[1], 10, 64); err == nil {
 			l.nodes = v
@@ -448,7 +683,7 @@ func (l *logState) line(s string) {
 		}
 		l.nodes = nodes
 		kind := mip.Progress
-		if bound < 1e49 && bound > l.bound {
+		if bound < coin.Infinity && bound > l.bound {
 			l.bound = bound
 			kind = mip.BoundImproved
 		}
@@ -457,7 +692,7 @@ func (l *logState) line(s string) {
 }
 
 func (l *logState) incumbent(v float64) {
-	if v >= l.best || v >= 1e49 {
+	if v >= l.best || v >= coin.Infinity {
 		return
 	}
 	l.best = v

@@ -80,6 +80,7 @@ func TestParseBinarySolution(t *testing.T) {
 func TestLog(t *testing.T) {
 	log := `Welcome to the CBC MILP Solver
 Version: 2.10.8
+Continuous objective value is -320.6 - 0.01 seconds
 Cutoff increment increased from 1e-05 to 0.9999
 Cbc0045I MIPStart provided solution with cost -266
 Cbc0012I Integer solution of -300 found by DiveCoefficient after 0 iterations and 0 nodes (0.00 seconds)
@@ -96,7 +97,7 @@ Enumerated nodes:               250
 	var events []mip.Event
 	l := logState{sink: evsink.New(func(e mip.Event) { events = append(events, e) }, 1, time.Now())}
 	l.read(strings.NewReader(log))
-	if l.version != "2.10.8" || l.result != "Stopped on time limit" || l.lowerBound != -310 || l.increment != 0.9999 || l.nodes != 250 {
+	if l.version != "2.10.8" || l.result != "Stopped on time limit" || l.lowerBound != -310 || l.increment != 0.9999 || l.nodes != 250 || l.rootLP != -320.6 {
 		t.Errorf("parsed %+v", l)
 	}
 	var kinds []mip.EventKind
@@ -151,10 +152,11 @@ func TestMissingBinary(t *testing.T) {
 	if !errors.Is(err, ErrNoBinary) || !strings.Contains(err.Error(), "/nonexistent/cbc") {
 		t.Errorf("error %v", err)
 	}
-	// A program that writes no solution.
-	_, err = (Solver{Binary: "true"}).Solve(context.Background(), m, mip.Options{})
-	if err == nil || !strings.Contains(err.Error(), "wrote no solution") {
-		t.Errorf("error %v", err)
+	// A program that runs but writes no solution has failed as a
+	// solver: Status Error, not a Go error.
+	res, err := (Solver{Binary: "true"}).Solve(context.Background(), m, mip.Options{})
+	if err != nil || res.Status != mip.Error || !strings.Contains(res.Message, "wrote no solution") {
+		t.Errorf("got %v, %v", res, err)
 	}
 	if got := (Solver{}).Name(); got != "cbc (external)" {
 		t.Errorf("Name %q", got)

@@ -294,3 +294,29 @@ func neg(v []float64) []float64 {
 	}
 	return out
 }
+
+// ShortLimitReLU returns a random ReLU network with 60 inputs and 400
+// hidden units and its encoding over the box [-1, 1]⁶⁰ (400 binaries).
+// CBC 2.10 spends seconds in preprocessing and root cuts on it, where it
+// checks its time limit late (a 2 s limit was seen to end after 2.6 s)
+// and ignores SIGINT: the model for tests of short time limits.
+func ShortLimitReLU() (*mip.Model, *ReLUNet) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const nIn, nHid = 60, 400
+	n := &ReLUNet{B1: make([]float64, nHid), W2: make([]float64, nHid)}
+	for h := 0; h < nHid; h++ {
+		row := make([]float64, nIn)
+		for i := range row {
+			row[i] = rng.NormFloat64()
+		}
+		n.W1 = append(n.W1, row)
+		n.B1[h] = rng.NormFloat64()
+		n.W2[h] = rng.NormFloat64()
+	}
+	lo, hi := make([]float64, nIn), make([]float64, nIn)
+	for i := range lo {
+		lo[i], hi[i] = -1, 1
+	}
+	m, _ := n.Encode(lo, hi)
+	return m, n
+}

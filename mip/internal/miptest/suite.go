@@ -433,25 +433,9 @@ func testEvents(t *testing.T, s mip.Solver) {
 // reports "Pre-processing says infeasible" when its time limit interrupts
 // preprocessing; a verifier would read that as a proof.
 func testShortLimit(t *testing.T, s mip.Solver) {
-	rng := rand.New(rand.NewPCG(11, 12))
-	const nIn, nHid = 60, 400
-	n := &ReLUNet{B1: make([]float64, nHid), W2: make([]float64, nHid)}
-	for h := 0; h < nHid; h++ {
-		row := make([]float64, nIn)
-		for i := range row {
-			row[i] = rng.NormFloat64()
-		}
-		n.W1 = append(n.W1, row)
-		n.B1[h] = rng.NormFloat64()
-		n.W2[h] = rng.NormFloat64()
-	}
-	lo, hi := make([]float64, nIn), make([]float64, nIn)
-	for i := range lo {
-		lo[i], hi[i] = -1, 1
-	}
-	m, _ := n.Encode(lo, hi)
+	m, n := ShortLimitReLU()
 	// The network's value at the centre is a feasible −objective.
-	cutoff := -n.Eval(make([]float64, nIn)) + 1e-3
+	cutoff := -n.Eval(make([]float64, len(n.W1[0]))) + 1e-3
 	for _, ms := range []int{20, 40, 60, 80, 120, 160, 240, 320, 480} {
 		opt := mip.Options{TimeLimit: time.Duration(ms) * time.Millisecond, UseCutoff: true, Cutoff: cutoff}
 		res := solve(t, s, m, opt)

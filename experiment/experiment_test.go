@@ -1,0 +1,485 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/results"
+)
+
+// tinyModelDir writes a random tiny captioner reading 1×4×6 images.
+func tinyModelDir(t testing.TB, seed uint64) string {
+	t.Helper()
+	c := model.DefaultCaptionerConfig()
+	a := c.Arch.(*model.CaptionerConfig)
+	a.Input = model.InputConfig{Channels: 1, Height: 4, Width: 6, Min: -1, Max: 1}
+	a.Conv = []model.ConvConfig{{OutChannels: 3, Kernel: 3, Stride: 2, Padding: 1}}
+	a.FCHidden, a.Embedding, a.Hidden = 6, 4, 5
+	c.Vocab = []string{"a", "b", "c", "<eos>"}
+	c.EOS, c.MaxSteps = 3, 8
+	d, err := model.New[float64](&c, rand.New(rand.NewPCG(seed, 11)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Non-zero biases avoid all-tie outputs of dead states.
+	rng := rand.New(rand.NewPCG(seed, 12))
+	for _, p := range d.Params() {
+		if len(p.W.Shape) == 1 {
+			for i := range p.W.Data {
+				p.W.Data[i] = 0.3 * rng.NormFloat64()
+			}
+		}
+	}
+	dir := t.TempDir()
+	if err := model.Save(dir, d); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// testSource is a data set of random images with short labels.
+type testSource struct {
+	n, size int
+	panicOn int // sample index whose input makes Batch panic (−1: none)
+}
+
+func (s testSource) Len() int { return s.n }
+
+func (s testSource) Batch(idx []int, _ *rand.Rand) ([]float64, [][]int, [][]int) {
+	var x []float64
+	var labels [][]int
+	for _, i := range idx {
+		if i == s.panicOn {
+			panic("test source: poisoned sample")
+		}
+		rng := rand.New(rand.NewPCG(99, uint64(i)))
+		for k := 0; k < s.size; k++ {
+			x = append(x, 2*rng.Float64()-1)
+		}
+		labels = append(labels, []int{i % 3})
+	}
+	return x, nil, labels
+}
+
+func testData(n int) Data {
+	return Data{Ref: DataRef{Name: "test", Split: "test", Seed: 1}, Source: testSource{n: n, size: 24, panicOn: -1}}
+}
+
+func loadModel(t testing.TB, dir string) *Model {
+	t.Helper()
+	m, err := LoadModel(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func pgdConfig(m *Model, out string, samples []int, batch int) AttackConfig {
+	return AttackConfig{Model: m, Data: testData(20), Samples: samples, Eps: []float64{0.3}, Method: MethodPGD, Batch: batch,
+		Settings: AttackSettings{MaxLen: -1, Budget: 30, Seed: 5, Loss: "margin", LR: 0.01, Clip: 1, Restarts: 3, EarlyStop: true}, Out: out}
+}
+
+func readAttacks(t testing.TB, path string) map[int]AttackRecord {
+	t.Helper()
+	recs, err := ReadAttackRecords(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]AttackRecord{}
+	for _, r := range recs {
+		out[r.Sample] = r
+	}
+	return out
+}
+
+// sameOutcome compares what an attack found, not how long it took.
+func sameOutcome(a, b AttackRecord) bool {
+	a.Seconds, b.Seconds, a.Witness, b.Witness, a.WitnessPNG, b.WitnessPNG = 0, 0, "", "", "", ""
+	return reflect.DeepEqual(a, b)
+}
+
+// TestAttackIndependentOfBatchAndResume: a sample's PGD result (restarts
+// included) is the same at batch 1 and 50, in the company of other samples
+// or alone, and after an interrupted run resumed.
+func TestAttackIndependentOfBatchAndResume(t *testing.T) {
+	m := loadModel(t, tinyModelDir(t, 1))
+	ctx := context.Background()
+	samples := []int{0, 3, 4, 7, 9, 12}
+	dir := t.TempDir()
+	one := pgdConfig(m, filepath.Join(dir, "b1.jsonl"), samples, 1)
+	fifty := pgdConfig(m, filepath.Join(dir, "b50.jsonl"), samples, 50)
+	alone := pgdConfig(m, filepath.Join(dir, "alone.jsonl"), []int{7}, 50)
+	for _, c := range []AttackConfig{one, fifty, alone} {
+		if err := RunAttack(ctx, c, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Interrupted after two records, then resumed.
+	resumed := pgdConfig(m, filepath.Join(dir, "resumed.jsonl"), samples, 2)
+	cctx, cancel := context.WithCancel(ctx)
+	n := 0
+	err := RunAttack(cctx, resumed, func(AttackRecord) error {
+		if n++; n == 2 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run returned %v", err)
+	}
+	if got := len(readAttacks(t, resumed.Out)); got != 2 {
+		t.Fatalf("interrupted run left %d records, want 2", got)
+	}
+	if err := RunAttack(ctx, resumed, nil); err != nil {
+		t.Fatal(err)
+	}
+	a, b, c, r := readAttacks(t, one.Out), readAttacks(t, fifty.Out), readAttacks(t, alone.Out), readAttacks(t, resumed.Out)
+	if len(a) != len(samples) || len(b) != len(samples) || len(r) != len(samples) {
+		t.Fatalf("records: %d, %d, %d", len(a), len(b), len(r))
+	}
+	for _, s := range samples {
+		if !sameOutcome(a[s], b[s]) || !sameOutcome(a[s], r[s]) {
+			t.Fatalf("sample %d: batch 1 %+v\nbatch 50 %+v\nresumed %+v", s, a[s], b[s], r[s])
+		}
+	}
+	if !sameOutcome(a[7], c[7]) {
+		t.Fatalf("sample 7 alone %+v, with others %+v", c[7], a[7])
+	}
+	// The interrupted attempts ended cleanly: nothing counts as a crash.
+	f, err := results.Open(resumed.Out, attackKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, u := range resumed.units() {
+		if f.Attempts(u.key) > 1 {
+			t.Fatalf("sample %d: %d attempts after a clean interruption", u.sample, f.Attempts(u.key))
+		}
+	}
+}
+
+// TestSecondWriterRefused: while one run holds a results file, another is
+// refused with a clear error and the first's records are intact.
+func TestSecondWriterRefused(t *testing.T) {
+	m := loadModel(t, tinyModelDir(t, 2))
+	out := filepath.Join(t.TempDir(), "r.jsonl")
+	c := pgdConfig(m, out, []int{1, 2}, 50)
+	holder, err := results.Open(out, attackKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = RunAttack(context.Background(), c, nil)
+	if !errors.Is(err, results.ErrLocked) || !strings.Contains(err.Error(), out) {
+		t.Fatalf("second writer: %v, want ErrLocked naming %s", err, out)
+	}
+	holder.Close()
+	if err := RunAttack(context.Background(), c, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestChangedSettingsRedoWork: a rerun that changes anything that changes
+// a result does the work instead of skipping it; one that changes only
+// speed settings skips; summaries select the experiment asked for.
+func TestChangedSettingsRedoWork(t *testing.T) {
+	dir := tinyModelDir(t, 3)
+	out := filepath.Join(t.TempDir(), "r.jsonl")
+	ctx := context.Background()
+	base := pgdConfig(loadModel(t, dir), out, []int{1, 2}, 50)
+	count := func(c AttackConfig) int {
+		t.Helper()
+		n := 0
+		if err := RunAttack(ctx, c, func(AttackRecord) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(base); n != 2 {
+		t.Fatalf("first run: %d records", n)
+	}
+	for name, change := range map[string]func(*AttackConfig){
+		"max steps": func(c *AttackConfig) { c.Settings.MaxSteps = 5 },
+		"max len":   func(c *AttackConfig) { c.Settings.MaxLen = 2 },
+		"lr":        func(c *AttackConfig) { c.Settings.LR = 0.02 },
+		"loss":      func(c *AttackConfig) { c.Settings.Loss = "eos-logprob" },
+		"restarts":  func(c *AttackConfig) { c.Settings.Restarts = 1 },
+		"seed":      func(c *AttackConfig) { c.Settings.Seed = 6 },
+		"budget":    func(c *AttackConfig) { c.Settings.Budget = 10 },
+		"data seed": func(c *AttackConfig) { c.Data.Ref.Seed = 2 },
+	} {
+		c := base
+		change(&c)
+		if n := count(c); n != 2 {
+			t.Errorf("%s changed: %d records written, want 2", name, n)
+		}
+	}
+	// Speed only: skipped.
+	c := base
+	c.Batch = 1
+	if n := count(c); n != 0 {
+		t.Errorf("batch changed: %d records written, want 0", n)
+	}
+	// The same model by another path: one model, skipped.
+	c.Model = loadModel(t, dir+"/.")
+	if n := count(c); n != 0 {
+		t.Errorf("same model by another path: %d records written, want 0", n)
+	}
+	// New weights at the same path: another model.
+	d, err := model.Load[float64](dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Params()[0].W.Data[0] += 0.5
+	if err := model.Save(dir, d); err != nil {
+		t.Fatal(err)
+	}
+	c.Model = loadModel(t, dir)
+	if n := count(c); n != 2 {
+		t.Errorf("new weights at the same path: %d records written, want 2", n)
+	}
+	all, err := ReadAttackRecords(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(Of(all, base.Match)); got != 2 {
+		t.Fatalf("the base experiment's summary would hold %d records, want 2 (file holds %d)", got, len(all))
+	}
+	// Witnesses of records with different settings never share a file.
+	seen := map[string]string{}
+	for _, r := range all {
+		if r.Witness == "" {
+			continue
+		}
+		k := AttackKey(r)
+		if other, dup := seen[r.Witness]; dup && other != k {
+			t.Fatalf("two records share witness %s", r.Witness)
+		}
+		seen[r.Witness] = k
+	}
+}
+
+// TestFailuresAreData: a sample that fails is recorded with its error and
+// the others complete; a sample that killed the process twice is recorded
+// as crashed without running.
+func TestFailuresAreData(t *testing.T) {
+	m := loadModel(t, tinyModelDir(t, 4))
+	out := filepath.Join(t.TempDir(), "r.jsonl")
+	c := pgdConfig(m, out, []int{1, 2, 5, 6}, 50)
+	src := testSource{n: 20, size: 24, panicOn: -1}
+	c.Data.Source = src
+	// Sample 6 "crashed" twice: two attempts, no record.
+	f, err := results.Open(out, attackKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key6 string
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range c.units() {
+		if u.sample == 6 {
+			key6 = u.key
+		}
+	}
+	f.BeginAttempt(key6)
+	f.BeginAttempt(key6)
+	f.Close()
+	poisoned := testSource{n: 20, size: 24, panicOn: 5}
+	c.Data.Source = poisonAfterLabels{poisoned}
+	if err := RunAttack(context.Background(), c, nil); err != nil {
+		t.Fatal(err)
+	}
+	recs := readAttacks(t, out)
+	if len(recs) != 4 {
+		t.Fatalf("%d records, want 4", len(recs))
+	}
+	if !strings.Contains(recs[5].Error, "poisoned sample") {
+		t.Fatalf("sample 5: error %q, want the panic", recs[5].Error)
+	}
+	if !strings.Contains(recs[6].Error, "died 2 times") {
+		t.Fatalf("sample 6: error %q, want a crash record", recs[6].Error)
+	}
+	for _, s := range []int{1, 2} {
+		if recs[s].Error != "" || recs[s].Evals == 0 {
+			t.Fatalf("sample %d did not complete: %+v", s, recs[s])
+		}
+	}
+}
+
+// poisonAfterLabels panics only when the input is asked for with the
+// label (as the attack does), not for the label alone.
+type poisonAfterLabels struct{ testSource }
+
+func (p poisonAfterLabels) Batch(idx []int, rng *rand.Rand) ([]float64, [][]int, [][]int) {
+	return p.testSource.Batch(idx, rng)
+}
+
+func TestShards(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want Shard
+		ok   bool
+		bad  bool
+	}{
+		{map[string]string{}, Whole, false, false},
+		{map[string]string{"JOB_COMPLETION_INDEX": "0", "JOB_COMPLETIONS": "4"}, Shard{1, 4}, true, false},
+		{map[string]string{"JOB_COMPLETION_INDEX": "3", "JOB_COMPLETIONS": "4"}, Shard{4, 4}, true, false},
+		{map[string]string{"JOB_COMPLETION_INDEX": "4", "JOB_COMPLETIONS": "4"}, Shard{}, false, true},
+		{map[string]string{"JOB_COMPLETION_INDEX": "1"}, Shard{}, false, true},
+		{map[string]string{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "10"}, Shard{2, 10}, true, false},
+		{map[string]string{"SLURM_ARRAY_TASK_ID": "10", "SLURM_ARRAY_TASK_COUNT": "10", "SLURM_ARRAY_TASK_MIN": "1"}, Shard{10, 10}, true, false},
+		{map[string]string{"SLURM_ARRAY_TASK_ID": "x", "SLURM_ARRAY_TASK_COUNT": "10"}, Shard{}, false, true},
+	} {
+		s, ok, err := ShardFromEnv(func(k string) string { return c.env[k] })
+		if (err != nil) != c.bad || ok != c.ok || (!c.bad && s != c.want) {
+			t.Errorf("env %v: %v %v %v, want %v %v (error %v)", c.env, s, ok, err, c.want, c.ok, c.bad)
+		}
+	}
+	for _, bad := range []string{"0/2", "3/2", "1/0", "a/b", "1/2/3", "01/2"} {
+		if _, err := ParseShard(bad); err == nil {
+			t.Errorf("ParseShard(%q) accepted", bad)
+		}
+	}
+	if got := (Shard{2, 4}).Path("runs/x.jsonl"); got != "runs/x.shard-2-of-4.jsonl" {
+		t.Errorf("shard path %s", got)
+	}
+}
+
+// TestShardsMerge: shards split the units disjointly, and their merge
+// equals the unsharded run; merging records of different experiments is
+// refused.
+func TestShardsMerge(t *testing.T) {
+	m := loadModel(t, tinyModelDir(t, 5))
+	ctx := context.Background()
+	dir := t.TempDir()
+	samples := []int{0, 1, 2, 3, 4}
+	whole := pgdConfig(m, filepath.Join(dir, "whole.jsonl"), samples, 50)
+	whole.Eps = []float64{0.1, 0.3}
+	if err := RunAttack(ctx, whole, nil); err != nil {
+		t.Fatal(err)
+	}
+	var shards []string
+	for k := 1; k <= 3; k++ {
+		c := whole
+		c.Out, c.Shard, c.WitnessDir = filepath.Join(dir, "run.jsonl"), Shard{k, 3}, ""
+		if err := RunAttack(ctx, c, nil); err != nil {
+			t.Fatal(err)
+		}
+		shards = append(shards, c.Shard.Path(c.Out))
+	}
+	rep, err := Merge(filepath.Join(dir, "merged.jsonl"), shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Records != 10 || rep.Duplicates != 0 {
+		t.Fatalf("merge report %+v", rep)
+	}
+	got, _ := ReadAttackRecords(filepath.Join(dir, "merged.jsonl"))
+	want, _ := ReadAttackRecords(whole.Out)
+	key := func(r AttackRecord) string { return AttackKey(r) }
+	gm, wm := map[string]AttackRecord{}, map[string]AttackRecord{}
+	for _, r := range got {
+		gm[key(r)] = r
+	}
+	for _, r := range want {
+		wm[key(r)] = r
+	}
+	if len(gm) != 10 || len(wm) != 10 {
+		t.Fatalf("%d merged, %d whole", len(gm), len(wm))
+	}
+	for k, r := range wm {
+		if !sameOutcome(r, gm[k]) {
+			t.Fatalf("%s: whole %+v, merged %+v", k, r, gm[k])
+		}
+	}
+	// Merging twice adds nothing.
+	if rep, err := Merge(filepath.Join(dir, "merged.jsonl"), shards); err != nil || rep.Records != 0 || rep.Duplicates != 10 {
+		t.Fatalf("second merge: %+v, %v", rep, err)
+	}
+	// Another experiment's file is refused.
+	other := whole
+	other.Out, other.Settings.LR = filepath.Join(dir, "other.jsonl"), 0.05
+	if err := RunAttack(ctx, other, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Merge(filepath.Join(dir, "mixed.jsonl"), append(shards, other.Out)); err == nil || !strings.Contains(err.Error(), "another experiment") {
+		t.Fatalf("mixed merge: %v", err)
+	}
+}
+
+// TestShippedRecordsSummarise: the results files behind docs/results.md,
+// written before schema 1, are read through the migration and summarise
+// to exactly the tables the docs show.
+func TestShippedRecordsSummarise(t *testing.T) {
+	doc, err := os.ReadFile("../docs/results.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	atk, err := ReadAttackRecords("../docs/runs/attacks.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(atk) != 1200 || atk[0].Sample != 7360 || atk[0].Data.Split != "test" || atk[0].SchemaVersion != SchemaVersion {
+		t.Fatalf("%d records, first %+v", len(atk), atk[0])
+	}
+	as, err := SummariseAttacks(atk, t.TempDir(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), as.Table) {
+		t.Fatalf("attack table differs from docs/results.md:\n%s", as.Table)
+	}
+	ver, err := ReadVerifyRecords("../docs/runs/verify-rs.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := SummariseVerify(ver, t.TempDir(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), vs.Table) {
+		t.Fatalf("verification table differs from docs/results.md:\n%s", vs.Table)
+	}
+	// A newer schema is refused, naming the file.
+	p := filepath.Join(t.TempDir(), "new.jsonl")
+	os.WriteFile(p, []byte(`{"schema_version":99}`+"\n"), 0o644)
+	if _, err := ReadAttackRecords(p); err == nil || !strings.Contains(err.Error(), "schema_version 99") {
+		t.Fatalf("schema 99: %v", err)
+	}
+}
+
+func TestPickSamples(t *testing.T) {
+	a, err := PickSamples(5, nil, 100, 1)
+	if err != nil || len(a) != 5 {
+		t.Fatal(a, err)
+	}
+	b, _ := PickSamples(5, nil, 100, 1)
+	if !slices.Equal(a, b) {
+		t.Fatal("same seed, other samples")
+	}
+	for _, c := range []struct {
+		n       int
+		indices []int
+	}{{-5, []int{3}}, {0, nil}, {2, []int{1}}, {0, []int{100}}, {101, nil}} {
+		if _, err := PickSamples(c.n, c.indices, 100, 1); err == nil {
+			t.Errorf("PickSamples(%d, %v) accepted", c.n, c.indices)
+		}
+	}
+}
+
+func TestRecordsEncode(t *testing.T) {
+	r := AttackRecord{SchemaVersion: SchemaVersion, MinRelMargin: margin(math.Inf(1))}
+	if _, err := json.Marshal(r); err != nil {
+		t.Fatalf("an infinite margin does not encode: %v", err)
+	}
+}

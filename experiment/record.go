@@ -1,0 +1,204 @@
+package experiment
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/lenspec/lenspec/results"
+	"github.com/lenspec/lenspec/verify"
+)
+
+// SchemaVersion is the version of the records written now. Version 0 is
+// the CLI's records from before this package (no schema_version field).
+const SchemaVersion = 1
+
+// DataRef identifies the data set a sample comes from.
+type DataRef struct {
+	Name  string `json:"name"`
+	Split string `json:"split"`
+	Seed  uint64 `json:"seed"`
+}
+
+// AttackSettings are the settings that change an attack's result, besides
+// the model, data, sample, radius and method. Settings a method ignores
+// are zero (see normalize), so changing them does not redo its work.
+type AttackSettings struct {
+	// MaxLen is K̂ (−1: the original output's length).
+	MaxLen   int    `json:"max_len"`
+	MaxSteps int    `json:"max_steps"`
+	Budget   int    `json:"budget"`
+	Seed     uint64 `json:"seed"`
+	// PGD only.
+	Loss      string  `json:"loss,omitempty"`
+	LR        float64 `json:"lr,omitempty"`
+	Clip      float64 `json:"clip,omitempty"`
+	Restarts  int     `json:"restarts,omitempty"`
+	EarlyStop bool    `json:"early_stop,omitempty"`
+}
+
+// normalize zeroes the settings method does not use.
+func (s AttackSettings) normalize(method string) AttackSettings {
+	if method != MethodPGD {
+		s.Loss, s.LR, s.Clip, s.Restarts, s.EarlyStop = "", 0, 0, 0, false
+	}
+	return s
+}
+
+// AttackRecord is one line of an attack results file: one (sample, radius,
+// method). Lengths are float64 replays.
+type AttackRecord struct {
+	SchemaVersion int            `json:"schema_version"`
+	Model         string         `json:"model"` // the path given, for people
+	ModelSHA256   string         `json:"model_sha256"`
+	Data          DataRef        `json:"data"`
+	Sample        int            `json:"sample"`
+	Eps           float64        `json:"eps"`
+	Method        string         `json:"method"`
+	Settings      AttackSettings `json:"settings"`
+	Label         []int          `json:"label"`
+	K             int            `json:"k"`
+	OrigLength    int            `json:"orig_length"`
+	OrigTokens    []int          `json:"orig_tokens"`
+	// AdvLength is the replayed output length; with Stopped false the
+	// output had no eos within the step cap and AdvLength is the cap
+	// (ℓ ≥ cap).
+	AdvLength    int     `json:"adv_length"`
+	AdvTokens    []int   `json:"adv_tokens"`
+	Stopped      bool    `json:"stopped"`
+	Success      bool    `json:"success"` // replayed ℓ > K, no tie on the path
+	MinRelMargin float64 `json:"min_rel_margin"`
+	Found32      int     `json:"found_float32_length"`
+	Evals        int64   `json:"evals"`
+	Steps        int     `json:"pgd_steps,omitempty"`
+	Seconds      float64 `json:"seconds"`
+	Witness      string  `json:"witness,omitempty"`
+	WitnessPNG   string  `json:"witness_png,omitempty"`
+	// LengthCounts[ℓ] counts random samples by float32 output length; the
+	// last entry counts samples that did not stop.
+	LengthCounts []int64 `json:"length_counts,omitempty"`
+	// Error, if set, says why the unit failed; the other results are then
+	// empty.
+	Error string `json:"error,omitempty"`
+}
+
+// VerifySettings are the settings that change a verification's result,
+// besides the model, data, sample and radius.
+type VerifySettings struct {
+	// MaxLen is K̂ (−1: the length of the sample's label).
+	MaxLen   int     `json:"max_len"`
+	MaxSteps int     `json:"max_steps"`
+	Bounds   string  `json:"bounds"`
+	Timeout  float64 `json:"timeout"` // seconds per sample
+	// Solver is "cbc" (in process), "external" (SolverBinary on an MPS
+	// file) or "none" (bounds and attack only).
+	Solver       string   `json:"solver"`
+	SolverBinary string   `json:"solver_binary,omitempty"`
+	SolverParams []string `json:"solver_params,omitempty"`
+	Threads      int      `json:"threads"`
+	Safety       float64  `json:"safety"`
+	Optimize     bool     `json:"optimize,omitempty"`
+	Tokens       bool     `json:"tokens"`
+	Abstract     bool     `json:"abstract"`
+	RelaxGap     float64  `json:"relax_gap,omitempty"`
+	// The PGD warm start.
+	AttackSteps    int     `json:"attack_steps"`
+	AttackRestarts int     `json:"attack_restarts"`
+	AttackLR       float64 `json:"attack_lr"`
+	Seed           uint64  `json:"seed"`
+}
+
+// VerifyRecord is one line of a verification results file.
+type VerifyRecord struct {
+	SchemaVersion int            `json:"schema_version"`
+	Model         string         `json:"model"`
+	ModelSHA256   string         `json:"model_sha256"`
+	Data          DataRef        `json:"data"`
+	Sample        int            `json:"sample"`
+	Eps           float64        `json:"eps"`
+	K             int            `json:"k"`
+	Settings      VerifySettings `json:"settings"`
+	Label         []int          `json:"label"`
+	Verdict       string         `json:"verdict"`
+	Stage         string         `json:"stage"`
+	Seconds       float64        `json:"seconds"`
+	BoundSeconds  float64        `json:"bound_seconds"`
+	// ProvenBound is a proven upper bound on the max-min margin (null:
+	// nothing proven, or eos provably wins at some step: stage "bounds").
+	ProvenBound  *float64 `json:"proven_bound"`
+	Incumbent    *float64 `json:"incumbent"`
+	Nodes        int64    `json:"nodes"`
+	Binaries     int      `json:"binaries"`
+	ReLUBinaries int      `json:"relu_binaries"`
+	// Unstable ReLUs (binaries of the exact MIP) under interval bounds and
+	// under the bounds used.
+	UnstableInterval int            `json:"unstable_interval"`
+	Unstable         int            `json:"unstable"`
+	Witness          string         `json:"witness,omitempty"`
+	WitnessLength    *int           `json:"witness_length,omitempty"`
+	WitnessTokens    []int          `json:"witness_tokens,omitempty"`
+	Reason           string         `json:"reason,omitempty"`
+	MPS              string         `json:"mps,omitempty"`
+	Phases           []verify.Phase `json:"phases,omitempty"`
+	// Error, if set, says why the unit failed (a solver error, a panic, a
+	// crash); the verdict is then unknown.
+	Error string `json:"error,omitempty"`
+}
+
+// The key fields: a record's identity. Everything that changes a result
+// is in one of them.
+var (
+	attackKey = results.KeyFields("model_sha256", "data", "sample", "eps", "method", "settings")
+	verifyKey = results.KeyFields("model_sha256", "data", "sample", "eps", "k", "settings")
+)
+
+// AttackKey returns the resume key of r.
+func AttackKey(r AttackRecord) string { return mustKey(attackKey, r) }
+
+// VerifyKey returns the resume key of r.
+func VerifyKey(r VerifyRecord) string { return mustKey(verifyKey, r) }
+
+func mustKey(f func(json.RawMessage) (string, error), r any) string {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("experiment: record does not encode: %v", err)) // plain structs with finite values
+	}
+	k, err := f(b)
+	if err != nil {
+		panic(fmt.Sprintf("experiment: record has no key: %v", err))
+	}
+	return k
+}
+
+// keyHash is a short stable name for a key, for file names.
+func keyHash(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:6])
+}
+
+// finite returns &v, or nil for NaN and ±Inf (which JSON cannot hold).
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// margin makes a top-2 margin JSON-safe: +Inf (no step decoded) is
+// recorded as the largest float64.
+func margin(v float64) float64 {
+	if math.IsInf(v, 1) {
+		return math.MaxFloat64
+	}
+	return v
+}
+
+func nonNil(x []int) []int {
+	if x == nil {
+		return []int{}
+	}
+	return slices.Clone(x)
+}

@@ -1,0 +1,257 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/multimnist"
+	"github.com/lenspec/lenspec/results"
+	"github.com/lenspec/lenspec/safetensors"
+	"github.com/lenspec/lenspec/train"
+)
+
+// Model is a model directory loaded for an experiment: both precisions
+// and its content digest, which keys the results.
+type Model struct {
+	Dir    string
+	Digest string
+	D32    model.Decoder[float32]
+	D64    model.Decoder[float64]
+}
+
+// LoadModel loads the model in dir. The float64 model is the float32 one
+// converted exactly (model.Load refuses weights for which they differ).
+func LoadModel(dir string) (*Model, error) {
+	d32, err := model.Load[float32](dir)
+	if err != nil {
+		return nil, err
+	}
+	d64, err := model.Cast[float64](d32)
+	if err != nil {
+		return nil, err
+	}
+	digest, err := model.Digest(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Model{Dir: dir, Digest: digest, D32: d32, D64: d64}, nil
+}
+
+// Data is the data set an experiment draws samples from: what identifies
+// it in records, and the examples, as values in the model's input range
+// (Source.Batch with a nil random source: no augmentation).
+type Data struct {
+	Ref    DataRef
+	Source train.Source[float64]
+}
+
+// sample returns sample i's input and label.
+func (d Data) sample(i int) ([]float64, []int) {
+	x, _, labels := d.Source.Batch([]int{i}, nil)
+	return x, labels[0]
+}
+
+// label returns sample i's label, or nil if reading the sample fails: the
+// record of a failed unit names the failure, not a second one.
+func (d Data) label(i int) (label []int) {
+	defer func() {
+		if recover() != nil {
+			label = nil
+		}
+	}()
+	_, label = d.sample(i)
+	return label
+}
+
+// imageStream tags the PCG stream that picks random samples (the ASCII
+// bytes of "img"), so the picks differ from every per-sample stream
+// PCG(seed, index) for small indices.
+const imageStream = 0x696d67
+
+// PickSamples returns the sample indices to run: explicit ones (checked
+// against total), or n drawn without replacement from PCG(seed, "img") —
+// the paper's "100 random inputs". Exactly one of n > 0 and indices must be
+// given.
+func PickSamples(n int, indices []int, total int, seed uint64) ([]int, error) {
+	switch {
+	case n < 0:
+		return nil, fmt.Errorf("number of samples %d is negative", n)
+	case (n > 0) == (len(indices) > 0):
+		return nil, errors.New("give exactly one of a number of random samples and explicit sample indices")
+	case len(indices) > 0:
+		for _, i := range indices {
+			if i < 0 || i >= total {
+				return nil, fmt.Errorf("sample index %d outside the data set of %d", i, total)
+			}
+		}
+		return indices, nil
+	case n > total:
+		return nil, fmt.Errorf("%d samples asked for: the data set has only %d", n, total)
+	}
+	return rand.New(rand.NewPCG(seed, imageStream)).Perm(total)[:n], nil
+}
+
+// Progress receives a long run's progress: what is running, how far it got
+// of how much, and a short status.
+type Progress func(stage string, done, total int, status string)
+
+// unit is one unit of work: a sample at a radius.
+type unit struct {
+	sample int
+	eps    float64
+	key    string
+}
+
+// shardUnits lists the units of a run that shard takes, radius by radius,
+// samples in the order given, each keyed by key.
+func shardUnits(eps []float64, samples []int, shard Shard, key func(sample int, eps float64) string) []unit {
+	var us []unit
+	ord := 0
+	for _, e := range eps {
+		for _, s := range samples {
+			if shard.Takes(ord) {
+				us = append(us, unit{sample: s, eps: e, key: key(s, e)})
+			}
+			ord++
+		}
+	}
+	return us
+}
+
+// checkEps validates a radius grid.
+func checkEps(eps []float64) error {
+	if len(eps) == 0 {
+		return errors.New("no radius given")
+	}
+	for _, e := range eps {
+		if !(e >= 0) || math.IsInf(e, 0) {
+			return fmt.Errorf("radius %v must be finite and non-negative", e)
+		}
+	}
+	return nil
+}
+
+// openOut opens (creating its directory) the results file a shard writes.
+func openOut(out string, shard Shard, key func(json.RawMessage) (string, error)) (*results.File, error) {
+	if out == "" {
+		return nil, errors.New("no results file given")
+	}
+	path := shard.Path(out)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("results directory: %w", err)
+	}
+	return results.Open(path, key)
+}
+
+// crashLimit is how many attempts of a unit may end with no record (the
+// process died inside it) before the unit is recorded as crashed.
+const crashLimit = 2
+
+// guard runs work for the units keyed keys, recording an attempt for each
+// first. It returns whether to skip (every unit already crashed crashLimit
+// times: record them instead), and turns a panic into an error. If the run
+// is interrupted, the attempts end cleanly so they do not count as crashes.
+func guard(ctx context.Context, f *results.File, keys []string, work func() error) (err error) {
+	for _, k := range keys {
+		if _, err := f.BeginAttempt(k); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v [%s]", p, firstFrames(debug.Stack()))
+		}
+		if ctx.Err() != nil {
+			for _, k := range keys {
+				if !f.Done(k) {
+					f.EndAttempt(k)
+				}
+			}
+		}
+	}()
+	return work()
+}
+
+// firstFrames keeps the panic's origin from a stack trace, on one line.
+func firstFrames(stack []byte) string {
+	lines := strings.Split(string(stack), "\n")
+	var keep []string
+	for i := 0; i+1 < len(lines) && len(keep) < 2; i++ {
+		l := strings.TrimSpace(lines[i])
+		if strings.HasPrefix(l, "panic(") || strings.Contains(l, "runtime/debug.Stack") || strings.Contains(l, "experiment.guard") {
+			i++
+			continue
+		}
+		if strings.HasSuffix(l, ")") && i+1 < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i+1]), "/") {
+			keep = append(keep, l+" "+strings.TrimSpace(lines[i+1]))
+			i++
+		}
+	}
+	return strings.Join(keep, " ← ")
+}
+
+// crashed is the error recorded for a unit that killed the process
+// crashLimit times.
+func crashed(f *results.File, key string) error {
+	return fmt.Errorf("the process died %d times while running this sample (attempts in %s.attempts); recorded instead of retried", f.Attempts(key), f.Path())
+}
+
+// saveWitness writes the exact input (safetensors, float64, named by the
+// record's key) and, for one-channel image inputs, a PNG for people.
+func saveWitness(dir, name string, meta map[string]string, x []float64, spec model.InputSpec) (st, png string, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", fmt.Errorf("witness directory: %w", err)
+	}
+	st = filepath.Join(dir, name+".safetensors")
+	f := &safetensors.File{Metadata: meta, Tensors: []safetensors.Tensor{safetensors.F64("input", spec.Shape, x)}}
+	if err := safetensors.WriteFile(st, f); err != nil {
+		return "", "", err
+	}
+	if len(spec.Shape) == 3 && spec.Shape[0] == 1 {
+		png = filepath.Join(dir, name+".png")
+		if err := multimnist.WriteFloatPNG(png, x, spec.Shape[1], spec.Shape[2], 4, spec.Min, spec.Max); err != nil {
+			return "", "", err
+		}
+	}
+	return st, png, nil
+}
+
+// witnessName is a witness file's name: readable, and unique per record
+// key.
+func witnessName(d DataRef, sample int, eps float64, what, key string) string {
+	return fmt.Sprintf("%s-%d-eps%g-%s-%s", d.Split, sample, eps, what, keyHash(key))
+}
+
+// outputs resolves where a run writes: the zero shard is the whole run,
+// and witnesses go beside the shard's results file by default.
+func outputs(shard Shard, out, witnessDir string) (Shard, string) {
+	if shard.N == 0 {
+		shard = Whole
+	}
+	if witnessDir == "" {
+		witnessDir = stem(shard.Path(out)) + ".witnesses"
+	}
+	return shard, witnessDir
+}
+
+// stem is a path without its extension.
+func stem(path string) string { return strings.TrimSuffix(path, filepath.Ext(path)) }
+
+// oneLine folds an error message onto one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// recordError marks a failure to write results (or to emit them), which
+// ends a run instead of being recorded as the unit's failure.
+type recordError struct{ err error }
+
+func (e recordError) Error() string { return e.err.Error() }
+func (e recordError) Unwrap() error { return e.err }

@@ -1,0 +1,282 @@
+package experiment
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/lenspec/lenspec/internal/fileio"
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/report"
+)
+
+// AttackSummary is the figure and table of an attack experiment, made from
+// records only, so it can be regenerated from the JSONL at any time.
+type AttackSummary struct {
+	FigurePNG string       `json:"figure_png"`
+	FigureSVG string       `json:"figure_svg"`
+	TableFile string       `json:"table_file"`
+	Table     string       `json:"table"`
+	Rows      []SummaryRow `json:"rows"`
+}
+
+// SummaryRow is one (radius, method) line of an attack summary.
+type SummaryRow struct {
+	Eps         float64 `json:"eps"`
+	Method      string  `json:"method"`
+	Samples     int     `json:"samples"`
+	MeanRatio   float64 `json:"mean_length_ratio"`
+	SuccessRate float64 `json:"success_rate"`
+	Longest     int     `json:"longest"`
+	Unstopped   int     `json:"unstopped"`
+	Ties        int     `json:"ties"`
+	Failed      int     `json:"failed"`
+	Evals       int64   `json:"evals"`
+	Seconds     float64 `json:"seconds"`
+}
+
+// Text is the summary for a terminal.
+func (s *AttackSummary) Text() string {
+	return fmt.Sprintf("figure: %s, %s\n\n%s", s.FigurePNG, s.FigureSVG, s.Table)
+}
+
+// Of keeps the records of the given runs only: same model, data and
+// settings, and a sample and radius the run asked for. A results file
+// may hold other experiments (reruns with other settings); a summary must
+// not mix them.
+func Of[R any](recs []R, match ...func(R) bool) []R {
+	var out []R
+	for _, r := range recs {
+		for _, m := range match {
+			if m(r) {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Match reports whether r belongs to the run c (with its settings
+// resolved as Validate resolves them).
+func (c *AttackConfig) Match(r AttackRecord) bool {
+	v := *c
+	v.Validate()
+	b := v.base()
+	return r.SchemaVersion == b.SchemaVersion && r.ModelSHA256 == b.ModelSHA256 && r.Data == b.Data && r.Method == b.Method &&
+		r.Settings == b.Settings && slices.Contains(c.Samples, r.Sample) && slices.Contains(c.Eps, r.Eps)
+}
+
+// Match reports whether r belongs to the run c (with its settings
+// resolved as Validate resolves them).
+func (c *VerifyConfig) Match(r VerifyRecord) bool {
+	v := *c
+	v.Validate()
+	b := v.base()
+	return r.SchemaVersion == b.SchemaVersion && r.ModelSHA256 == b.ModelSHA256 && r.Data == b.Data &&
+		sameVerifySettings(r.Settings, b.Settings) && slices.Contains(c.Samples, r.Sample) && slices.Contains(c.Eps, r.Eps)
+}
+
+// sameVerifySettings compares settings as their keys do: by their JSON.
+func sameVerifySettings(a, b VerifySettings) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
+
+// SummariseAttacks draws the length-distribution figure and writes the
+// table of recs into outDir.
+func SummariseAttacks(recs []AttackRecord, outDir, title string) (*AttackSummary, error) {
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("no attack records to summarise")
+	}
+	var pts []report.LengthPoint
+	orig := map[int]bool{}
+	type key struct {
+		eps    float64
+		method string
+	}
+	groups := map[key][]AttackRecord{}
+	for _, r := range recs {
+		if r.Error != "" {
+			groups[key{r.Eps, r.Method}] = append(groups[key{r.Eps, r.Method}], r)
+			continue
+		}
+		if !orig[r.Sample] {
+			orig[r.Sample] = true
+			pts = append(pts, report.LengthPoint{Method: "original", Delta: 0, Length: r.OrigLength, Stopped: true})
+		}
+		pts = append(pts, report.LengthPoint{Method: r.Method, Delta: r.Eps, Length: r.AdvLength, Stopped: r.Stopped})
+		k := key{r.Eps, r.Method}
+		groups[k] = append(groups[k], r)
+	}
+	sum := &AttackSummary{
+		FigurePNG: filepath.Join(outDir, "attack-lengths.png"),
+		FigureSVG: filepath.Join(outDir, "attack-lengths.svg"),
+		TableFile: filepath.Join(outDir, "attack-table.md"),
+	}
+	if len(pts) > 0 {
+		if err := report.LengthFigure(pts, title, sum.FigurePNG, sum.FigureSVG); err != nil {
+			return nil, err
+		}
+	}
+	keys := make([]key, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].eps != keys[j].eps {
+			return keys[i].eps < keys[j].eps
+		}
+		return keys[i].method > keys[j].method // random before pgd
+	})
+	var rows [][]string
+	for _, k := range keys {
+		g := groups[k]
+		row := SummaryRow{Eps: k.eps, Method: k.method, Samples: len(g)}
+		var ratios []float64
+		succ := 0
+		for _, r := range g {
+			if r.Error != "" {
+				row.Failed++
+				continue
+			}
+			if r.OrigLength > 0 {
+				ratios = append(ratios, float64(r.AdvLength)/float64(r.OrigLength))
+			}
+			tie := r.MinRelMargin < model.RelTieMargin
+			if r.AdvLength > r.OrigLength && !tie {
+				succ++
+			}
+			if tie {
+				row.Ties++
+			}
+			if !r.Stopped {
+				row.Unstopped++
+			}
+			row.Longest = max(row.Longest, r.AdvLength)
+			row.Evals += r.Evals
+			row.Seconds += r.Seconds
+		}
+		row.MeanRatio = report.Mean(ratios)
+		row.SuccessRate = float64(succ) / float64(len(g))
+		sum.Rows = append(sum.Rows, row)
+		longest := fmt.Sprint(row.Longest)
+		if row.Unstopped > 0 {
+			longest = fmt.Sprintf("≥%d (%d without eos)", row.Longest, row.Unstopped)
+		}
+		cells := []string{fmt.Sprint(k.eps), k.method, fmt.Sprint(row.Samples), fmt.Sprintf("%.3f", row.MeanRatio),
+			fmt.Sprintf("%.0f%%", 100*row.SuccessRate), longest, fmt.Sprint(row.Ties), fmt.Sprint(row.Evals), fmt.Sprintf("%.0f", row.Seconds)}
+		rows = append(rows, cells)
+	}
+	header := []string{"δ", "method", "images", "mean length ratio", "success (> original)", "longest", "ties", "evaluations", "seconds"}
+	if failed := sumFailed(sum.Rows); failed > 0 {
+		header = append(header, "failed")
+		for i := range rows {
+			rows[i] = append(rows[i], fmt.Sprint(sum.Rows[i].Failed))
+		}
+	}
+	sum.Table = report.Markdown(header, rows)
+	if err := fileio.WriteFileAtomic(sum.TableFile, []byte(sum.Table)); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
+func sumFailed(rows []SummaryRow) int {
+	n := 0
+	for _, r := range rows {
+		n += r.Failed
+	}
+	return n
+}
+
+// VerifySummary is the verdict figure and table of a verification
+// experiment.
+type VerifySummary struct {
+	FigurePNG string `json:"figure_png"`
+	FigureSVG string `json:"figure_svg"`
+	TableFile string `json:"table_file"`
+	Table     string `json:"table"`
+}
+
+// Text is the summary for a terminal.
+func (s *VerifySummary) Text() string {
+	return fmt.Sprintf("figure: %s, %s\n\n%s", s.FigurePNG, s.FigureSVG, s.Table)
+}
+
+// SummariseVerify draws the verdict chart and writes the table of recs
+// into outDir.
+func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary, error) {
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("no verification records to summarise")
+	}
+	by := map[float64][]VerifyRecord{}
+	for _, r := range recs {
+		by[r.Eps] = append(by[r.Eps], r)
+	}
+	var eps []float64
+	for e := range by {
+		eps = append(eps, e)
+	}
+	sort.Float64s(eps)
+	var counts []report.VerdictCount
+	var rows [][]string
+	failed := 0
+	for _, e := range eps {
+		vc := report.VerdictCount{Delta: e}
+		var secs, bins, relu, unstI, unstC []float64
+		for _, r := range by[e] {
+			switch r.Verdict {
+			case "robust":
+				vc.Robust++
+			case "vulnerable":
+				vc.Vulnerable++
+			default:
+				vc.Unknown++
+			}
+			if r.Error != "" {
+				failed++
+			}
+			secs = append(secs, r.Seconds)
+			if r.Stage != "attack" && r.Error == "" { // the attack settles it before any bound
+				unstI = append(unstI, float64(r.UnstableInterval))
+				unstC = append(unstC, float64(r.Unstable))
+			}
+			if r.Binaries > 0 {
+				bins = append(bins, float64(r.Binaries))
+				relu = append(relu, float64(r.ReLUBinaries))
+			}
+		}
+		counts = append(counts, vc)
+		n := len(by[e])
+		med := func(xs []float64) string {
+			if len(xs) == 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%.0f", report.Quantile(xs, 0.5))
+		}
+		rows = append(rows, []string{fmt.Sprint(e), fmt.Sprint(n), fmt.Sprint(vc.Robust), fmt.Sprint(vc.Vulnerable), fmt.Sprint(vc.Unknown),
+			fmt.Sprintf("%.0f%%", 100*float64(vc.Unknown)/float64(n)),
+			fmt.Sprintf("%.2f", report.Quantile(secs, 0.5)), fmt.Sprintf("%.2f", report.Quantile(secs, 0.9)),
+			med(unstI) + " → " + med(unstC), fmt.Sprint(len(bins)), med(bins), med(relu)})
+	}
+	sum := &VerifySummary{
+		FigurePNG: filepath.Join(outDir, "verify-verdicts.png"),
+		FigureSVG: filepath.Join(outDir, "verify-verdicts.svg"),
+		TableFile: filepath.Join(outDir, "verify-table.md"),
+	}
+	if err := report.VerdictFigure(counts, title, sum.FigurePNG, sum.FigureSVG); err != nil {
+		return nil, err
+	}
+	sum.Table = report.Markdown([]string{"δ", "samples", "robust", "vulnerable", "unknown", "unknown %", "median s", "p90 s", "median unstable ReLUs, interval → CROWN", "MIPs built", "median binaries", "median ReLU binaries"}, rows)
+	if failed > 0 {
+		sum.Table += fmt.Sprintf("\n%d samples failed (solver error, panic or crash); their records say why and count as unknown.\n", failed)
+	}
+	if err := fileio.WriteFileAtomic(sum.TableFile, []byte(sum.Table)); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}

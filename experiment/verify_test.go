@@ -1,0 +1,120 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lenspec/lenspec/mip"
+)
+
+// failingSolver fails every solve: with an error, or with a panic.
+type failingSolver struct{ panics bool }
+
+func (s failingSolver) Solve(context.Context, *mip.Model, mip.Options) (*mip.Result, error) {
+	if s.panics {
+		panic("solver exploded")
+	}
+	return nil, errors.New("solver error: CoinError in ClpSimplex")
+}
+
+func verifyConfig(m *Model, out string, samples []int) VerifyConfig {
+	s := DefaultVerifySettings()
+	s.Timeout, s.AttackSteps, s.Tokens, s.Abstract = 5, 0, false, false
+	return VerifyConfig{Model: m, Data: testData(20), Samples: samples, Eps: []float64{0.5}, Settings: s, Out: out}
+}
+
+// TestVerifyFailuresAreData: samples whose solver fails or panics are
+// recorded as unknown with the error, and the run completes every sample.
+func TestVerifyFailuresAreData(t *testing.T) {
+	m := loadModel(t, tinyModelDir(t, 6))
+	for _, panics := range []bool{false, true} {
+		out := filepath.Join(t.TempDir(), "v.jsonl")
+		c := verifyConfig(m, out, []int{0, 1, 2, 3})
+		c.Settings.MaxLen = 5 // far above what bounds can settle at δ = 0.5 on random weights? the MIP must run
+		c.solver = failingSolver{panics}
+		if err := RunVerify(context.Background(), c, nil); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := ReadVerifyRecords(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 4 {
+			t.Fatalf("%d records, want 4", len(recs))
+		}
+		failed := 0
+		for _, r := range recs {
+			if r.Error != "" {
+				failed++
+				want := "CoinError"
+				if panics {
+					want = "solver exploded"
+				}
+				if r.Verdict != "unknown" || !strings.Contains(r.Error, want) {
+					t.Fatalf("failed record %+v", r)
+				}
+			}
+		}
+		if failed == 0 {
+			t.Fatalf("panics=%v: no sample reached the solver; the test checks nothing: %+v", panics, recs)
+		}
+	}
+}
+
+// TestVerifyResumesAndRedoes: a rerun skips what is done; a changed
+// timeout or K̂ is another experiment and runs.
+func TestVerifyResumesAndRedoes(t *testing.T) {
+	m := loadModel(t, tinyModelDir(t, 7))
+	out := filepath.Join(t.TempDir(), "v.jsonl")
+	c := verifyConfig(m, out, []int{0, 1})
+	c.Settings.Solver = SolverNone
+	count := func(c VerifyConfig) int {
+		n := 0
+		if err := RunVerify(context.Background(), c, func(VerifyRecord) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(c); n != 2 {
+		t.Fatalf("first run: %d", n)
+	}
+	if n := count(c); n != 0 {
+		t.Fatalf("rerun: %d", n)
+	}
+	c2 := c
+	c2.Settings.Timeout = 6
+	if n := count(c2); n != 2 {
+		t.Fatalf("another timeout: %d", n)
+	}
+	c3 := c
+	c3.Settings.MaxLen = 1
+	if n := count(c3); n != 2 {
+		t.Fatalf("another K̂: %d", n)
+	}
+	recs, _ := ReadVerifyRecords(out)
+	if got := len(Of(recs, c.Match)); got != 2 {
+		t.Fatalf("summary of the first experiment holds %d records", got)
+	}
+}
+
+func TestVerifyConfigValidate(t *testing.T) {
+	m := loadModel(t, tinyModelDir(t, 8))
+	for name, change := range map[string]func(*VerifySettings){
+		"relax gap": func(s *VerifySettings) { s.RelaxGap = -1 },
+		"timeout":   func(s *VerifySettings) { s.Timeout = 0 },
+		"solver":    func(s *VerifySettings) { s.Solver = "gurobi" },
+		"max len":   func(s *VerifySettings) { s.MaxLen = 1e6 },
+		"steps":     func(s *VerifySettings) { s.MaxSteps = 1e6 },
+		"attack lr": func(s *VerifySettings) { s.AttackSteps, s.AttackLR = 10, 0 },
+		"bounds":    func(s *VerifySettings) { s.Bounds = "magic" },
+	} {
+		c := verifyConfig(m, filepath.Join(t.TempDir(), "v.jsonl"), []int{0})
+		change(&c.Settings)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

@@ -1,0 +1,336 @@
+package external
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lenspec/lenspec/mip"
+	"github.com/lenspec/lenspec/mip/internal/miptest"
+)
+
+// proc is one line of the process table.
+type proc struct {
+	pid, ppid, pgrp int
+	state           byte
+	comm            string
+	environ         string // NUL-separated, as in /proc
+}
+
+// procs reads the process table from /proc, leaving out zombies, which
+// no longer run (and which an init that does not reap keeps forever).
+func procs(t *testing.T) []proc {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []proc
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid pgrp ...; comm may contain anything,
+		// so split at the last parenthesis.
+		s := string(b)
+		i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if i < 0 || j < i {
+			continue
+		}
+		f := strings.Fields(s[j+1:])
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		pgrp, _ := strconv.Atoi(f[2])
+		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		ps = append(ps, proc{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0], comm: s[i+1 : j], environ: string(env)})
+	}
+	return ps
+}
+
+// waitGone waits up to d for every process matching keep to be gone and
+// returns the survivors.
+func waitGone(t *testing.T, d time.Duration, keep func(proc) bool) []proc {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		var left []proc
+		for _, p := range procs(t) {
+			if keep(p) {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func killAll(ps []proc) {
+	for _, p := range ps {
+		syscall.Kill(p.pid, syscall.SIGKILL)
+	}
+}
+
+const orphanChildEnv = "LENSPEC_EXTERNAL_ORPHAN_CHILD"
+
+// TestKilledCallerLeavesNoSolver kills (SIGKILL, which runs no cleanup)
+// a process in the middle of an external solve: its cbc must die with it,
+// and the next solve must remove the temporary directory it left.
+func TestKilledCallerLeavesNoSolver(t *testing.T) {
+	if os.Getenv(orphanChildEnv) != "" {
+		// The child: a solve that would run for a minute. cbc is kept
+		// silent, as it is in long root processing: otherwise its next
+		// log line, written to the pipe nobody reads any longer, would
+		// end it with SIGPIPE.
+		m := miptest.MultiKnapsack(rand.New(rand.NewPCG(0, 4)), 500, 10)
+		(Solver{Args: []string{"-log", "0"}}).Solve(context.Background(), m, mip.Options{TimeLimit: time.Minute})
+		os.Exit(3) // not reached: the parent kills us first
+	}
+	if _, err := exec.LookPath("cbc"); err != nil {
+		t.Skip("no cbc")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // the child's, and this process's, os.TempDir
+	child := exec.Command(os.Args[0], "-test.run=^TestKilledCallerLeavesNoSolver$")
+	child.Env = append(os.Environ(), orphanChildEnv+"=1")
+	var out bytes.Buffer
+	child.Stdout, child.Stderr = &out, &out
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+	// Wait for the child's cbc.
+	var solver proc
+	for deadline := time.Now().Add(10 * time.Second); solver.pid == 0; {
+		for _, p := range procs(t) {
+			if p.ppid == child.Process.Pid && p.comm == "cbc" {
+				solver = p
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child started no cbc; its output:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(tmp, fmt.Sprintf("lenspec-mip-%d-*", child.Process.Pid)))
+	if len(dirs) != 1 {
+		t.Fatalf("temporary directories of the child: %v, want one named after its pid", dirs)
+	}
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	t0 := time.Now()
+	left := waitGone(t, 2*time.Second, func(p proc) bool {
+		return p.pid == solver.pid || p.pgrp == solver.pgrp && solver.pgrp != syscall.Getpgrp()
+	})
+	if len(left) > 0 {
+		killAll(left)
+		t.Fatalf("%v after the caller was killed, still running: %+v", time.Since(t0), left)
+	}
+	if _, err := os.Stat(dirs[0]); err != nil {
+		t.Fatalf("the killed child's directory is already gone (%v): the test proves nothing", err)
+	}
+	// The next solve sweeps the dead process's directory away.
+	small := miptest.Knapsack([]float64{60, 100, 120}, []float64{10, 20, 30}, 50)
+	if res, err := (Solver{}).Solve(context.Background(), small, mip.Options{}); err != nil || res.Status != mip.Optimal {
+		t.Fatalf("solve after the kill: %v, %v", res, err)
+	}
+	if _, err := os.Stat(dirs[0]); !os.IsNotExist(err) {
+		t.Errorf("stale directory %s survived the next solve (%v)", dirs[0], err)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("left in the temporary directory: %v", ents)
+	}
+}
+
+// TestSweepKeepsLiveDirectories checks that the sweep of stale temporary
+// directories spares those of running processes and foreign names.
+func TestSweepKeepsLiveDirectories(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	// A process that has exited: its pid is free (unless reused within
+	// this test, which would only make the sweep keep the directory).
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{ // name → should survive
+		fmt.Sprintf("lenspec-mip-%d-123", dead.Process.Pid): false,
+		fmt.Sprintf("lenspec-mip-%d-456", os.Getpid()):      true,
+		fmt.Sprintf("lenspec-mip-%d-789", os.Getppid()):     true,
+
+		"lenspec-mip-12345678": true, // the old naming: no pid
+		"lenspec-mip-x-1":      true,
+		"other":                true,
+	}
+	for name := range names {
+		if err := os.Mkdir(filepath.Join(tmp, name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepStale()
+	for name, keep := range names {
+		_, err := os.Stat(filepath.Join(tmp, name))
+		if got := err == nil; got != keep {
+			t.Errorf("%s: exists %v, want %v", name, got, keep)
+		}
+	}
+}
+
+// fakeSolver writes an executable shell script standing in for cbc.
+func fakeSolver(t *testing.T, script string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fakecbc")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestStubbornSolverIsKilled runs a "solver" that ignores SIGINT, whose
+// children hold its output open, and which writes its root LP line
+// through C-style buffered output (mawk's, like cbc's stdio): the time
+// limit and cancellation must still end the solve promptly, taking down
+// the whole process group, and the line must arrive (through a pipe, it
+// would die in the buffer).
+func TestStubbornSolverIsKilled(t *testing.T) {
+	if _, err := exec.LookPath("awk"); err != nil {
+		t.Skip("no awk")
+	}
+	const marker = "LENSPEC_STUBBORN_TEST=1" // in the environment of the solver and its children
+	bin := fakeSolver(t, "export "+marker+"\n"+
+		"trap '' INT\n"+
+		"awk 'BEGIN { print \"Continuous objective value is -300 - 0.00 seconds\"; for (;;) ; }' &\n"+
+		"sleep 5 &\n"+
+		"wait")
+	m := miptest.Knapsack([]float64{60, 100, 120}, []float64{10, 20, 30}, 50)
+	mine := func(p proc) bool { return strings.Contains("\x00"+p.environ, "\x00"+marker+"\x00") }
+	gone := func() {
+		t.Helper()
+		if left := waitGone(t, time.Second, mine); len(left) > 0 {
+			killAll(left)
+			t.Errorf("left running: %+v", left)
+		}
+	}
+
+	const limit = 300 * time.Millisecond
+	t0 := time.Now()
+	res, err := (Solver{Binary: bin}).Solve(context.Background(), m, mip.Options{TimeLimit: limit})
+	wall := time.Since(t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != mip.TimeLimit || wall > limit+200*time.Millisecond {
+		t.Errorf("%v limit: got %s (%q) after %v", limit, res.Status, res.Message, wall)
+	}
+	// The root LP value printed before the kill is the bound.
+	if res.Bound > -300 || res.Bound < -300.01 {
+		t.Errorf("bound %g, want the root LP's -300 less a little", res.Bound)
+	}
+	gone()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	t0 = time.Now()
+	res, err = (Solver{Binary: bin}).Solve(ctx, m, mip.Options{})
+	wall = time.Since(t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without a time limit the grace after the interrupt is 1 s.
+	if res.Status != mip.Cancelled || wall > 1500*time.Millisecond {
+		t.Errorf("cancelled after 100 ms: got %s (%q) after %v", res.Status, res.Message, wall)
+	}
+	gone()
+}
+
+// TestTimeLimitHeld: cbc overruns its own -sec on ReLU-network MIPs (by
+// 0.6 s on this one with 2 s, by many seconds on larger ones, inside root
+// processing where it ignores SIGINT too); the backend must stop it
+// within 5 % of the limit and report a time limit.
+func TestTimeLimitHeld(t *testing.T) {
+	m, _ := miptest.ShortLimitReLU()
+	const limit = 2 * time.Second
+	for i := range 3 {
+		t0 := time.Now()
+		res, err := (Solver{}).Solve(context.Background(), m, mip.Options{TimeLimit: limit})
+		wall := time.Since(t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		miptest.CheckResult(t, m, &mip.Options{}, res)
+		t.Logf("run %d: %s after %v (%q)", i, res.Status, wall, res.Message)
+		if res.Status != mip.TimeLimit {
+			t.Errorf("run %d: status %s, want time limit", i, res.Status)
+		}
+		if wall > limit*105/100 {
+			t.Errorf("run %d: %v limit, returned after %v", i, limit, wall)
+		}
+	}
+}
+
+// TestSolverFailureIsErrorStatus: a solver that runs but fails yields
+// Status Error with its output, not a Go error.
+func TestSolverFailureIsErrorStatus(t *testing.T) {
+	m := miptest.Knapsack([]float64{60, 100, 120}, []float64{10, 20, 30}, 50)
+	tests := []struct{ name, script, want string }{
+		{"exit", "echo 'Coin0001E something broke'\nexit 3", "something broke"},
+		{"signal", "echo 'about to crash' >&2\nkill -SEGV $$", "about to crash"},
+		{"no solution", "echo 'nothing to say'", "wrote no solution"},
+		{"bad solution", "echo 'Optimal - objective value 1' > solution.txt\necho garbage > solution.bin", "solution.bin"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := (Solver{Binary: fakeSolver(t, tt.script)}).Solve(context.Background(), m, mip.Options{})
+			if err != nil {
+				t.Fatalf("error %v, want a result with status error", err)
+			}
+			miptest.CheckResult(t, m, &mip.Options{}, res)
+			if res.Status != mip.Error || !strings.Contains(res.Message, tt.want) {
+				t.Errorf("got %s %q, want error mentioning %q", res.Status, res.Message, tt.want)
+			}
+		})
+	}
+}
+
+// TestPanicInCallbackStopsSolver: a panicking OnEvent propagates out of
+// Solve, which first kills cbc and removes its directory.
+func TestPanicInCallbackStopsSolver(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	m := miptest.MultiKnapsack(rand.New(rand.NewPCG(0, 4)), 500, 10)
+	opt := mip.Options{TimeLimit: 20 * time.Second, OnEvent: func(mip.Event) { panic("boom") }}
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Errorf("recovered %v, want boom", r)
+			}
+		}()
+		(Solver{}).Solve(context.Background(), m, opt)
+		t.Error("Solve returned")
+	}()
+	self := os.Getpid()
+	if left := waitGone(t, 0, func(p proc) bool { return p.ppid == self && p.comm == "cbc" }); len(left) > 0 {
+		killAll(left)
+		t.Errorf("cbc still running after the panic: %+v", left)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("left in the temporary directory: %v", ents)
+	}
+}

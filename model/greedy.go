@@ -1,0 +1,244 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/lenspec/lenspec/ad"
+)
+
+// Result is one greedily decoded output.
+type Result struct {
+	// Tokens are the emitted tokens before eos (eos itself excluded).
+	Tokens []int
+	// Stopped reports whether eos came within the step cap. When false,
+	// Tokens holds the cap's worth of tokens and ℓ(x) ≥ len(Tokens).
+	Stopped bool
+	// MinMargin is the smallest gap between the largest and second largest
+	// logit over the decoded steps (eos step included): how far the input is
+	// from changing the path. MinRelMargin divides each gap by
+	// max(1, |largest logit|); below RelTieMargin it is a tie, not a result.
+	MinMargin, MinRelMargin float64
+}
+
+// RelTieMargin is the relative top-2 logit margin below which a decoded
+// step counts as a tie: float32 and float64 may then disagree, so no claim
+// rests on such a path.
+const RelTieMargin = 1e-6
+
+// MaxStepCap is the largest decoding step cap lenspec accepts anywhere
+// (config.json, flags): memory and time grow with it, and a bound keeps a
+// typo from running for hours before failing.
+const MaxStepCap = 10000
+
+// Tie reports whether a decoded output's path has a tie.
+func (r Result) Tie() bool { return r.MinRelMargin < RelTieMargin }
+
+// GreedyOptions adjusts Greedy.
+type GreedyOptions[T ad.Float] struct {
+	// MaxSteps is the step cap (≤ 0: the decoder's).
+	MaxSteps int
+	// NoEOS takes every argmax over the tokens other than eos, so no row
+	// stops: the path a counterexample to "ℓ ≤ K̂" follows. Margins are
+	// then among the non-eos tokens.
+	NoEOS bool
+	// OnStep, if set, is called after each step with the step's logits
+	// [rows, Vocab] and which rows were decoding at this step (the step
+	// that emits a row's eos included). The attack objective hangs its
+	// loss terms here.
+	OnStep func(t int, logits *ad.Node[T], live []bool)
+}
+
+// Greedy decodes the batch in greedily on tp: y_t = argmax o_t, ties to the
+// lowest token index, each row until its eos or the step cap. It is the one
+// greedy loop of lenspec: decoding, the attack objective, benchmarks and
+// replay all run it. On a recording tape gradients flow through the
+// logits and states of the path decoded (the argmax is piecewise
+// constant).
+func Greedy[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], opt GreedyOptions[T]) ([]Result, error) {
+	maxSteps := opt.MaxSteps
+	if maxSteps <= 0 {
+		maxSteps = d.MaxSteps()
+	}
+	s, err := d.Start(tp, in)
+	if err != nil {
+		return nil, err
+	}
+	rows, v, eos := in.Rows(), d.Vocab(), d.EOS()
+	res := make([]Result, rows)
+	live := make([]bool, rows)
+	for r := range res {
+		res[r].MinMargin, res[r].MinRelMargin = math.Inf(1), math.Inf(1)
+		live[r] = true
+	}
+	skip := -1
+	if opt.NoEOS {
+		skip = eos
+	}
+	ids := make([]int, rows)
+	var prev []int
+	for t, active := 0, rows; t < maxSteps && active > 0; t++ {
+		var logits *ad.Node[T]
+		logits, s = d.Step(tp, s, prev)
+		if opt.OnStep != nil {
+			opt.OnStep(t, logits, live)
+		}
+		for r := range res {
+			if !live[r] {
+				continue // finished rows keep computing (cheaper than compacting) but are ignored
+			}
+			y, gap, rel := argmaxSkip(logits.Value.Data[r*v:(r+1)*v], skip)
+			res[r].MinMargin = math.Min(res[r].MinMargin, gap)
+			res[r].MinRelMargin = math.Min(res[r].MinRelMargin, rel)
+			ids[r] = y
+			if y == eos {
+				res[r].Stopped = true
+				live[r] = false
+				active--
+				continue
+			}
+			res[r].Tokens = append(res[r].Tokens, y)
+		}
+		prev = ids
+	}
+	return res, nil
+}
+
+// decodeChunk bounds memory and is the unit of parallel work: inputs are
+// decoded this many at a time.
+const decodeChunk = 256
+
+// Decode greedily decodes a batch of inputs with at most maxSteps steps
+// (≤ 0: the decoder's MaxSteps), in chunks spread over all cores. Each
+// chunk's result does not depend on which worker ran it, so the output is
+// deterministic.
+func Decode[T ad.Float](ctx context.Context, d Decoder[T], b Batch[T], maxSteps int) ([]Result, error) {
+	spec := d.Input()
+	n, err := b.rows(spec)
+	if err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if maxSteps > MaxStepCap {
+		return nil, fmt.Errorf("decode: step cap %d exceeds the supported %d", maxSteps, MaxStepCap)
+	}
+	out := make([]Result, n)
+	chunks := (n + decodeChunk - 1) / decodeChunk
+	workers := min(runtime.GOMAXPROCS(0), chunks)
+	next := make(chan int, chunks)
+	for c := 0; c < chunks; c++ {
+		next <- c
+	}
+	close(next)
+	errs := make([]error, chunks)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range next {
+				if ctx.Err() != nil {
+					return
+				}
+				lo, hi := c*decodeChunk, min(n, (c+1)*decodeChunk)
+				tp := ad.NewTape[T](false)
+				res, err := Greedy(tp, d, b.slice(spec, lo, hi).input(tp, spec, hi-lo), GreedyOptions[T]{MaxSteps: maxSteps})
+				if err != nil {
+					errs[c] = err
+					return
+				}
+				copy(out[lo:hi], res)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("decode: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// Argmax returns the index of the largest value (lowest index on ties), the
+// gap to the second largest and that gap relative to max(1, |largest|).
+func Argmax[T ad.Float](row []T) (idx int, gap, rel float64) { return argmaxSkip(row, -1) }
+
+// argmaxSkip is Argmax over the entries other than skip (−1: all).
+func argmaxSkip[T ad.Float](row []T, skip int) (idx int, gap, rel float64) {
+	idx = -1
+	for j, v := range row {
+		if j != skip && (idx < 0 || v > row[idx]) {
+			idx = j
+		}
+	}
+	second := math.Inf(-1)
+	for j, v := range row {
+		if j != idx && j != skip {
+			second = math.Max(second, float64(v))
+		}
+	}
+	top := float64(row[idx])
+	gap = top - second
+	return idx, gap, gap / math.Max(1, math.Abs(top))
+}
+
+// TeacherForcedLoss is the cross-entropy of the batch in against labels
+// (token ids without eos; eos is the target after the last one), each row
+// fed its own label tokens, summed over steps and averaged over the batch:
+// the training loss of every architecture.
+func TeacherForcedLoss[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], labels [][]int) (*ad.Node[T], error) {
+	b := len(labels)
+	if in.Rows() != b {
+		return nil, fmt.Errorf("teacher forcing: %d inputs, %d labels", in.Rows(), b)
+	}
+	steps := 0
+	for _, l := range labels {
+		steps = max(steps, len(l)+1)
+		for _, y := range l {
+			if y < 0 || y >= d.Vocab() || y == d.EOS() {
+				return nil, fmt.Errorf("teacher forcing: label token %d is not a non-eos token of the vocabulary of %d", y, d.Vocab())
+			}
+		}
+	}
+	s, err := d.Start(tp, in)
+	if err != nil {
+		return nil, err
+	}
+	targets := make([]int, b)
+	weights := make([]T, b)
+	for i := range weights {
+		weights[i] = T(1) / T(b)
+	}
+	var total *ad.Node[T]
+	var prev []int
+	for t := 0; t < steps; t++ {
+		var logits *ad.Node[T]
+		logits, s = d.Step(tp, s, prev)
+		next := make([]int, b)
+		for r, l := range labels {
+			switch {
+			case t < len(l):
+				targets[r] = l[t]
+			case t == len(l):
+				targets[r] = d.EOS()
+			default:
+				targets[r] = -1 // finished: no loss
+			}
+			next[r] = max(targets[r], 0)
+		}
+		ce := tp.CrossEntropy(logits, targets, weights)
+		if total == nil {
+			total = ce
+		} else {
+			total = tp.Add(total, ce)
+		}
+		prev = next
+	}
+	return total, nil
+}
