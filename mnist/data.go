@@ -205,7 +205,6 @@ func Fetch(ctx context.Context, dir string, logf func(format string, args ...any
 		return err
 	}
 	if len(missing) == 0 {
-		logf("mnist: %s already holds verified MNIST", dir)
 		return nil
 	}
 	if err := download(ctx, dir, logf); err != nil {
