@@ -5,7 +5,7 @@ GO ?= go
 BIN := bin/lenspec
 MODEL := models/mmnist-rnn
 
-.PHONY: all setup build data demo test test-purego lint bench clean
+.PHONY: all setup build data demo test test-purego lint bench bench-peer clean
 
 all: build
 
@@ -34,6 +34,12 @@ test: data lint
 
 bench: data
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./bench/...
+
+# The peer benchmark: the same operations in PyTorch (Debian's python3-torch,
+# installed here), interleaved with lenspec's; ends with "ratio <op> <x>" lines.
+bench-peer: data
+	@bash scripts/setup.sh python3-torch python3-numpy
+	$(BIN) bench --model $(MODEL) --peer bench/peer.py --rounds 15
 
 clean:
 	rm -rf bin

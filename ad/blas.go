@@ -34,7 +34,11 @@ func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a []T, b []T, beta
 	}
 	if k == 0 {
 		for i := range c[:m*n] {
-			c[i] *= beta
+			if beta == 0 { // BLAS: with beta 0, C is not read
+				c[i] = 0
+			} else {
+				c[i] *= beta
+			}
 		}
 		return
 	}

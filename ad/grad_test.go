@@ -324,3 +324,37 @@ func TestDropout(t *testing.T) {
 		t.Fatal("dropout 0 is not the identity")
 	}
 }
+
+// TestAdamKernelMatchesLoop: the float32 update (the C kernel in the cgo
+// build) agrees with the float64 Go loop on the same numbers, with and
+// without weight decay, parameters and moments alike.
+func TestAdamKernelMatchesLoop(t *testing.T) {
+	defer setKernels("")
+	for _, variant := range []string{"v4", "v3", "base"} {
+		setKernels(variant)
+		adamMatchesLoop(t)
+	}
+}
+
+func adamMatchesLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 3))
+	const n = 1003 // not a whole number of vectors
+	w32, g32 := make([]float32, n), make([]float32, n)
+	w64, g64 := make([]float64, n), make([]float64, n)
+	for i := range w32 {
+		w32[i], g32[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+		w64[i], g64[i] = float64(w32[i]), float64(g32[i])
+	}
+	m32, v32, m64, v64 := make([]float32, n), make([]float32, n), make([]float64, n), make([]float64, n)
+	for step, decay := range []float64{1, 0.99, 1, 0.999} {
+		c1, c2 := 1-math.Pow(0.9, float64(step+1)), 1-math.Pow(0.999, float64(step+1))
+		adamUpdate(w32, g32, m32, v32, 0.01, 0.9, 0.999, c1, c2, 1e-8, decay)
+		adamUpdateGo(w64, g64, m64, v64, 0.01, 0.9, 0.999, c1, c2, 1e-8, decay)
+	}
+	for i := range w32 {
+		close := func(a float32, b float64) bool { return math.Abs(float64(a)-b) <= 1e-5*(1+math.Abs(b)) }
+		if !close(w32[i], w64[i]) || !close(m32[i], m64[i]) || !close(v32[i], v64[i]) {
+			t.Fatalf("element %d: w %v vs %v, m %v vs %v, v %v vs %v", i, w32[i], w64[i], m32[i], m64[i], v32[i], v64[i])
+		}
+	}
+}

@@ -4,11 +4,9 @@ import "math"
 
 // ReLU returns max(x, 0). Its gradient at exactly 0 is 0.
 func (tp *Tape[T]) ReLU(x *Node[T]) *Node[T] {
-	out := New[T](x.Value.Shape...)
+	out := tp.alloc(false, x.Value.Shape...)
 	for i, v := range x.Value.Data {
-		if v > 0 {
-			out.Data[i] = v
-		}
+		out.Data[i] = max(v, 0)
 	}
 	return tp.op(out, func(o *Node[T]) {
 		if !x.needsGrad {
@@ -25,7 +23,7 @@ func (tp *Tape[T]) ReLU(x *Node[T]) *Node[T] {
 
 // Tanh returns tanh(x).
 func (tp *Tape[T]) Tanh(x *Node[T]) *Node[T] {
-	out := New[T](x.Value.Shape...)
+	out := tp.alloc(false, x.Value.Shape...)
 	for i, v := range x.Value.Data {
 		out.Data[i] = T(math.Tanh(float64(v)))
 	}
@@ -43,7 +41,7 @@ func (tp *Tape[T]) Tanh(x *Node[T]) *Node[T] {
 
 // Sigmoid returns 1/(1+exp(−x)), computed without overflow for large |x|.
 func (tp *Tape[T]) Sigmoid(x *Node[T]) *Node[T] {
-	out := New[T](x.Value.Shape...)
+	out := tp.alloc(false, x.Value.Shape...)
 	for i, v := range x.Value.Data {
 		f := float64(v)
 		if f >= 0 {
@@ -68,7 +66,7 @@ func (tp *Tape[T]) Sigmoid(x *Node[T]) *Node[T] {
 // Abs returns |x|. Its gradient is sign(x), 0 at exactly 0. Interval
 // bound propagation needs it: a layer's radius is |W|·r.
 func (tp *Tape[T]) Abs(x *Node[T]) *Node[T] {
-	out := New[T](x.Value.Shape...)
+	out := tp.alloc(false, x.Value.Shape...)
 	for i, v := range x.Value.Data {
 		if v < 0 {
 			v = -v

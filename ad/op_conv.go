@@ -11,123 +11,71 @@ type ConvGeom struct {
 // Out returns the output size for an input size along one axis.
 func (g ConvGeom) Out(in int) int { return (in+2*g.Pad-g.Kernel)/g.Stride + 1 }
 
+// convShape is one convolution's full shape (NCHW).
+type convShape struct {
+	b, c, h, w, oc, oh, ow int
+	g                      ConvGeom
+}
+
+func shapeOf[T Float](x, w *Node[T], g ConvGeom, name string) convShape {
+	xs, ws := x.Value.Shape, w.Value.Shape
+	if len(xs) != 4 || len(ws) != 4 || ws[1] != xs[1] || ws[2] != g.Kernel || ws[3] != g.Kernel || g.Stride < 1 || g.Pad < 0 {
+		panic(fmt.Sprintf("ad.%s: input %v, weight %v, geometry %+v", name, xs, ws, g))
+	}
+	s := convShape{b: xs[0], c: xs[1], h: xs[2], w: xs[3], oc: ws[0], g: g}
+	s.oh, s.ow = g.Out(s.h), g.Out(s.w)
+	if s.oh <= 0 || s.ow <= 0 {
+		panic(fmt.Sprintf("ad.%s: input %v, geometry %+v: empty output", name, xs, g))
+	}
+	return s
+}
+
 // Conv2D returns the cross-correlation of x [B, C, H, W] with w [OC, C, K, K]
 // plus bias [OC] (nil for none), in PyTorch's NCHW layout, as
-// [B, OC, OH, OW].
-//
-// It lowers to one GEMM by im2col: rows are output pixels (b, oy, ox),
-// columns are (c, ky, kx); the product with wᵀ is permuted back to NCHW.
+// [B, OC, OH, OW]. It runs direct kernels (kernels.c; conv_go.go without
+// cgo and for float64): lenspec's convolutions have few channels, where
+// im2col + GEMM spends its time copying patches.
 func (tp *Tape[T]) Conv2D(x, w, bias *Node[T], g ConvGeom) *Node[T] {
-	xs, ws := x.Value.Shape, w.Value.Shape
-	if len(xs) != 4 || len(ws) != 4 || ws[1] != xs[1] || ws[2] != g.Kernel || ws[3] != g.Kernel {
-		panic(fmt.Sprintf("ad.Conv2D: input %v, weight %v, kernel %d", xs, ws, g.Kernel))
-	}
-	b, c, h, wd := xs[0], xs[1], xs[2], xs[3]
-	oc := ws[0]
-	oh, ow := g.Out(h), g.Out(wd)
-	ckk := c * g.Kernel * g.Kernel
-	rows := b * oh * ow
-	cols := New[T](rows, ckk)
-	im2col(x.Value.Data, cols.Data, b, c, h, wd, oh, ow, g)
-	mat := make([]T, rows*oc)
+	return tp.conv(x, w, bias, g, false, "Conv2D")
+}
+
+// Conv2DReLU is ReLU(Conv2D(x, w, bias)) in one pass: the activation is
+// applied as the kernel stores its output, and the gradient is masked by
+// the output's sign, so no pre-activation tensor is kept.
+func (tp *Tape[T]) Conv2DReLU(x, w, bias *Node[T], g ConvGeom) *Node[T] {
+	return tp.conv(x, w, bias, g, true, "Conv2DReLU")
+}
+
+func (tp *Tape[T]) conv(x, w, bias *Node[T], g ConvGeom, relu bool, name string) *Node[T] {
+	s := shapeOf(x, w, g, name)
+	var b []T
 	if bias != nil {
-		for r := 0; r < rows; r++ {
-			copy(mat[r*oc:(r+1)*oc], bias.Value.Data)
+		if bias.Value.Len() != s.oc {
+			panic(fmt.Sprintf("ad.%s: bias %v for %d channels", name, bias.Value.Shape, s.oc))
 		}
+		b = bias.Value.Data
 	}
-	Gemm(false, true, rows, oc, ckk, 1, cols.Data, w.Value.Data, 1, mat)
-	out := New[T](b, oc, oh, ow)
-	hw := oh * ow
-	for bi := 0; bi < b; bi++ {
-		for p := 0; p < hw; p++ {
-			src := mat[(bi*hw+p)*oc : (bi*hw+p+1)*oc]
-			for o, v := range src {
-				out.Data[(bi*oc+o)*hw+p] = v
-			}
-		}
-	}
+	out := tp.alloc(false, s.b, s.oc, s.oh, s.ow)
+	scratch := func(n int) []T { return tp.alloc(false, n).Data }
+	saved := convForward(s, x.Value.Data, w.Value.Data, b, out.Data, relu, scratch)
 	inputs := []*Node[T]{x, w}
 	if bias != nil {
 		inputs = append(inputs, bias)
 	}
 	return tp.op(out, func(o *Node[T]) {
-		gmat := make([]T, rows*oc) // dOut in [rows, oc] layout
-		for bi := 0; bi < b; bi++ {
-			for o2 := 0; o2 < oc; o2++ {
-				src := o.Grad.Data[(bi*oc+o2)*hw : (bi*oc+o2+1)*hw]
-				for p, v := range src {
-					gmat[(bi*hw+p)*oc+o2] = v
-				}
-			}
+		var mask, dx, dw, db []T // the gradient passes where a fused ReLU's output is positive
+		if relu {
+			mask = out.Data
 		}
-		if w.needsGrad { // dW = gmatᵀ·cols
-			Gemm(true, false, oc, ckk, rows, 1, gmat, cols.Data, 1, w.grad().Data)
+		if x.needsGrad {
+			dx = x.grad().Data
+		}
+		if w.needsGrad {
+			dw = w.grad().Data
 		}
 		if bias != nil && bias.needsGrad {
-			gb := bias.grad().Data
-			for r := 0; r < rows; r++ {
-				for j, v := range gmat[r*oc : (r+1)*oc] {
-					gb[j] += v
-				}
-			}
+			db = bias.grad().Data
 		}
-		if x.needsGrad { // dcols = gmat·W, then scatter back
-			dcols := make([]T, rows*ckk)
-			Gemm(false, false, rows, ckk, oc, 1, gmat, w.Value.Data, 0, dcols)
-			col2im(dcols, x.grad().Data, b, c, h, wd, oh, ow, g)
-		}
+		convBackward(s, o.Grad.Data, mask, x.Value.Data, saved, w.Value.Data, dx, dw, db, scratch)
 	}, inputs...)
-}
-
-func im2col[T Float](x, cols []T, b, c, h, w, oh, ow int, g ConvGeom) {
-	k := g.Kernel
-	ckk := c * k * k
-	for bi := 0; bi < b; bi++ {
-		for oy := 0; oy < oh; oy++ {
-			for ox := 0; ox < ow; ox++ {
-				row := cols[((bi*oh+oy)*ow+ox)*ckk:]
-				for ci := 0; ci < c; ci++ {
-					base := (bi*c + ci) * h * w
-					for ky := 0; ky < k; ky++ {
-						iy := oy*g.Stride - g.Pad + ky
-						for kx := 0; kx < k; kx++ {
-							ix := ox*g.Stride - g.Pad + kx
-							var v T
-							if iy >= 0 && iy < h && ix >= 0 && ix < w {
-								v = x[base+iy*w+ix]
-							}
-							row[(ci*k+ky)*k+kx] = v
-						}
-					}
-				}
-			}
-		}
-	}
-}
-
-func col2im[T Float](cols, dx []T, b, c, h, w, oh, ow int, g ConvGeom) {
-	k := g.Kernel
-	ckk := c * k * k
-	for bi := 0; bi < b; bi++ {
-		for oy := 0; oy < oh; oy++ {
-			for ox := 0; ox < ow; ox++ {
-				row := cols[((bi*oh+oy)*ow+ox)*ckk:]
-				for ci := 0; ci < c; ci++ {
-					base := (bi*c + ci) * h * w
-					for ky := 0; ky < k; ky++ {
-						iy := oy*g.Stride - g.Pad + ky
-						if iy < 0 || iy >= h {
-							continue
-						}
-						for kx := 0; kx < k; kx++ {
-							ix := ox*g.Stride - g.Pad + kx
-							if ix >= 0 && ix < w {
-								dx[base+iy*w+ix] += row[(ci*k+ky)*k+kx]
-							}
-						}
-					}
-				}
-			}
-		}
-	}
 }

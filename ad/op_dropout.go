@@ -10,8 +10,8 @@ func (tp *Tape[T]) Dropout(x *Node[T], p float64, rng *rand.Rand) *Node[T] {
 		return x
 	}
 	scale := T(1 / (1 - p))
-	mask := make([]T, x.Value.Len())
-	out := New[T](x.Value.Shape...)
+	mask := tp.alloc(true, x.Value.Len()).Data
+	out := tp.alloc(true, x.Value.Shape...)
 	for i, v := range x.Value.Data {
 		if rng.Float64() >= p {
 			mask[i] = scale

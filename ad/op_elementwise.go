@@ -14,7 +14,7 @@ func mustSame[T Float](name string, a, b *Node[T]) {
 // Add returns a + b (same shapes).
 func (tp *Tape[T]) Add(a, b *Node[T]) *Node[T] {
 	mustSame("Add", a, b)
-	out := New[T](a.Value.Shape...)
+	out := tp.alloc(false, a.Value.Shape...)
 	for i := range out.Data {
 		out.Data[i] = a.Value.Data[i] + b.Value.Data[i]
 	}
@@ -27,7 +27,7 @@ func (tp *Tape[T]) Add(a, b *Node[T]) *Node[T] {
 // Sub returns a − b (same shapes).
 func (tp *Tape[T]) Sub(a, b *Node[T]) *Node[T] {
 	mustSame("Sub", a, b)
-	out := New[T](a.Value.Shape...)
+	out := tp.alloc(false, a.Value.Shape...)
 	for i := range out.Data {
 		out.Data[i] = a.Value.Data[i] - b.Value.Data[i]
 	}
@@ -40,7 +40,7 @@ func (tp *Tape[T]) Sub(a, b *Node[T]) *Node[T] {
 // Mul returns the elementwise product a ⊙ b (same shapes).
 func (tp *Tape[T]) Mul(a, b *Node[T]) *Node[T] {
 	mustSame("Mul", a, b)
-	out := New[T](a.Value.Shape...)
+	out := tp.alloc(false, a.Value.Shape...)
 	for i := range out.Data {
 		out.Data[i] = a.Value.Data[i] * b.Value.Data[i]
 	}
@@ -62,7 +62,7 @@ func (tp *Tape[T]) Mul(a, b *Node[T]) *Node[T] {
 
 // Scale returns c·a.
 func (tp *Tape[T]) Scale(a *Node[T], c T) *Node[T] {
-	out := New[T](a.Value.Shape...)
+	out := tp.alloc(false, a.Value.Shape...)
 	for i, v := range a.Value.Data {
 		out.Data[i] = c * v
 	}
@@ -75,7 +75,7 @@ func (tp *Tape[T]) AddBias(x, bias *Node[T]) *Node[T] {
 	if bias.Value.Len() != cols {
 		panic(fmt.Sprintf("ad.AddBias: bias %v for input %v", bias.Value.Shape, x.Value.Shape))
 	}
-	out := New[T](x.Value.Shape...)
+	out := tp.alloc(false, x.Value.Shape...)
 	for i, v := range x.Value.Data {
 		out.Data[i] = v + bias.Value.Data[i%cols]
 	}
@@ -94,7 +94,7 @@ func (tp *Tape[T]) AddBias(x, bias *Node[T]) *Node[T] {
 // through (the subgradient of the identity branch), matching ReLU's choice
 // of 0 at 0 only up to a measure-zero set.
 func (tp *Tape[T]) ClampMin(a *Node[T], c T) *Node[T] {
-	out := New[T](a.Value.Shape...)
+	out := tp.alloc(false, a.Value.Shape...)
 	for i, v := range a.Value.Data {
 		out.Data[i] = max(v, c)
 	}

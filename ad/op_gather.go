@@ -10,7 +10,7 @@ func (tp *Tape[T]) Gather(table *Node[T], ids []int) *Node[T] {
 		panic(fmt.Sprintf("ad.Gather: table shape %v", table.Value.Shape))
 	}
 	v, d := table.Value.Shape[0], table.Value.Shape[1]
-	out := New[T](len(ids), d)
+	out := tp.alloc(false, len(ids), d)
 	for i, id := range ids {
 		if id < 0 || id >= v {
 			panic(fmt.Sprintf("ad.Gather: id %d outside table of %d rows", id, v))

@@ -8,7 +8,7 @@ func (tp *Tape[T]) MatMul(a, b *Node[T]) *Node[T] {
 		panic(fmt.Sprintf("ad.MatMul: shapes %v and %v", a.Value.Shape, b.Value.Shape))
 	}
 	m, k, n := a.Value.Shape[0], a.Value.Shape[1], b.Value.Shape[1]
-	out := New[T](m, n)
+	out := tp.alloc(false, m, n)
 	Gemm(false, false, m, n, k, 1, a.Value.Data, b.Value.Data, 0, out.Data)
 	return tp.op(out, func(o *Node[T]) {
 		if a.needsGrad { // dA = dO·bᵀ
@@ -24,28 +24,58 @@ func (tp *Tape[T]) MatMul(a, b *Node[T]) *Node[T] {
 // layout: x is [..., in] (all leading dimensions are flattened into rows), W
 // is [out, in] and bias is [out] or nil.
 func (tp *Tape[T]) Linear(x, w, bias *Node[T]) *Node[T] {
+	return tp.linear(x, w, bias, false, "Linear")
+}
+
+// LinearReLU is ReLU(Linear(x, w, bias)) in one pass over the output: the
+// bias goes in before the GEMM (beta = 1), the activation is applied in
+// place after it, and the gradient is masked by the output's sign, so no
+// pre-activation tensor is kept.
+func (tp *Tape[T]) LinearReLU(x, w, bias *Node[T]) *Node[T] {
+	return tp.linear(x, w, bias, true, "LinearReLU")
+}
+
+func (tp *Tape[T]) linear(x, w, bias *Node[T], relu bool, name string) *Node[T] {
 	in := x.Value.Cols()
 	if len(w.Value.Shape) != 2 || w.Value.Shape[1] != in {
-		panic(fmt.Sprintf("ad.Linear: input %v, weight %v", x.Value.Shape, w.Value.Shape))
+		panic(fmt.Sprintf("ad.%s: input %v, weight %v", name, x.Value.Shape, w.Value.Shape))
 	}
 	rows, outDim := x.Value.Rows(), w.Value.Shape[0]
 	if bias != nil && bias.Value.Len() != outDim {
-		panic(fmt.Sprintf("ad.Linear: bias %v for %d outputs", bias.Value.Shape, outDim))
+		panic(fmt.Sprintf("ad.%s: bias %v for %d outputs", name, bias.Value.Shape, outDim))
 	}
 	shape := append(append([]int(nil), x.Value.Shape[:len(x.Value.Shape)-1]...), outDim)
-	out := New[T](shape...)
+	out := tp.alloc(false, shape...)
+	beta := T(0) // without a bias the GEMM overwrites out
 	if bias != nil {
 		for r := 0; r < rows; r++ {
 			copy(out.Data[r*outDim:(r+1)*outDim], bias.Value.Data)
 		}
+		beta = 1
 	}
-	Gemm(false, true, rows, outDim, in, 1, x.Value.Data, w.Value.Data, 1, out.Data)
+	Gemm(false, true, rows, outDim, in, 1, x.Value.Data, w.Value.Data, beta, out.Data)
+	if relu {
+		for i, v := range out.Data {
+			out.Data[i] = max(v, 0)
+		}
+	}
 	inputs := []*Node[T]{x, w}
 	if bias != nil {
 		inputs = append(inputs, bias)
 	}
 	return tp.op(out, func(o *Node[T]) {
 		g := o.Grad.Data
+		if relu { // the gradient passes where the output is positive
+			m := tp.alloc(false, len(g)).Data
+			for i, v := range out.Data {
+				if v > 0 {
+					m[i] = g[i]
+				} else {
+					m[i] = 0
+				}
+			}
+			g = m
+		}
 		if x.needsGrad { // dX = dO·W
 			Gemm(false, false, rows, in, outDim, 1, g, w.Value.Data, 1, x.grad().Data)
 		}

@@ -8,7 +8,7 @@ func (tp *Tape[T]) Sum(x *Node[T]) *Node[T] {
 	for _, v := range x.Value.Data {
 		s += v
 	}
-	out := New[T]()
+	out := tp.alloc(false)
 	out.Data[0] = s
 	return tp.op(out, func(o *Node[T]) {
 		if !x.needsGrad {
@@ -31,7 +31,7 @@ func (tp *Tape[T]) WeightedSum(x *Node[T], w []T) *Node[T] {
 	for i, v := range x.Value.Data {
 		s += w[i] * v
 	}
-	out := New[T]()
+	out := tp.alloc(false)
 	out.Data[0] = s
 	w = append([]T(nil), w...)
 	return tp.op(out, func(o *Node[T]) {
@@ -55,7 +55,7 @@ func (tp *Tape[T]) MaxLast(x *Node[T], exclude []bool) *Node[T] {
 		panic(fmt.Sprintf("ad.MaxLast: %d exclude flags for %d columns", len(exclude), cols))
 	}
 	arg := make([]int, rows)
-	out := New[T](x.Value.Shape[:len(x.Value.Shape)-1]...)
+	out := tp.alloc(false, x.Value.Shape[:len(x.Value.Shape)-1]...)
 	for r := 0; r < rows; r++ {
 		row := x.Value.Data[r*cols : (r+1)*cols]
 		best := -1

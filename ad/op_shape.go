@@ -34,7 +34,7 @@ func (tp *Tape[T]) Concat(axis int, xs ...*Node[T]) *Node[T] {
 		}
 		shape[axis] += s[axis]
 	}
-	out := New[T](shape...)
+	out := tp.alloc(false, shape...)
 	outer, total, inner := axisSplit(shape, axis)
 	off := 0
 	for _, x := range xs {
@@ -73,7 +73,7 @@ func (tp *Tape[T]) Slice(x *Node[T], axis, start, end int) *Node[T] {
 	shape[axis] = end - start
 	outer, dim, inner := axisSplit(s, axis)
 	d := end - start
-	out := New[T](shape...)
+	out := tp.alloc(false, shape...)
 	for o := 0; o < outer; o++ {
 		copy(out.Data[o*d*inner:(o+1)*d*inner], x.Value.Data[(o*dim+start)*inner:(o*dim+end)*inner])
 	}

@@ -8,7 +8,7 @@ import (
 // LogSoftmax returns log(softmax(x)) over the last axis, computed stably.
 func (tp *Tape[T]) LogSoftmax(x *Node[T]) *Node[T] {
 	cols, rows := x.Value.Cols(), x.Value.Rows()
-	out := New[T](x.Value.Shape...)
+	out := tp.alloc(false, x.Value.Shape...)
 	for r := 0; r < rows; r++ {
 		row := x.Value.Data[r*cols : (r+1)*cols]
 		lse := logSumExp(row)
@@ -63,7 +63,7 @@ func (tp *Tape[T]) CrossEntropy(logits *Node[T], targets []int, weights []T) *No
 		lses[r] = logSumExp(row)
 		loss += w(r) * (lses[r] - float64(row[t]))
 	}
-	out := New[T]()
+	out := tp.alloc(false)
 	out.Data[0] = T(loss)
 	targets = append([]int(nil), targets...)
 	return tp.op(out, func(o *Node[T]) {
@@ -97,7 +97,7 @@ func (tp *Tape[T]) MaskedSoftmax(x *Node[T], keep []bool) *Node[T] {
 	if len(keep) != x.Value.Len() {
 		panic(fmt.Sprintf("ad.MaskedSoftmax: %d flags for %v", len(keep), x.Value.Shape))
 	}
-	out := New[T](x.Value.Shape...)
+	out := tp.alloc(true, x.Value.Shape...)
 	for r := 0; r < rows; r++ {
 		m := math.Inf(-1)
 		for j := r * cols; j < (r+1)*cols; j++ {

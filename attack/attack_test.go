@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/lenspec/lenspec/ad"
@@ -293,6 +295,46 @@ func TestPGDBatchedEqualsSingle(t *testing.T) {
 					t.Fatalf("%s target %d: evals %d/%d, found %d/%d", cell, i, one[0].Evals, other.Evals, one[0].Found32, other.Found32)
 				}
 			}
+		}
+	}
+}
+
+// TestPGDSameOnAnyCoreCount: with enough targets for a shard per core,
+// PGD's outcomes are the same on one core as on two: the shards hold
+// whole targets and runs are independent.
+func TestPGDSameOnAnyCoreCount(t *testing.T) {
+	m32, m64 := tinyCell(t, model.CellReLU, 4)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(6, 6))
+	var targets []Target
+	for i := 0; i < 2*minShardTargets+3; i++ {
+		tg, err := NewTarget(ctx, m64, ball(t, randX(rng, size(m64)), 0.2), -1, 8, 7, uint64(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, tg)
+	}
+	opt := DefaultPGD()
+	opt.Steps, opt.LR, opt.Restarts = 30, 0.01, 2
+	on := func(procs int) []Outcome {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		p, err := NewPGDRun(m32, targets, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(procs, len(targets)/minShardTargets); len(p.shards) != want {
+			t.Fatalf("%d cores: %d shards, want %d", procs, len(p.shards), want)
+		}
+		outs, err := PGD(ctx, m32, m64, targets, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return outs
+	}
+	one, two := on(1), on(2)
+	for i := range one {
+		if !slices.Equal(one[i].Input, two[i].Input) || one[i].Evals != two[i].Evals || one[i].Found32 != two[i].Found32 || one[i].Steps != two[i].Steps {
+			t.Fatalf("target %d: one core and two cores differ", i)
 		}
 	}
 }

@@ -39,19 +39,17 @@ func ParseLoss(s string) (Loss, error) {
 // scheme). The argmax feedback is piecewise constant: gradients flow through
 // the logits and the states of the path actually decoded.
 func Objective[T ad.Float](tp *ad.Tape[T], d model.Decoder[T], in model.Input[T], maxSteps int, loss Loss, eps float64) (*ad.Node[T], []model.Result, error) {
-	rows := in.Rows()
 	eos := d.EOS()
 	exclude := make([]bool, d.Vocab())
 	exclude[eos] = true
-	w := make([]T, rows)
 	var total *ad.Node[T]
 	res, err := model.Greedy(tp, d, in, model.GreedyOptions[T]{
 		MaxSteps: maxSteps,
-		OnStep: func(_ int, o *ad.Node[T], live []bool) {
-			for r, l := range live {
-				w[r] = 0
+		OnStep: func(_ int, o *ad.Node[T], rows []int, live []bool) {
+			w := make([]T, len(rows))
+			for k, l := range live {
 				if l {
-					w[r] = 1
+					w[k] = 1
 				}
 			}
 			var term *ad.Node[T]
@@ -59,7 +57,7 @@ func Objective[T ad.Float](tp *ad.Tape[T], d model.Decoder[T], in model.Input[T]
 			case LossEOSLogProb:
 				term = tp.Slice(tp.LogSoftmax(o), 1, eos, eos+1)
 			default:
-				d := tp.Sub(tp.Reshape(tp.Slice(o, 1, eos, eos+1), rows), tp.MaxLast(o, exclude))
+				d := tp.Sub(tp.Reshape(tp.Slice(o, 1, eos, eos+1), len(rows)), tp.MaxLast(o, exclude))
 				term = tp.ClampMin(d, T(-eps))
 			}
 			s := tp.WeightedSum(term, w)

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"slices"
+	"sync"
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/model"
@@ -102,11 +105,11 @@ func newRuns(targets []Target, restarts int) *runs {
 	return r
 }
 
-// active lists the runs still going and copies their iterates into one
-// batch.
-func (r *runs) active() (idx []int, batch []float32) {
-	for i, f := range r.frozen {
-		if !f {
+// active lists the runs among lo..hi-1 still going and copies their
+// iterates into one batch.
+func (r *runs) active(lo, hi int) (idx []int, batch []float32) {
+	for i := lo; i < hi; i++ {
+		if !r.frozen[i] {
 			idx = append(idx, i)
 		}
 	}
@@ -147,60 +150,147 @@ func (r *runs) lengthened() int {
 	return n
 }
 
+// PGDRun is a batch of PGD runs in progress: PGD drives one from start to
+// finish; benchmarks time its Step.
+type PGDRun struct {
+	d32      model.Decoder[float32]
+	opt      PGDOptions
+	maxSteps int
+	r        *runs
+	adam     *ad.Adam[float32]
+	shards   []pgdShard
+	steps    int
+}
+
+// pgdShard is the runs lo..hi-1 (whole targets), whose proxy loss and
+// input gradients one goroutine computes, on memory of its own.
+type pgdShard struct {
+	lo, hi int
+	arena  *ad.Arena[float32]
+}
+
+// minShardTargets is the fewest targets worth a goroutine of their own: a
+// smaller batch spends more in per-operation overhead than a second core
+// saves.
+const minShardTargets = 8
+
+// NewPGDRun sets up the runs of PGD for targets (Restarts each). Steps
+// use up to GOMAXPROCS cores, each on a contiguous share of the targets;
+// runs are independent, so the result does not depend on the split.
+func NewPGDRun(d32 model.Decoder[float32], targets []Target, opt PGDOptions) (*PGDRun, error) {
+	if err := opt.Validate(); err != nil {
+		return nil, fmt.Errorf("attack: %w", err)
+	}
+	if len(targets) == 0 {
+		return nil, errors.New("attack: no targets")
+	}
+	if opt.Loss == "" {
+		opt.Loss = LossMargin
+	}
+	p := &PGDRun{d32: d32, opt: opt, maxSteps: opt.MaxSteps, r: newRuns(targets, opt.Restarts)}
+	if p.maxSteps <= 0 {
+		p.maxSteps = d32.MaxSteps()
+	}
+	n := max(1, min(runtime.GOMAXPROCS(0), len(targets)/minShardTargets))
+	for s := 0; s < n; s++ {
+		lo, hi := s*len(targets)/n, (s+1)*len(targets)/n
+		p.shards = append(p.shards, pgdShard{lo * opt.Restarts, hi * opt.Restarts, ad.NewArena[float32]()})
+	}
+	p.adam = ad.NewAdam(p.r.x, opt.LR)
+	return p, nil
+}
+
+// Step runs one iteration: the proxy loss and its input gradient for every
+// run still going, an Adam update and the projection. It reports false
+// when every run has finished (early stop).
+func (p *PGDRun) Step() (bool, error) {
+	r := p.r
+	live := make([]bool, len(p.shards))
+	errs := make([]error, len(p.shards))
+	var wg sync.WaitGroup
+	for s := range p.shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			live[s], errs[s] = p.shards[s].step(p)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return false, err
+	}
+	if !slices.Contains(live, true) {
+		return false, nil
+	}
+	p.adam.StepWhere(func(i int) bool { return !r.frozen[i] })
+	for i := range r.x {
+		if !r.frozen[i] {
+			r.sets[i/r.restarts].Project(r.x[i].W.Data)
+		}
+	}
+	p.steps++
+	return true, nil
+}
+
+// step evaluates the shard's live runs and leaves their input gradients
+// in their parameters (Adam reads them); it reports whether any was live.
+func (sh *pgdShard) step(p *PGDRun) (bool, error) {
+	r := p.r
+	idx, batch := r.active(sh.lo, sh.hi)
+	if len(idx) == 0 {
+		return false, nil
+	}
+	sh.arena.Reset() // every iteration's tape reuses the same memory
+	tp := ad.NewTape[float32](true).Use(sh.arena)
+	xn := tp.Var(ad.FromSlice(batch, len(idx), r.size))
+	loss, res, err := Objective(tp, p.d32, model.Input[float32]{X: xn}, p.maxSteps, p.opt.Loss, p.opt.Eps)
+	if err != nil {
+		return false, err
+	}
+	if err := tp.Backward(loss); err != nil {
+		return false, err
+	}
+	// A run frozen here is not updated: its gradient is never read.
+	r.observe(idx, res, p.maxSteps, p.opt.EarlyStop)
+	for k, i := range idx {
+		copy(r.x[i].G.Data, xn.Grad.Data[k*r.size:(k+1)*r.size])
+	}
+	return true, nil
+}
+
 // PGD minimises the proxy loss over the set of every target with Adam,
 // projecting after every step, all targets and restarts batched together.
 // Each run keeps the iterate with the longest float32 output; the best of
 // each target's runs after float64 replay is returned.
 func PGD(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[float64], targets []Target, opt PGDOptions) ([]Outcome, error) {
-	if err := opt.Validate(); err != nil {
-		return nil, fmt.Errorf("attack: %w", err)
-	}
 	if len(targets) == 0 {
+		if err := opt.Validate(); err != nil {
+			return nil, fmt.Errorf("attack: %w", err)
+		}
 		return nil, nil
 	}
-	if opt.Loss == "" {
-		opt.Loss = LossMargin
+	p, err := NewPGDRun(d32, targets, opt)
+	if err != nil {
+		return nil, err
 	}
-	maxSteps := opt.MaxSteps
-	if maxSteps <= 0 {
-		maxSteps = d32.MaxSteps()
-	}
-	r := newRuns(targets, opt.Restarts)
-	adam := ad.NewAdam(r.x, opt.LR)
-	steps := 0
-	for ; steps < opt.Steps; steps++ {
+	r, maxSteps := p.r, p.maxSteps
+	for p.steps < opt.Steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		idx, batch := r.active()
-		if len(idx) == 0 {
-			break
-		}
-		tp := ad.NewTape[float32](true)
-		xn := tp.Var(ad.FromSlice(batch, len(idx), r.size))
-		loss, res, err := Objective(tp, d32, model.Input[float32]{X: xn}, maxSteps, opt.Loss, opt.Eps)
+		more, err := p.Step()
 		if err != nil {
 			return nil, err
 		}
-		if err := tp.Backward(loss); err != nil {
-			return nil, err
-		}
-		r.observe(idx, res, maxSteps, opt.EarlyStop)
-		for k, i := range idx {
-			copy(r.x[i].G.Data, xn.Grad.Data[k*r.size:(k+1)*r.size])
-		}
-		adam.StepWhere(func(i int) bool { return !r.frozen[i] })
-		for _, i := range idx {
-			if !r.frozen[i] {
-				r.sets[i/r.restarts].Project(r.x[i].W.Data)
-			}
+		if !more {
+			break
 		}
 		if opt.Progress != nil {
-			opt.Progress(steps+1, r.lengthened())
+			opt.Progress(p.steps, r.lengthened())
 		}
 	}
 	// The last update was never evaluated.
-	if idx, batch := r.active(); len(idx) > 0 {
+	if idx, batch := r.active(0, len(r.x)); len(idx) > 0 {
 		res, err := model.Decode(ctx, d32, model.Batch[float32]{X: batch}, maxSteps)
 		if err != nil {
 			return nil, err
@@ -221,7 +311,7 @@ func PGD(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[floa
 				chosen = o
 			}
 		}
-		chosen.Evals, chosen.Steps = r.evals[j], steps
+		chosen.Evals, chosen.Steps = r.evals[j], p.steps
 		out[j] = chosen
 	}
 	return out, nil

@@ -10,12 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"time"
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/spec"
+	"github.com/lenspec/lenspec/train"
 )
 
 // Measurement is one timed operation.
@@ -23,8 +25,11 @@ type Measurement struct {
 	Name    string  `json:"name"`
 	Seconds float64 `json:"seconds"` // per operation (median of the repetitions)
 	FLOPs   float64 `json:"flops"`   // per operation, counted from the architecture
-	// GEMMSeconds is the time the reference GEMM needs for FLOPs; Ratio is
-	// GEMMSeconds/Seconds: the fraction of the GEMM bound achieved.
+	// GEMMSeconds is the time the reference GEMM needs for FLOPs (at its
+	// median speed); Ratio is the fraction of the GEMM bound achieved: the
+	// median, over the repetitions, of the GEMM time for FLOPs measured
+	// right before the operation over the operation's time, so that both
+	// halves of each ratio ran under the same load of a shared machine.
 	GEMMSeconds float64 `json:"gemm_seconds"`
 	Ratio       float64 `json:"ratio_to_gemm_bound"`
 }
@@ -77,16 +82,55 @@ func median(f func(), reps int) float64 {
 	f() // warm up
 	ts := make([]float64, reps)
 	for i := range ts {
-		s := time.Now()
-		f()
-		ts[i] = time.Since(s).Seconds()
+		ts[i] = seconds(f)
 	}
-	for i := range ts { // insertion sort: reps is small
-		for j := i; j > 0 && ts[j] < ts[j-1]; j-- {
-			ts[j], ts[j-1] = ts[j-1], ts[j]
-		}
+	return medianOf(ts)
+}
+
+func seconds(f func()) float64 {
+	s := time.Now()
+	f()
+	return time.Since(s).Seconds()
+}
+
+// reference is the GEMM the operations are compared with.
+type reference struct {
+	g     int // square size
+	a, b  []float32
+	c     []float32
+	peaks []float64 // FLOP/s of every run
+}
+
+func (r *reference) run() float64 {
+	t := seconds(func() { ad.Gemm(false, false, r.g, r.g, r.g, 1, r.a, r.b, 0, r.c) })
+	p := 2 * float64(r.g) * float64(r.g) * float64(r.g) / t
+	r.peaks = append(r.peaks, p)
+	return p
+}
+
+// paired runs f reps times (after a warm-up), each right after the
+// reference GEMM, and returns f's times and the GEMM speeds beside them.
+func (r *reference) paired(f func(), reps int) (ts, peaks []float64) {
+	f()
+	for range reps {
+		peaks = append(peaks, r.run())
+		ts = append(ts, seconds(f))
 	}
-	return ts[len(ts)/2]
+	return ts, peaks
+}
+
+// coreCounts are the thread counts measured: one core, and all of them.
+func coreCounts() []int {
+	if n := runtime.NumCPU(); n > 1 {
+		return []int{1, n}
+	}
+	return []int{1}
+}
+
+// onCores runs f with GOMAXPROCS set to n.
+func onCores(n int, f func()) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+	f()
 }
 
 // Run measures a training step, batched decoding and one input's
@@ -115,17 +159,21 @@ func Run(ctx context.Context, d model.Decoder[float32], opt Options) (*Report, e
 	rep := &Report{BLAS: ad.BLASName()}
 
 	g := opt.GEMMSize
-	a, b, c := make([]float32, g*g), make([]float32, g*g), make([]float32, g*g)
-	for i := range a {
-		a[i], b[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	ref := &reference{g: g, a: make([]float32, g*g), b: make([]float32, g*g), c: make([]float32, g*g)}
+	for i := range ref.a {
+		ref.a[i], ref.b[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
 	}
-	gemmT := median(func() { ad.Gemm(false, false, g, g, g, 1, a, b, 0, c) }, opt.Reps)
-	peak := 2 * float64(g) * float64(g) * float64(g) / gemmT
-	rep.GEMMGFLOPS = peak / 1e9
+	ref.run() // warm up
+	ref.peaks = nil
 	rep.GEMMShape = fmt.Sprintf("sgemm %dx%dx%d", g, g, g)
-	add := func(name string, secs, flops float64) {
-		ref := flops / peak
-		rep.Measurements = append(rep.Measurements, Measurement{name, secs, flops, ref, ref / secs})
+	type pending struct {
+		name      string
+		flops     float64
+		ts, peaks []float64
+	}
+	var done []pending
+	add := func(name string, flops float64, ts, peaks []float64) {
+		done = append(done, pending{name, flops, ts, peaks})
 	}
 	cnt := coster.Cost()
 	var err error
@@ -147,59 +195,69 @@ func Run(ctx context.Context, d model.Decoder[float32], opt Options) (*Report, e
 			}
 		}
 	}
-	params := d.Params()
-	adam := ad.NewAdam(params, 1e-9)
-	trainT := median(func() {
-		for _, p := range params {
-			p.ZeroGrad()
-		}
-		tp := ad.NewTrainingTape[float32]()
-		loss, e := model.TeacherForcedLoss(tp, d, model.Input[float32]{X: tp.Const(ad.FromSlice(x[:bt*size], bt, size))}, labels)
-		if e == nil {
-			e = tp.Backward(loss)
-		}
-		keep(e)
-		adam.Step()
-	}, opt.Reps)
+	// The model's weights must not change: the steps train a copy, on as
+	// many shards as cores.
+	dt, err := model.Cast[float32](d)
 	if err != nil {
 		return nil, err
 	}
-	fwd := cnt.Start + 4*cnt.Step // teacher forcing over 3 tokens + eos
-	add(fmt.Sprintf("train step (batch %d)", bt), trainT, float64(bt)*(3*fwd-cnt.FirstLayer))
+	batch := train.Batch{X: x[:bt*size], Labels: labels}
+	for _, threads := range coreCounts() {
+		to := train.DefaultOptions()
+		to.LR, to.FinalLR, to.WeightDecay, to.ClipNorm, to.Shards = 1e-9, 0, 0, 0, threads
+		tr, e := train.NewTrainer(dt, to)
+		if e != nil {
+			return nil, e
+		}
+		var ts, peaks []float64
+		onCores(threads, func() { ts, peaks = ref.paired(func() { _, e := tr.Step(batch, 0, 1); keep(e) }, opt.Reps) })
+		if err != nil {
+			return nil, err
+		}
+		fwd := cnt.Start + 4*cnt.Step // teacher forcing over 3 tokens + eos
+		add(fmt.Sprintf("train step (batch %d, %d thr)", bt, threads), float64(bt)*(3*fwd-cnt.FirstLayer), ts, peaks)
+	}
 
 	// Batched greedy decoding of DecodeN inputs for at most DecodeSteps
-	// steps. The batch runs until its last row stops, so the work is the
-	// encoder plus that many steps for every row.
+	// steps, on one thread and on all. Finished rows leave the batch, so
+	// the work counted is what the rows needed: the encoder plus each
+	// row's own steps (the steps a finished row still rides along before
+	// the batch is compacted are not counted, so the ratio is a floor).
 	dn := opt.DecodeN
-	ran := 0
-	decT := median(func() {
+	var flops float64
+	decode := func() {
 		res, e := model.Decode(ctx, d, model.Batch[float32]{X: x[:dn*size]}, opt.DecodeSteps)
 		keep(e)
+		flops = 0
 		for _, r := range res {
 			steps := len(r.Tokens)
 			if r.Stopped {
 				steps++
 			}
-			ran = max(ran, steps)
+			flops += cnt.Start + float64(steps)*cnt.Step
 		}
-	}, opt.Reps)
-	if err != nil {
-		return nil, err
 	}
-	add(fmt.Sprintf("greedy decode (%d inputs, %d steps)", dn, ran), decT, float64(dn)*(cnt.Start+float64(ran)*cnt.Step))
+	for _, threads := range coreCounts() {
+		var ts, peaks []float64
+		onCores(threads, func() { ts, peaks = ref.paired(decode, opt.Reps) })
+		if err != nil {
+			return nil, err
+		}
+		add(fmt.Sprintf("greedy decode (%d inputs, %d thr)", dn, threads), flops, ts, peaks)
+	}
 
 	// Input gradient of one input through the encoder and exactly
 	// GradSteps decoder steps with argmax feedback (eos never taken, so
 	// the step count is fixed): forward plus input gradients of every
 	// layer.
 	eos := d.EOS()
-	gradT := median(func() {
+	gradTs, gradPeaks := ref.paired(func() {
 		tp := ad.NewTape[float32](true)
 		xin := tp.Var(ad.FromSlice(append([]float32(nil), x[:size]...), 1, size))
 		var total *ad.Node[float32]
 		_, e := model.Greedy(tp, d, model.Input[float32]{X: xin}, model.GreedyOptions[float32]{
 			MaxSteps: opt.GradSteps, NoEOS: true,
-			OnStep: func(_ int, o *ad.Node[float32], _ []bool) {
+			OnStep: func(_ int, o *ad.Node[float32], _ []int, _ []bool) {
 				s := tp.Slice(o, 1, eos, eos+1)
 				if total == nil {
 					total = s
@@ -216,7 +274,18 @@ func Run(ctx context.Context, d model.Decoder[float32], opt Options) (*Report, e
 	if err != nil {
 		return nil, err
 	}
-	add(fmt.Sprintf("input gradient (1 input, %d steps)", opt.GradSteps), gradT, 2*(cnt.Start+float64(opt.GradSteps)*cnt.Step))
+	add(fmt.Sprintf("input gradient (1 input, %d steps)", opt.GradSteps), 2*(cnt.Start+float64(opt.GradSteps)*cnt.Step), gradTs, gradPeaks)
+
+	// Every ratio pairs an operation's run with the GEMM run just before.
+	peak := medianOf(ref.peaks)
+	rep.GEMMGFLOPS = peak / 1e9
+	for _, p := range done {
+		ratios := make([]float64, len(p.ts))
+		for i, t := range p.ts {
+			ratios[i] = p.flops / p.peaks[i] / t
+		}
+		rep.Measurements = append(rep.Measurements, Measurement{p.name, medianOf(p.ts), p.flops, p.flops / peak, medianOf(ratios)})
+	}
 
 	// Attacks. Random search: one model evaluation per sample, decoded in
 	// batches — the decode path on points of a ball around a real-looking

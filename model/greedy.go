@@ -46,11 +46,18 @@ type GreedyOptions[T ad.Float] struct {
 	// then among the non-eos tokens.
 	NoEOS bool
 	// OnStep, if set, is called after each step with the step's logits
-	// [rows, Vocab] and which rows were decoding at this step (the step
-	// that emits a row's eos included). The attack objective hangs its
-	// loss terms here.
-	OnStep func(t int, logits *ad.Node[T], live []bool)
+	// [n, Vocab] for the n rows still in the batch, rows[k] the input row
+	// of batch row k, and live[k] whether it was decoding at this step (the
+	// step that emits its eos included; a row that stopped earlier may stay
+	// in the batch until the next compaction). The attack objective hangs
+	// its loss terms here.
+	OnStep func(t int, logits *ad.Node[T], rows []int, live []bool)
 }
+
+// compactBelow is the fraction of live rows under which Greedy drops
+// finished rows from the batch: each step's work then follows the rows
+// still decoding, at the cost of one gather of the state.
+const compactBelow = 0.75
 
 // Greedy decodes the batch in greedily on tp: y_t = argmax o_t, ties to the
 // lowest token index, each row until its eos or the step cap. It is the one
@@ -67,42 +74,56 @@ func Greedy[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], opt GreedyOpt
 	if err != nil {
 		return nil, err
 	}
-	rows, v, eos := in.Rows(), d.Vocab(), d.EOS()
-	res := make([]Result, rows)
-	live := make([]bool, rows)
+	n, v, eos := in.Rows(), d.Vocab(), d.EOS()
+	res := make([]Result, n)
+	rows := make([]int, n) // input row of each batch row
+	live := make([]bool, n)
 	for r := range res {
 		res[r].MinMargin, res[r].MinRelMargin = math.Inf(1), math.Inf(1)
-		live[r] = true
+		rows[r], live[r] = r, true
 	}
 	skip := -1
 	if opt.NoEOS {
 		skip = eos
 	}
-	ids := make([]int, rows)
+	ids := make([]int, n)
 	var prev []int
-	for t, active := 0, rows; t < maxSteps && active > 0; t++ {
+	for t, active := 0, n; t < maxSteps && active > 0; t++ {
 		var logits *ad.Node[T]
 		logits, s = d.Step(tp, s, prev)
 		if opt.OnStep != nil {
-			opt.OnStep(t, logits, live)
+			opt.OnStep(t, logits, rows, live)
 		}
-		for r := range res {
-			if !live[r] {
-				continue // finished rows keep computing (cheaper than compacting) but are ignored
+		for k, r := range rows {
+			if !live[k] {
+				continue
 			}
-			y, gap, rel := argmaxSkip(logits.Value.Data[r*v:(r+1)*v], skip)
+			y, gap, rel := argmaxSkip(logits.Value.Data[k*v:(k+1)*v], skip)
 			res[r].MinMargin = math.Min(res[r].MinMargin, gap)
 			res[r].MinRelMargin = math.Min(res[r].MinRelMargin, rel)
-			ids[r] = y
+			ids[k] = y
 			if y == eos {
 				res[r].Stopped = true
-				live[r] = false
+				live[k] = false
 				active--
 				continue
 			}
 			res[r].Tokens = append(res[r].Tokens, y)
 		}
-		prev = ids
+		prev = ids[:len(rows)]
+		if active > 0 && float64(active) < compactBelow*float64(len(rows)) {
+			keep := make([]int, 0, active)
+			for k := range rows {
+				if live[k] {
+					keep = append(keep, k)
+				}
+			}
+			s = s.Rows(tp, keep)
+			for j, k := range keep {
+				rows[j], ids[j], live[j] = rows[k], ids[k], true
+			}
+			rows, live, prev = rows[:active], live[:active], ids[:active]
+		}
 	}
 	return res, nil
 }
@@ -138,12 +159,14 @@ func Decode[T ad.Float](ctx context.Context, d Decoder[T], b Batch[T], maxSteps 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			arena := ad.NewArena[T]() // one per worker, reused chunk after chunk
 			for c := range next {
 				if ctx.Err() != nil {
 					return
 				}
 				lo, hi := c*decodeChunk, min(n, (c+1)*decodeChunk)
-				tp := ad.NewTape[T](false)
+				arena.Reset()
+				tp := ad.NewTape[T](false).Use(arena)
 				res, err := Greedy(tp, d, b.slice(spec, lo, hi).input(tp, spec, hi-lo), GreedyOptions[T]{MaxSteps: maxSteps})
 				if err != nil {
 					errs[c] = err

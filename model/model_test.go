@@ -218,9 +218,9 @@ func TestGreedyOptions(t *testing.T) {
 	tp := ad.NewTape[float64](false)
 	var liveCount []int
 	res, err := Greedy[float64](tp, m, Input[float64]{X: tp.Const(ad.FromSlice(x, n, size(m)))}, GreedyOptions[float64]{
-		OnStep: func(step int, logits *ad.Node[float64], live []bool) {
-			if logits.Value.Shape[0] != n || logits.Value.Shape[1] != m.Vocab() {
-				t.Fatalf("step %d logits %v", step, logits.Value.Shape)
+		OnStep: func(step int, logits *ad.Node[float64], rows []int, live []bool) {
+			if logits.Value.Shape[0] != len(rows) || len(live) != len(rows) || logits.Value.Shape[1] != m.Vocab() {
+				t.Fatalf("step %d logits %v for %d rows", step, logits.Value.Shape, len(rows))
 			}
 			k := 0
 			for _, l := range live {

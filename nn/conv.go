@@ -29,6 +29,11 @@ func (c *Conv2D[T]) Forward(tp *ad.Tape[T], x *ad.Node[T]) *ad.Node[T] {
 	return tp.Conv2D(x, tp.Param(c.W), tp.Param(c.B), c.Geom)
 }
 
+// ForwardReLU is ReLU(Forward(x)), fused (ad.Tape.Conv2DReLU).
+func (c *Conv2D[T]) ForwardReLU(tp *ad.Tape[T], x *ad.Node[T]) *ad.Node[T] {
+	return tp.Conv2DReLU(x, tp.Param(c.W), tp.Param(c.B), c.Geom)
+}
+
 // Params lists the layer's parameters.
 func (c *Conv2D[T]) Params() []*ad.Param[T] { return []*ad.Param[T]{c.W, c.B} }
 

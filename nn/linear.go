@@ -27,6 +27,11 @@ func (l *Linear[T]) Forward(tp *ad.Tape[T], x *ad.Node[T]) *ad.Node[T] {
 	return tp.Linear(x, tp.Param(l.W), tp.Param(l.B))
 }
 
+// ForwardReLU is ReLU(Forward(x)), fused (ad.Tape.LinearReLU).
+func (l *Linear[T]) ForwardReLU(tp *ad.Tape[T], x *ad.Node[T]) *ad.Node[T] {
+	return tp.LinearReLU(x, tp.Param(l.W), tp.Param(l.B))
+}
+
 // Params lists the layer's parameters.
 func (l *Linear[T]) Params() []*ad.Param[T] { return []*ad.Param[T]{l.W, l.B} }
 

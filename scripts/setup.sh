@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs the system packages lenspec needs on Debian 12, only those missing.
+# Installs the system packages lenspec needs on Debian 12, only those missing,
+# and any packages named as arguments (make bench-peer adds PyTorch's).
 # Run as root (CI is root) or with sudo available.
 set -euo pipefail
 
-pkgs=(libopenblas-dev coinor-libcbc-dev coinor-libclp-dev coinor-cbc pkg-config g++)
+pkgs=(libopenblas-dev coinor-libcbc-dev coinor-libclp-dev coinor-cbc pkg-config g++ "$@")
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 
 missing=()

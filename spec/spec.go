@@ -105,16 +105,51 @@ func (b Ball) Project(x []float64) { project(b, x) }
 // Sample fills x with a point drawn uniformly from the ball.
 func (b Ball) Sample(rng *rand.Rand, x []float64) { sample(b, rng, x) }
 
-// Float32 is the ball for float32 iterates.
-func (b Ball) Float32() Set[[]float32] { return ball32{b} }
+// Float32 is the ball for float32 iterates. Its inward-rounded bounds are
+// computed here, once: an attack projects thousands of times.
+func (b Ball) Float32() Set[[]float32] {
+	s := &ball32{b: b, lo: make([]float32, len(b.X)), hi: make([]float32, len(b.X)), mid: make([]float32, len(b.X))}
+	for i := range b.X {
+		s.lo[i], s.hi[i] = inward[float32](b.Bounds(i))
+		s.mid[i] = min(max(float32(b.X[i]), s.lo[i]), s.hi[i])
+	}
+	return s
+}
 
-// ball32 is a Ball seen by float32 code.
-type ball32 struct{ b Ball }
+// ball32 is a Ball seen by float32 code, with its float32 box.
+type ball32 struct {
+	b           Ball
+	lo, hi, mid []float32
+}
 
-func (s ball32) Contains(x []float32) bool          { return contains(s.b, x) }
-func (s ball32) Project(x []float32)                { project(s.b, x) }
-func (s ball32) Sample(rng *rand.Rand, x []float32) { sample(s.b, rng, x) }
-func (s ball32) Describe() string                   { return s.b.Describe() + " (float32)" }
+func (s *ball32) Contains(x []float32) bool { return contains(s.b, x) }
+func (s *ball32) Describe() string          { return s.b.Describe() + " (float32)" }
+
+// Project clamps x to the precomputed box: the points project gives.
+func (s *ball32) Project(x []float32) {
+	if len(x) != len(s.lo) {
+		project(s.b, x)
+		return
+	}
+	for i, v := range x {
+		switch {
+		case v != v:
+			x[i] = s.mid[i]
+		case v < s.lo[i]:
+			x[i] = s.lo[i]
+		case v > s.hi[i]:
+			x[i] = s.hi[i]
+		}
+	}
+}
+
+func (s *ball32) Sample(rng *rand.Rand, x []float32) {
+	for i := range x {
+		lo, hi := s.b.Bounds(i)
+		x[i] = float32(lo + (hi-lo)*rng.Float64())
+	}
+	s.Project(x) // float32 rounding may step outside by an ulp
+}
 
 func contains[T float32 | float64](b Ball, x []T) bool {
 	if len(x) != len(b.X) {

@@ -104,3 +104,29 @@ func TestExceeds(t *testing.T) {
 		}
 	}
 }
+
+// TestFloat32ProjectMatchesGeneric: the precomputed float32 box projects
+// exactly as the generic projection does, NaNs included.
+func TestFloat32ProjectMatchesGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for trial := 0; trial < 100; trial++ {
+		c := make([]float64, 40)
+		for i := range c {
+			c[i] = 2*rng.Float64() - 1
+		}
+		b, _ := NewBall(c, []float64{0, 1e-7, 0.01, 0.3}[trial%4]*(1+rng.Float64()), -1, 1)
+		x := make([]float32, len(c))
+		for i := range x {
+			x[i] = float32(3*rng.Float64() - 1.5)
+		}
+		x[trial%len(x)] = float32(math.NaN())
+		want := append([]float32(nil), x...)
+		project(b, want)
+		b.Float32().Project(x)
+		for i := range x {
+			if x[i] != want[i] {
+				t.Fatalf("trial %d coordinate %d: %v, generic projection %v", trial, i, x[i], want[i])
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -184,6 +185,7 @@ func learnsAndResumes(t *testing.T, cell string) {
 		{func(o *Options) { o.Epochs = 9 }, "epochs"},
 		{func(o *Options) { o.LR = 1e-2 }, "lr"},
 		{func(o *Options) { o.BatchSize = 16 }, "batch_size"},
+		{func(o *Options) { o.Shards = 3 }, "shards"},
 	} {
 		o3 := o2
 		c.change(&o3)
@@ -213,6 +215,8 @@ func TestOptionsValidate(t *testing.T) {
 		{func(o *Options) { o.LR = math.Inf(1) }, "learning rate"},
 		{func(o *Options) { o.Epochs = 0 }, "epochs"},
 		{func(o *Options) { o.StabilityRamp = 2 }, "ramp"},
+		{func(o *Options) { o.Shards = -1 }, "shards"},
+		{func(o *Options) { o.Shards = 1000 }, "shards"},
 	} {
 		o := DefaultOptions()
 		c.change(&o)
@@ -252,4 +256,67 @@ func TestStabilityTrainingStabilises(t *testing.T) {
 		t.Fatalf("sequence accuracy %.3f with the regulariser, %.3f without", a1, a0)
 	}
 	t.Logf("unstable %d → %d, sequence accuracy %.3f → %.3f", u0, u1, a0, a1)
+}
+
+// TestShardedStep: a step on shards computes the gradient of one step on
+// the whole batch (up to float32 rounding), with the stability
+// regulariser and dropout's masks aside; and a sharded run ends with the
+// same weights bit for bit on one core as on two.
+func TestShardedStep(t *testing.T) {
+	ds := synthetic(t, 96, 11)
+	src := source[float32](t, ds, false)
+	x, tokens, labels := src.Batch(rand.New(rand.NewPCG(1, 2)).Perm(ds.N)[:32], nil)
+	b := Batch{X: x, Tokens: tokens, Labels: labels}
+	grads := func(shards int, stability float64) ([][]float32, float64) {
+		m := newModel(t, model.CellReLU, 4)
+		tr, err := NewTrainer(m, Options{Seed: 1, Epochs: 1, BatchSize: 32, LR: 1e-3, Shards: shards, Stability: stability, StabilityEps: 0.1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := tr.Step(b, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g [][]float32
+		for _, p := range m.Params() {
+			g = append(g, slices.Clone(p.G.Data))
+		}
+		return g, r.Loss
+	}
+	for _, stability := range []float64{0, 0.5} {
+		g1, l1 := grads(1, stability)
+		for _, shards := range []int{2, 3} {
+			gs, ls := grads(shards, stability)
+			if math.Abs(ls-l1) > 1e-5*math.Abs(l1) {
+				t.Fatalf("stability %v, %d shards: loss %v, one shard %v", stability, shards, ls, l1)
+			}
+			for i := range g1 {
+				var scale float64
+				for _, v := range g1[i] {
+					scale = max(scale, math.Abs(float64(v)))
+				}
+				for j := range g1[i] {
+					if d := math.Abs(float64(gs[i][j] - g1[i][j])); d > 1e-4*scale+1e-7 {
+						t.Fatalf("stability %v, %d shards: gradient %d[%d] %v, one shard %v", stability, shards, i, j, gs[i][j], g1[i][j])
+					}
+				}
+			}
+		}
+	}
+
+	run := func(procs int) model.Decoder[float32] {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		m := newModel(t, model.CellReLU, 4)
+		opt := Options{Seed: 2, Epochs: 2, BatchSize: 32, LR: 3e-3, Dropout: 0.3, Shards: 2}
+		if _, err := Fit(context.Background(), m, source[float32](t, ds, true), opt); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	one, two := run(1), run(2)
+	for i, p := range one.Params() {
+		if !slices.Equal(p.W.Data, two.Params()[i].W.Data) {
+			t.Fatalf("%s: one core and two cores end with different weights", p.Name)
+		}
+	}
 }

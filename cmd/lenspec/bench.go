@@ -6,13 +6,16 @@ import (
 	"runtime"
 
 	"github.com/lenspec/lenspec/bench"
+	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/multimnist"
 	"github.com/spf13/cobra"
 )
 
 func newBenchCmd(a *app) *cobra.Command {
 	var modelDir string
 	opt := bench.DefaultOptions()
+	peer := bench.DefaultPeerOptions()
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Time training, decoding and input gradients against the GEMM bound for the same FLOPs",
@@ -20,7 +23,13 @@ func newBenchCmd(a *app) *cobra.Command {
 gradient (encoder + decoder steps), each as a median time and as the fraction
 of the time one large float32 GEMM needs for the same number of floating-point
 operations, measured in the same run. Ratios are comparable across machines
-and across noisy runs; absolute times are not.`,
+and across noisy runs; absolute times are not.
+
+With --peer bench/peer.py it instead times the same operations on the same
+inputs in PyTorch (Debian's python3-torch) and in lenspec, interleaved round
+by round, one thread each (and lenspec on all cores), checks both decode the
+same tokens, and ends with one line per operation:
+"ratio <operation> <lenspec median / PyTorch median>".`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if modelDir == "" {
@@ -32,6 +41,9 @@ and across noisy runs; absolute times are not.`,
 			d, err := model.Load[float32](modelDir)
 			if err != nil {
 				return err
+			}
+			if peer.Script != "" {
+				return runPeer(c, a, d, modelDir, peer)
 			}
 			a.logf("benchmarking %s (GOMAXPROCS %d)...", modelDir, runtime.GOMAXPROCS(0))
 			rep, err := bench.Run(c.Context(), d, opt)
@@ -61,5 +73,57 @@ and across noisy runs; absolute times are not.`,
 	f.IntVar(&opt.DecodeSteps, "max-steps", opt.DecodeSteps, "decoding step cap")
 	f.IntVar(&opt.GEMMSize, "gemm", opt.GEMMSize, "size of the square reference GEMM")
 	f.IntVar(&opt.PGDBatch, "pgd-batch", opt.PGDBatch, "inputs per batched PGD iteration")
+	f.StringVar(&peer.Script, "peer", "", "compare with the PyTorch peer script (bench/peer.py) instead")
+	f.StringVar(&peer.Python, "python", peer.Python, "Python interpreter for --peer (with python3-torch)")
+	f.IntVar(&peer.Rounds, "rounds", peer.Rounds, "interleaved rounds for --peer")
 	return c
+}
+
+// runPeer runs the peer benchmark on Multi-MNIST: 1,000 test canvases to
+// decode, a training batch of 64, a PGD batch of 50.
+func runPeer(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string, opt bench.PeerOptions) error {
+	in := d.Input()
+	if err := experiment.CheckMultiMNIST(in); err != nil {
+		return err
+	}
+	tr, te, err := a.loadMultiMNIST(c.Context(), defaultDataSeed)
+	if err != nil {
+		return err
+	}
+	test, err := multimnist.NewSource[float32](te, in.Min, in.Max, false)
+	if err != nil {
+		return err
+	}
+	train, err := multimnist.NewSource[float32](tr, in.Min, in.Max, false)
+	if err != nil {
+		return err
+	}
+	seq := func(lo, n int) []int {
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = lo + i
+		}
+		return idx
+	}
+	var data bench.PeerData
+	data.Decode, _, _ = test.Batch(seq(0, 1000), nil)
+	data.Train, _, data.TrainLabels = train.Batch(seq(0, 64), nil)
+	data.PGD, _, _ = test.Batch(seq(1000, 50), nil)
+	opt.Model = modelDir
+	opt.Progress = func(s string) { a.logf("peer: %s", s) }
+	rep, err := bench.Peer(c.Context(), d, data, opt)
+	if err != nil {
+		return err
+	}
+	return a.emit(rep, func(w io.Writer) {
+		fmt.Fprintf(w, "PyTorch %s (%s) vs lenspec (%s, kernels %s), %d cores; %d outputs decoded alike (%d differ, all at ties: %d)\n",
+			rep.Torch, rep.TorchBLAS, rep.BLAS, rep.Kernels, rep.Cores, rep.Compared-rep.Differ, rep.Differ, rep.DifferTies)
+		fmt.Fprintf(w, "%-12s %14s %14s %14s %8s %10s\n", "operation", "lenspec 1 thr", "lenspec all", "PyTorch 1 thr", "ratio", "ratio all")
+		for _, o := range rep.Ops {
+			fmt.Fprintf(w, "%-12s %12.3fms %12.3fms %12.3fms %8.3f %10.3f\n", o.Name, 1e3*o.Lenspec1, 1e3*o.LenspecN, 1e3*o.Torch, o.Ratio, o.RatioN)
+		}
+		for _, o := range rep.Ops {
+			fmt.Fprintf(w, "ratio %s %.3f\n", o.Name, o.Ratio)
+		}
+	})
 }

@@ -125,9 +125,9 @@ verifier.`,
 			rec := map[string]any{
 				"seed": opt.Seed, "data_seed": dataSeed, "epochs": opt.Epochs, "batch_size": opt.BatchSize,
 				"lr": opt.LR, "final_lr": opt.FinalLR, "optimizer": "adamw", "weight_decay": opt.WeightDecay,
-				"dropout": opt.Dropout, "shift": shift, "clip_norm": opt.ClipNorm, "seconds": secs,
+				"dropout": opt.Dropout, "shift": shift, "clip_norm": opt.ClipNorm, "shards": opt.Shards, "seconds": secs,
 				"test_sequence_accuracy": evTest.SequenceAccuracy, "max_len_train": evTrain.MaxLen,
-				"command": fmt.Sprintf("lenspec train captioner --out DIR --seed %d --epochs %d --cell %s", opt.Seed, opt.Epochs, cellName),
+				"command": fmt.Sprintf("lenspec train captioner --out DIR --seed %d --epochs %d --cell %s --shards %d", opt.Seed, opt.Epochs, cellName, opt.Shards),
 			}
 			if init != "" {
 				rec["init"] = init
@@ -164,6 +164,7 @@ verifier.`,
 	f.Float64Var(&opt.Dropout, "dropout", def.Dropout, "dropout probability in the encoder's fully connected layers, in [0, 1)")
 	f.BoolVar(&shift, "shift", shift, "shift training canvases horizontally (digits stay inside; labels unchanged)")
 	f.Float64Var(&opt.ClipNorm, "clip-norm", def.ClipNorm, "clip the gradient's global L2 norm (0: off)")
+	f.IntVar(&opt.Shards, "shards", def.Shards, "split each batch into this many shards computed concurrently (the result depends on it, not on the cores)")
 	f.Float64Var(&opt.Stability, "stability", def.Stability, "weight of the ReLU-stability regulariser (verification-friendly training; 0: off)")
 	f.Float64Var(&opt.StabilityEps, "stability-eps", def.StabilityEps, "L∞ radius of the regulariser's interval bounds")
 	f.Float64Var(&opt.StabilityRamp, "stability-ramp", def.StabilityRamp, "fraction of the steps over which the radius ramps up from 0")

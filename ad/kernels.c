@@ -1,0 +1,589 @@
+//go:build cgo && !purego
+
+// Direct convolution kernels for ad's Conv2D (NCHW, PyTorch weight layout
+// [OC, C, K, K]): forward with fused bias and ReLU, the input gradient and
+// the weight gradient. They replace im2col + GEMM, which on lenspec's few-
+// channel layers spent most of its time copying patches (docs/BENCHMARKS.md).
+//
+// All three are vectorised over output columns, so NCHW rows are read and
+// written whole. Inputs are first copied into zero-padded rows, so no lane
+// is ever checked against a border; with stride 2, the V inputs of V
+// consecutive output columns are the even lanes of two vector loads (one
+// permute). Output channels are tiled to keep the accumulators in
+// registers. The fast path takes strides 1 and 2 and kernels up to 3 wide
+// (ls_conv_fast); other shapes run the Go loops.
+//
+// The code is written once with GCC vector extensions and compiled three
+// times — AVX-512 (16 lanes), AVX2 + FMA (8 lanes) and the baseline — and
+// the best the CPU supports is chosen at run time. ad's tests run every
+// variant the machine has against loop references.
+
+#include <stddef.h>
+#include <string.h>
+#include "kernels.h"
+
+#define KMAX 3
+
+// Geometry shared by the kernels: L is OW rounded up to whole vectors, Wp
+// the padded row length (room for the widest load past the last column).
+// With stride 2 a padded row is stored as its two phases, the even columns
+// in [0, Wh) and the odd ones in [Wh, 2·Wh): the inputs of V consecutive
+// output columns for one kernel column are then V consecutive floats, so
+// every load and store is one contiguous vector, with no permute or scatter.
+typedef struct {
+	int L, Wp, Wh;
+} ls_pad;
+
+static ls_pad pad_of(const ls_conv *s, int V) {
+	ls_pad q;
+	q.L = (s->ow + V - 1) / V * V;
+	int w = s->w + 2 * s->p;
+	if (s->s == 1) {
+		q.Wp = w > q.L + KMAX ? w : q.L + KMAX;
+		q.Wh = 0;
+	} else {
+		/* Phase index of kernel column kx for output ox is ox + kx/2 ≤ L. */
+		q.Wh = (w + 1) / 2 > q.L + 1 ? (w + 1) / 2 : q.L + 1;
+		q.Wp = 2 * q.Wh;
+	}
+	return q;
+}
+
+// pack_fwd packs w [OC][C][K][K] by tiles of OT output channels,
+// wt[tile][c][ky][kx][OT], zero beyond OC and K.
+static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
+	const int OC = s->oc, C = s->c, K = s->k, T = (OC + OT - 1) / OT;
+	memset(wt, 0, sizeof(float) * (size_t)T * C * KMAX * KMAX * OT);
+	for (int o = 0; o < OC; o++)
+		for (int c = 0; c < C; c++)
+			for (int ky = 0; ky < K; ky++)
+				for (int kx = 0; kx < K; kx++)
+					wt[((((size_t)(o / OT) * C + c) * KMAX + ky) * KMAX + kx) * OT + o % OT] =
+					    w[(((size_t)o * C + c) * K + ky) * K + kx];
+}
+
+// ALWAYS: helpers the compiler must inline, so that the stride S and the
+// tile width OT they are called with become constants in the loops.
+#define ALWAYS static inline __attribute__((always_inline))
+
+#define DEFINE_KERNELS(SUF, TARGET, V, OTMAX)                                                                  \
+	typedef float vf_##SUF __attribute__((vector_size(4 * (V)), aligned(4)));                                  \
+	typedef int vi_##SUF __attribute__((vector_size(4 * (V)), aligned(4)));                                    \
+                                                                                                               \
+	/* tap: where the V inputs of padded columns (ox0+l)*S + kx, l < V, of */                                  \
+	/* a padded row start (contiguous in either layout, see ls_pad).        */                                 \
+	TARGET ALWAYS int tap_##SUF(const ls_pad *q, const int S, int ox0, int kx) {                               \
+		return S == 1 ? ox0 + kx : (kx & 1) * q->Wh + ox0 + kx / 2;                                            \
+	}                                                                                                          \
+	/* store writes the first n lanes of a, after ReLU if relu: one vector */                                  \
+	/* store for n = V, else pieces of 8, 4, 2 and 1 lanes, each a store of */                                 \
+	/* constant size (a lane loop would become a call to memcpy).         */                                   \
+	TARGET ALWAYS void store_##SUF(float *dst, vf_##SUF a, int n, int relu) {                                  \
+		if (relu) {                                                                                            \
+			vf_##SUF z = {0};                                                                                  \
+			a = (vf_##SUF)((vi_##SUF)(a > z) & (vi_##SUF)a);                                                   \
+		}                                                                                                      \
+		if (n == V) {                                                                                          \
+			memcpy(dst, &a, sizeof a);                                                                         \
+			return;                                                                                            \
+		}                                                                                                      \
+		float t[V];                                                                                            \
+		memcpy(t, &a, sizeof a);                                                                               \
+		int i = 0;                                                                                             \
+		if (n & 8) memcpy(dst + i, t + i, 8 * sizeof(float)), i += 8;                                          \
+		if (n & 4) memcpy(dst + i, t + i, 4 * sizeof(float)), i += 4;                                          \
+		if (n & 2) memcpy(dst + i, t + i, 2 * sizeof(float)), i += 2;                                          \
+		if (n & 1) dst[i] = t[i];                                                                              \
+	}                                                                                                          \
+	/* store8 stores a0..a7 as channels j0..j0+7 (those below no), n lanes */                                  \
+	/* each, channel j at dst + j·stride.                                  */                                  \
+	TARGET ALWAYS void store8_##SUF(float *dst, int stride, int j0, int no, int n, int relu, vf_##SUF a0,      \
+	                                vf_##SUF a1, vf_##SUF a2, vf_##SUF a3, vf_##SUF a4, vf_##SUF a5,           \
+	                                vf_##SUF a6, vf_##SUF a7) {                                                \
+		vf_##SUF a[8] = {a0, a1, a2, a3, a4, a5, a6, a7};                                                      \
+		for (int j = 0; j < 8; j++)                                                                            \
+			if (j0 + j < no) store_##SUF(dst + (size_t)j * stride, a[j], n, relu);                             \
+	}                                                                                                          \
+	TARGET ALWAYS vf_##SUF load_##SUF(const float *p) {                                                        \
+		vf_##SUF v;                                                                                            \
+		memcpy(&v, p, sizeof v);                                                                               \
+		return v;                                                                                              \
+	}                                                                                                          \
+                                                                                                               \
+	/* pad_rows copies x [B·C rows of H×W] into xp [B·C][H][Wp], each row */                                   \
+	/* shifted right by P, zero elsewhere, and split by phase for stride 2 */                                  \
+	/* (phase ph's column j is padded column 2j + ph, input 2j + ph − P).  */                                  \
+	TARGET static void pad_rows_##SUF(const ls_pad *q, const float *restrict x, float *restrict xp,            \
+	                                  int planes, int H, int W, int P) {                                       \
+		vi_##SUF even;                                                                                         \
+		for (int l = 0; l < V; l++) even[l] = 2 * l;                                                           \
+		for (size_t r = 0; r < (size_t)planes * H; r++) {                                                      \
+			float *dst = xp + r * q->Wp;                                                                       \
+			const float *src = x + r * W;                                                                      \
+			if (!q->Wh) {                                                                                      \
+				memset(dst, 0, sizeof(float) * P);                                                             \
+				memcpy(dst + P, src, sizeof(float) * W);                                                       \
+				memset(dst + P + W, 0, sizeof(float) * (q->Wp - P - W));                                       \
+				continue;                                                                                      \
+			}                                                                                                  \
+			for (int ph = 0; ph < 2; ph++) {                                                                   \
+				float *d = dst + ph * q->Wh;                                                                   \
+				int j0 = (P - ph + 1) / 2, j1 = (W + P - ph + 1) / 2;                                          \
+				if (j0 < 0) j0 = 0;                                                                            \
+				memset(d, 0, sizeof(float) * j0);                                                              \
+				const float *s = src + 2 * j0 + ph - P;                                                        \
+				/* Whole vectors while both loads stay inside the row. */                                      \
+				int n = j1 - j0, avail = W - (2 * j0 + ph - P), k = 0;                                         \
+				for (; k + V <= n && 2 * k + 2 * V <= avail; k += V) {                                         \
+					vf_##SUF e = __builtin_shuffle(load_##SUF(s + 2 * k), load_##SUF(s + 2 * k + V), even);    \
+					memcpy(d + j0 + k, &e, sizeof e);                                                          \
+				}                                                                                              \
+				for (; k < n; k++) d[j0 + k] = s[2 * k];                                                       \
+				memset(d + j1, 0, sizeof(float) * (q->Wh - j1));                                               \
+			}                                                                                                  \
+		}                                                                                                      \
+	}                                                                                                          \
+                                                                                                               \
+	/* unpad_rows adds the padded rows dxp back into dx, pad_rows' inverse. */                                 \
+	TARGET static void unpad_rows_##SUF(const ls_pad *q, const float *restrict dxp, float *restrict dx,        \
+	                                    int planes, int H, int W, int P) {                                     \
+		vi_##SUF lo, hi;                                                                                       \
+		for (int l = 0; l < V; l++) {                                                                          \
+			lo[l] = l % 2 ? V : l / 2;                                                                         \
+			hi[l] = l % 2 ? V : V / 2 + l / 2;                                                                 \
+		}                                                                                                      \
+		vf_##SUF z = {0};                                                                                      \
+		for (size_t r = 0; r < (size_t)planes * H; r++) {                                                      \
+			float *d = dx + r * W;                                                                             \
+			const float *p = dxp + r * q->Wp;                                                                  \
+			if (!q->Wh) {                                                                                      \
+				for (int i = 0; i < W; i++) d[i] += p[i + P];                                                  \
+				continue;                                                                                      \
+			}                                                                                                  \
+			for (int ph = 0; ph < 2; ph++) {                                                                   \
+				const float *e = p + ph * q->Wh;                                                               \
+				int j0 = (P - ph + 1) / 2, j1 = (W + P - ph + 1) / 2;                                          \
+				if (j0 < 0) j0 = 0;                                                                            \
+				float *t = d + 2 * j0 + ph - P;                                                                \
+				/* e's lanes interleaved with zeros, added to two vectors of t. */                             \
+				int n = j1 - j0, avail = W - (2 * j0 + ph - P), k = 0;                                         \
+				for (; k + V <= n && 2 * k + 2 * V <= avail; k += V) {                                         \
+					vf_##SUF v = load_##SUF(e + j0 + k);                                                       \
+					vf_##SUF a = load_##SUF(t + 2 * k) + __builtin_shuffle(v, z, lo);                          \
+					vf_##SUF b = load_##SUF(t + 2 * k + V) + __builtin_shuffle(v, z, hi);                      \
+					memcpy(t + 2 * k, &a, sizeof a);                                                           \
+					memcpy(t + 2 * k + V, &b, sizeof b);                                                       \
+				}                                                                                              \
+				for (; k < n; k++) t[2 * k] += e[j0 + k];                                                      \
+			}                                                                                                  \
+		}                                                                                                      \
+	}                                                                                                          \
+                                                                                                               \
+                                                                                                               \
+	/* NX output row chunks (of V columns) of OT channels of the forward    */                                 \
+	/* pass: NX = 1 with OT = 8 or 16, or NX = 2 with OT = 8, where each    */                                 \
+	/* weight loaded feeds two chunks (10 loads per 16 FMAs instead of 17). */                                 \
+	/* The accumulators are named variables, not an array, so that they     */                                 \
+	/* stay in registers through the channel and kernel-row loops.          */                                 \
+	TARGET ALWAYS void fwd_tile_##SUF(const ls_conv *s, const ls_pad *q, const float *xp, const float *wt,     \
+	                                  const float *bias, float *y, int relu, int b, int oy, int ox0, int o0,   \
+	                                  const int S, const int OT, const int NX, const int K) {                  \
+		const int C = s->c, H = s->h, OC = s->oc, P = s->p, OH = s->oh, OW = s->ow;                            \
+		int ky0 = P - oy * S > 0 ? P - oy * S : 0;                                                             \
+		int ky1 = H + P - oy * S < s->k ? H + P - oy * S : s->k;                                               \
+		int no = OC - o0 < OT ? OC - o0 : OT;                                                                  \
+		vf_##SUF a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15;                         \
+		{                                                                                                      \
+			float bb[16] = {0};                                                                                \
+			for (int j = 0; j < no; j++) bb[j] = bias ? bias[o0 + j] : 0;                                      \
+			if (NX == 2)                                                                                       \
+				for (int j = 0; j < 8; j++) bb[8 + j] = bb[j];                                                 \
+			vf_##SUF z = {0};                                                                                  \
+			a0 = z + bb[0], a1 = z + bb[1], a2 = z + bb[2], a3 = z + bb[3];                                    \
+			a4 = z + bb[4], a5 = z + bb[5], a6 = z + bb[6], a7 = z + bb[7];                                    \
+			a8 = z + bb[8], a9 = z + bb[9], a10 = z + bb[10], a11 = z + bb[11];                                \
+			a12 = z + bb[12], a13 = z + bb[13], a14 = z + bb[14], a15 = z + bb[15];                            \
+		}                                                                                                      \
+		const float *wtile = wt + (size_t)(o0 / OT) * C * K * K * OT;                                          \
+		for (int c = 0; c < C; c++)                                                                            \
+			for (int ky = ky0; ky < ky1; ky++) {                                                               \
+				const float *row = xp + (((size_t)b * C + c) * H + oy * S - P + ky) * q->Wp;                   \
+				const float *w = wtile + ((size_t)c * K + ky) * K * OT;                                        \
+				for (int kx = 0; kx < K; kx++, w += OT) {                                                      \
+					vf_##SUF xv = load_##SUF(row + tap_##SUF(q, S, ox0, kx));                                  \
+					a0 += w[0] * xv, a1 += w[1] * xv, a2 += w[2] * xv, a3 += w[3] * xv;                        \
+					a4 += w[4] * xv, a5 += w[5] * xv, a6 += w[6] * xv, a7 += w[7] * xv;                        \
+					if (NX == 2) {                                                                             \
+						vf_##SUF xw = load_##SUF(row + tap_##SUF(q, S, ox0 + V, kx));                          \
+						a8 += w[0] * xw, a9 += w[1] * xw, a10 += w[2] * xw, a11 += w[3] * xw;                  \
+						a12 += w[4] * xw, a13 += w[5] * xw, a14 += w[6] * xw, a15 += w[7] * xw;                \
+					} else if (OT == 16) {                                                                     \
+						a8 += w[8] * xv, a9 += w[9] * xv, a10 += w[10] * xv, a11 += w[11] * xv;                \
+						a12 += w[12] * xv, a13 += w[13] * xv, a14 += w[14] * xv, a15 += w[15] * xv;            \
+					}                                                                                          \
+				}                                                                                              \
+			}                                                                                                  \
+		/* Stored one named accumulator at a time: an array of them would */                                   \
+		/* be built on the stack and copied (measured: 15 % of the pass).  */                                  \
+		float *dst = y + (((size_t)b * OC + o0) * OH + oy) * OW + ox0;                                         \
+		int n0 = OW - ox0 < V ? OW - ox0 : V, n1 = OW - ox0 - V < V ? OW - ox0 - V : V;                        \
+		store8_##SUF(dst, OH * OW, 0, no, n0, relu, a0, a1, a2, a3, a4, a5, a6, a7);                           \
+		if (NX == 2)                                                                                           \
+			store8_##SUF(dst + V, OH * OW, 0, no, n1, relu, a8, a9, a10, a11, a12, a13, a14, a15);             \
+		else if (OT == 16)                                                                                     \
+			store8_##SUF(dst + 8 * OH * OW, OH * OW, 8, no, n0, relu, a8, a9, a10, a11, a12, a13, a14, a15);   \
+	}                                                                                                          \
+                                                                                                               \
+	/* The kernel is K = 3 wide for the loops: a narrower one is zero padded */                                \
+	/* to 3 in wt (and in the rows, whose padding covers the extra columns), */                                \
+	/* so that every trip count is a constant and the accumulators stay in   */                                \
+	/* registers. With 16 lanes (32 registers), chunks go in pairs on 8-     */                                \
+	/* channel tiles (wt8), an odd last chunk on OT-channel tiles (wt).       */                               \
+	TARGET ALWAYS void fwd_all_##SUF(const ls_conv *s, const ls_pad *q, const float *xp, const float *wt,      \
+	                                 const float *wt8, const float *bias, float *y, int relu, const int S,     \
+	                                 const int OT) {                                                           \
+		for (int b = 0; b < s->b; b++)                                                                         \
+			for (int oy = 0; oy < s->oh; oy++) {                                                               \
+				int ox0 = 0;                                                                                   \
+				if (OTMAX == 16)                                                                               \
+					for (; ox0 + V < s->ow; ox0 += 2 * V)                                                      \
+						for (int o0 = 0; o0 < s->oc; o0 += 8)                                                  \
+							fwd_tile_##SUF(s, q, xp, wt8, bias, y, relu, b, oy, ox0, o0, S, 8, 2, KMAX);       \
+				for (; ox0 < s->ow; ox0 += V)                                                                  \
+					for (int o0 = 0; o0 < s->oc; o0 += OT)                                                     \
+						fwd_tile_##SUF(s, q, xp, wt, bias, y, relu, b, oy, ox0, o0, S, OT, 1, KMAX);           \
+			}                                                                                                  \
+	}                                                                                                          \
+                                                                                                               \
+	/* fwd: y = [relu](conv(x, w) + bias). xp receives the padded input (the */                                \
+	/* backward pass reuses it); wt receives the weights packed (pack_fwd)  */                                 \
+	/* by OT-channel tiles, then by 8-channel tiles for the chunk pairs.    */                                 \
+	TARGET static void conv_fwd_##SUF(const ls_conv *s, const float *restrict x, const float *restrict w,      \
+	                                  const float *restrict bias, float *restrict y, int relu,                 \
+	                                  float *restrict xp, float *restrict wt) {                                \
+		const int C = s->c, H = s->h, OC = s->oc;                                                              \
+		const ls_pad q = pad_of(s, V);                                                                         \
+		pad_rows_##SUF(&q, x, xp, s->b * C, H, s->w, s->p);                                                    \
+		/* The narrowest tile that holds the channels, up to OTMAX. */                                         \
+		const int OT = OC <= 8 || OTMAX == 8 ? 8 : 16;                                                         \
+		float *wt8 = wt + (size_t)(OC + 15) / 16 * 16 * C * KMAX * KMAX;                                       \
+		pack_fwd(s, w, wt, OT);                                                                                \
+		if (OTMAX == 16) pack_fwd(s, w, wt8, 8);                                                               \
+		if (s->s == 1) {                                                                                       \
+			if (OT == 8) fwd_all_##SUF(s, &q, xp, wt, wt8, bias, y, relu, 1, 8);                               \
+			else fwd_all_##SUF(s, &q, xp, wt, wt8, bias, y, relu, 1, 16);                                      \
+		} else {                                                                                               \
+			if (OT == 8) fwd_all_##SUF(s, &q, xp, wt, wt8, bias, y, relu, 2, 8);                               \
+			else fwd_all_##SUF(s, &q, xp, wt, wt8, bias, y, relu, 2, 16);                                      \
+		}                                                                                                      \
+	}                                                                                                          \
+                                                                                                               \
+	/* pad_g copies g [B][OC][OH][OW] into gp [B][OCp][OH][L], zero beyond OC */                               \
+	/* and OW; with y set (a fused ReLU's output) only where y > 0, the       */                               \
+	/* gradient past the activation, in the same pass.                        */                               \
+	TARGET static void pad_g_##SUF(const ls_conv *s, const float *restrict g, const float *restrict y,         \
+	                               float *restrict gp, int OCp, int L) {                                       \
+		const int OC = s->oc, OH = s->oh, OW = s->ow;                                                          \
+		for (int b = 0; b < s->b; b++) {                                                                       \
+			for (size_t r = 0; r < (size_t)OC * OH; r++) {                                                     \
+				const float *gr = g + ((size_t)b * OC * OH + r) * OW;                                          \
+				float *dst = gp + ((size_t)b * OCp * OH + r) * L;                                              \
+				if (y) {                                                                                       \
+					const float *yr = y + ((size_t)b * OC * OH + r) * OW;                                      \
+					for (int i = 0; i < OW; i++) dst[i] = yr[i] > 0 ? gr[i] : 0;                               \
+				} else {                                                                                       \
+					for (int i = 0; i < OW; i++) dst[i] = gr[i];                                               \
+				}                                                                                              \
+				for (int i = OW; i < L; i++) dst[i] = 0;                                                       \
+			}                                                                                                  \
+			memset(gp + ((size_t)b * OCp + OC) * OH * L, 0, sizeof(float) * (size_t)(OCp - OC) * OH * L);      \
+		}                                                                                                      \
+	}                                                                                                          \
+                                                                                                               \
+	/* bwd data: dxp += conv_transpose(gp, w) on padded rows, for a tile of */                                 \
+	/* CT input channels and one kernel row at a time: each g vector loaded */                                 \
+	/* feeds CT·KMAX accumulators, as each input vector does in the forward */                                 \
+	/* pass. wt: weights packed [ky][c tile][o][kx][CT], zero beyond C and  */                                 \
+	/* K (the extra taps add zeros inside the rows' padding).               */                                 \
+	TARGET ALWAYS void bwd_data_all_##SUF(const ls_conv *s, const ls_pad *q, const float *gp, int OCp,         \
+	                                      const float *wt, float *dxp, const int S, const int CT) {            \
+		const int C = s->c, H = s->h, OC = s->oc, K = s->k, P = s->p, OH = s->oh;                              \
+		const int T = (C + CT - 1) / CT;                                                                       \
+		for (int b = 0; b < s->b; b++)                                                                         \
+			for (int oy = 0; oy < OH; oy++)                                                                    \
+				for (int ky = 0; ky < K; ky++) {                                                               \
+					int iy = oy * S - P + ky;                                                                  \
+					if (iy < 0 || iy >= H) continue;                                                           \
+					for (int t = 0; t < T; t++) {                                                              \
+						const float *wtile = wt + ((size_t)ky * T + t) * OC * KMAX * CT;                       \
+						int nc = C - t * CT < CT ? C - t * CT : CT;                                            \
+						for (int ox0 = 0; ox0 < q->L; ox0 += V) {                                              \
+							vf_##SUF a[CT][KMAX];                                                              \
+							for (int j = 0; j < CT; j++)                                                       \
+								for (int kx = 0; kx < KMAX; kx++) {                                            \
+									vf_##SUF z = {0};                                                          \
+									a[j][kx] = z;                                                              \
+								}                                                                              \
+							const float *g = gp + ((size_t)b * OCp * OH + oy) * q->L + ox0;                    \
+							for (int o = 0; o < OC; o++) {                                                     \
+								vf_##SUF gv = load_##SUF(g + (size_t)o * OH * q->L);                           \
+								const float *wk = wtile + (size_t)o * KMAX * CT;                               \
+								for (int kx = 0; kx < KMAX; kx++)                                              \
+									for (int j = 0; j < CT; j++) a[j][kx] += wk[kx * CT + j] * gv;             \
+							}                                                                                  \
+							/* Padded column (ox0+l)*S + kx gets a[j][kx][l]. */                               \
+							for (int j = 0; j < nc; j++) {                                                     \
+								float *row = dxp + (((size_t)b * C + t * CT + j) * H + iy) * q->Wp;            \
+								for (int kx = 0; kx < KMAX; kx++) {                                            \
+									float *d = row + tap_##SUF(q, S, ox0, kx);                                 \
+									vf_##SUF v = load_##SUF(d) + a[j][kx];                                     \
+									memcpy(d, &v, sizeof v);                                                   \
+								}                                                                              \
+							}                                                                                  \
+						}                                                                                      \
+					}                                                                                          \
+				}                                                                                              \
+	}                                                                                                          \
+                                                                                                               \
+	/* bwd weight: one image's share of dw for one tile of OT channels and */                                  \
+	/* one (c, ky), added to the tile's lane-wise sums in acc, which the    */                                 \
+	/* caller reduces once after the last image. Images outermost keep one  */                                 \
+	/* image's g and x rows in cache for all tiles.                         */                                 \
+	TARGET ALWAYS void bwd_weight_tile_##SUF(const ls_conv *s, const ls_pad *q, const float *xp,               \
+	                                         const float *gp, int OCp, vf_##SUF *acc, int b, int c,            \
+	                                         int ky, int o0, const int S, const int OT) {                      \
+		const int C = s->c, H = s->h, P = s->p, OH = s->oh;                                                    \
+		vf_##SUF a[OT][KMAX];                                                                                  \
+		for (int j = 0; j < OT; j++)                                                                           \
+			for (int kx = 0; kx < KMAX; kx++) memcpy(&a[j][kx], &acc[j * KMAX + kx], sizeof a[j][kx]);         \
+		for (int oy = 0; oy < OH; oy++) {                                                                      \
+			int iy = oy * S - P + ky;                                                                          \
+			if (iy < 0 || iy >= H) continue;                                                                   \
+			const float *row = xp + (((size_t)b * C + c) * H + iy) * q->Wp;                                    \
+			const float *gr = gp + (((size_t)b * OCp + o0) * OH + oy) * q->L;                                  \
+			for (int ox0 = 0; ox0 < q->L; ox0 += V) {                                                          \
+				vf_##SUF xv[KMAX];                                                                             \
+				/* All KMAX taps, whatever K: the rows' padding covers them and */                             \
+				/* the extra sums are never read, while constant trip counts    */                             \
+				/* keep a[][] in registers.                                     */                             \
+				for (int kx = 0; kx < KMAX; kx++) xv[kx] = load_##SUF(row + tap_##SUF(q, S, ox0, kx));         \
+				for (int j = 0; j < OT; j++) {                                                                 \
+					vf_##SUF gv = load_##SUF(gr + (size_t)j * OH * q->L + ox0);                                \
+					for (int kx = 0; kx < KMAX; kx++) a[j][kx] += gv * xv[kx];                                 \
+				}                                                                                              \
+			}                                                                                                  \
+		}                                                                                                      \
+		for (int j = 0; j < OT; j++)                                                                           \
+			for (int kx = 0; kx < KMAX; kx++) memcpy(&acc[j * KMAX + kx], &a[j][kx], sizeof a[j][kx]);         \
+	}                                                                                                          \
+                                                                                                               \
+	/* bwd weight over the batch: acc holds C·K·OCp·KMAX vectors. */                                           \
+	TARGET ALWAYS void bwd_weight_all_##SUF(const ls_conv *s, const ls_pad *q, const float *xp,                \
+	                                        const float *gp,                                                   \
+	                                        int OCp, float *dw, vf_##SUF *acc, const int S, const int OT) {    \
+		const int C = s->c, OC = s->oc, K = s->k;                                                              \
+		memset(acc, 0, sizeof *acc * (size_t)C * K * OCp * KMAX);                                              \
+		for (int b = 0; b < s->b; b++)                                                                         \
+			for (int c = 0; c < C; c++)                                                                        \
+				for (int ky = 0; ky < K; ky++)                                                                 \
+					for (int o0 = 0; o0 < OC; o0 += OT)                                                        \
+						bwd_weight_tile_##SUF(s, q, xp, gp, OCp, acc + (((size_t)c * K + ky) * OCp + o0) * KMAX, \
+						                      b, c, ky, o0, S, OT);                                            \
+		for (int c = 0; c < C; c++)                                                                            \
+			for (int ky = 0; ky < K; ky++)                                                                     \
+				for (int o = 0; o < OC; o++)                                                                   \
+					for (int kx = 0; kx < K; kx++) {                                                           \
+						vf_##SUF v = acc[(((size_t)c * K + ky) * OCp + o) * KMAX + kx];                        \
+						float t = 0;                                                                           \
+						for (int l = 0; l < V; l++) t += v[l];                                                 \
+						dw[(((size_t)o * C + c) * K + ky) * K + kx] += t;                                      \
+					}                                                                                          \
+	}                                                                                                          \
+	/* bwd: the gradients of a convolution, each only if its pointer is set: */                                \
+	/* dx += conv_transpose(g, w), dw += Σ g ⊗ patches, db += Σ g. g is masked */                              \
+	/* by y (a fused ReLU's output) when y is set, and padded once for both.  */                               \
+	/* xp: the padded input the forward pass left (read for dw).            */                                 \
+	/* sc: padded g, then padded dx rows (for dx).                            */                               \
+	TARGET static void conv_bwd_##SUF(const ls_conv *s, const float *restrict g, const float *restrict y,      \
+	                                  const float *restrict xp, const float *restrict w, float *restrict dx,   \
+	                                  float *restrict dw, float *restrict db, float *restrict sc) {            \
+		const int C = s->c, H = s->h, W = s->w, OC = s->oc, K = s->k, P = s->p, OH = s->oh;                    \
+		const ls_pad q = pad_of(s, V);                                                                         \
+		const int OT = OC <= 4 ? 4 : 8;                                                                        \
+		const int OCp = (OC + 15) / 16 * 16;                                                                   \
+		float *gp = sc, *dxp = gp + (size_t)s->b * OCp * OH * q.L;                                             \
+		pad_g_##SUF(s, g, y, gp, OCp, q.L);                                                                    \
+		for (int o = 0; db && o < OC; o++) {                                                                   \
+			/* Lanes sum one image's channel in float, images add in double. */                                \
+			double sum = 0;                                                                                    \
+			for (int b = 0; b < s->b; b++) {                                                                   \
+				const float *gr = gp + ((size_t)b * OCp + o) * OH * q.L;                                       \
+				vf_##SUF acc = {0};                                                                            \
+				for (int i = 0; i < OH * q.L; i += V) {                                                        \
+					vf_##SUF gv;                                                                               \
+					memcpy(&gv, gr + i, sizeof gv);                                                            \
+					acc += gv;                                                                                 \
+				}                                                                                              \
+				float t = 0;                                                                                   \
+				for (int l = 0; l < V; l++) t += acc[l];                                                       \
+				sum += t;                                                                                      \
+			}                                                                                                  \
+			db[o] += (float)sum;                                                                               \
+		}                                                                                                      \
+		if (dw) {                                                                                              \
+			vf_##SUF *acc = (vf_##SUF *)(dxp + ls_conv_pad_size(s));                                           \
+			if (s->s == 1) {                                                                                   \
+				if (OT == 4) bwd_weight_all_##SUF(s, &q, xp, gp, OCp, dw, acc, 1, 4);                          \
+				else bwd_weight_all_##SUF(s, &q, xp, gp, OCp, dw, acc, 1, 8);                                  \
+			} else {                                                                                           \
+				if (OT == 4) bwd_weight_all_##SUF(s, &q, xp, gp, OCp, dw, acc, 2, 4);                          \
+				else bwd_weight_all_##SUF(s, &q, xp, gp, OCp, dw, acc, 2, 8);                                  \
+			}                                                                                                  \
+		}                                                                                                      \
+		if (dx) {                                                                                              \
+			memset(dxp, 0, sizeof(float) * (size_t)s->b * C * H * q.Wp);                                       \
+			/* One channel per tile for the one-channel first layer, else 8. */                                \
+			const int CT = C == 1 ? 1 : 8, T = (C + CT - 1) / CT;                                              \
+			float *wt = dxp + ls_conv_pad_size(s);                                                             \
+			memset(wt, 0, sizeof(float) * (size_t)K * T * OC * KMAX * CT);                                     \
+			for (int o = 0; o < OC; o++)                                                                       \
+				for (int c = 0; c < C; c++)                                                                    \
+					for (int ky = 0; ky < K; ky++)                                                             \
+						for (int kx = 0; kx < K; kx++)                                                         \
+							wt[((((size_t)ky * T + c / CT) * OC + o) * KMAX + kx) * CT + c % CT] =             \
+							    w[(((size_t)o * C + c) * K + ky) * K + kx];                                    \
+			if (s->s == 1) {                                                                                   \
+				if (CT == 1) bwd_data_all_##SUF(s, &q, gp, OCp, wt, dxp, 1, 1);                                \
+				else bwd_data_all_##SUF(s, &q, gp, OCp, wt, dxp, 1, 8);                                        \
+			} else {                                                                                           \
+				if (CT == 1) bwd_data_all_##SUF(s, &q, gp, OCp, wt, dxp, 2, 1);                                \
+				else bwd_data_all_##SUF(s, &q, gp, OCp, wt, dxp, 2, 8);                                        \
+			}                                                                                                  \
+			unpad_rows_##SUF(&q, dxp, dx, s->b * C, H, W, P);                                                  \
+		}                                                                                                      \
+	}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define HAVE_X86_VARIANTS 1
+DEFINE_KERNELS(v4, __attribute__((target("arch=x86-64-v4"))), 16, 16)
+DEFINE_KERNELS(v3, __attribute__((target("arch=x86-64-v3"))), 8, 8)
+#endif
+DEFINE_KERNELS(base, , 8, 8)
+
+typedef void (*fwd_fn)(const ls_conv *, const float *, const float *, const float *, float *, int, float *, float *);
+typedef void (*bwd_fn)(const ls_conv *, const float *, const float *, const float *, const float *, float *, float *,
+                       float *, float *);
+
+static fwd_fn fwd = conv_fwd_base;
+static bwd_fn bwd = conv_bwd_base;
+static int level = 0, lanes = 8;
+
+// ls_kernels_init picks the variants once, before any call (from Go's
+// package initialisation); override caps the level ("base", "v3", "v4")
+// for tests, or is NULL.
+int ls_kernels_init(const char *override) {
+	fwd = conv_fwd_base, bwd = conv_bwd_base, level = 0, lanes = 8;
+#ifdef HAVE_X86_VARIANTS
+	__builtin_cpu_init();
+	int v4 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+	         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+	int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	if (override && strcmp(override, "v4") != 0) v4 = 0;
+	if (override && strcmp(override, "v4") != 0 && strcmp(override, "v3") != 0) v3 = 0;
+	if (v4) {
+		fwd = conv_fwd_v4, bwd = conv_bwd_v4, level = 4, lanes = 16;
+	} else if (v3) {
+		fwd = conv_fwd_v3, bwd = conv_bwd_v3, level = 3;
+	}
+#else
+	(void)override;
+#endif
+	return level;
+}
+
+int ls_conv_fast(const ls_conv *s) { return s->k <= KMAX && (s->s == 1 || s->s == 2); }
+
+// The padded input's size for the variant in use; scratch sizes cover the
+// largest tile (16 channels) of any variant.
+size_t ls_conv_pad_size(const ls_conv *s) {
+	ls_pad q = pad_of(s, lanes);
+	return (size_t)s->b * s->c * s->h * q.Wp;
+}
+
+size_t ls_conv_fwd_scratch(const ls_conv *s) { return 2 * (size_t)(s->oc + 15) / 16 * 16 * s->c * KMAX * KMAX; }
+
+size_t ls_conv_bwd_scratch(const ls_conv *s) {
+	ls_pad q = pad_of(s, lanes);
+	size_t ocp = (size_t)(s->oc + 15) / 16 * 16;
+	size_t wt = (size_t)s->k * (s->c + 7) / 8 * 8 * s->oc * KMAX; /* bwd data's packed weights */
+	size_t acc = (size_t)s->c * s->k * ocp * KMAX * lanes;         /* bwd weight's sums */
+	return (size_t)s->b * ocp * s->oh * q.L + ls_conv_pad_size(s) + (wt > acc ? wt : acc);
+}
+
+void ls_conv_fwd(const ls_conv *s, const float *x, const float *w, const float *bias, float *y, int relu, float *xp,
+                 float *scratch) {
+	fwd(s, x, w, bias, y, relu, xp, scratch);
+}
+
+void ls_conv_bwd(const ls_conv *s, const float *g, const float *y, const float *xp, const float *w, float *dx, float *dw,
+                 float *db, float *scratch) {
+	bwd(s, g, y, xp, w, dx, dw, db, scratch);
+}
+
+// ls_adam applies one Adam update to n float32 parameters w with
+// gradients g and float32 moments m, v (the same arithmetic as ad.Adam's
+// Go loop): w *= decay (decoupled weight decay, 1 for none),
+// m = b1·m + (1−b1)·g, v = b2·v + (1−b2)·g², w −= (lr/c1)·m / (√(v/c2) + eps).
+// The square root is an explicit vector instruction: cgo does not accept
+// -fno-math-errno, without which the compiler keeps sqrtf's errno path and
+// leaves the loop scalar.
+#define ADAM_BODY(GI, MI, VI, WI, SQRT)                                                                        \
+	{                                                                                                          \
+		if (decay != 1) WI *= d;                                                                               \
+		MI = B1 * MI + (1 - B1) * GI;                                                                          \
+		VI = B2 * VI + (1 - B2) * GI * GI;                                                                     \
+		WI -= step * MI / (SQRT(VI * ic2) + e);                                                                \
+	}
+
+#define ADAM_SETUP                                                                                             \
+	const float d = (float)decay, B1 = (float)b1, B2 = (float)b2, step = (float)(lr / c1),                     \
+	            ic2 = (float)(1 / c2), e = (float)eps;
+
+static void adam_base(float *restrict w, const float *restrict g, float *restrict m, float *restrict v, size_t n,
+                      double lr, double b1, double b2, double c1, double c2, double eps, double decay, size_t i) {
+	ADAM_SETUP
+	for (; i < n; i++) ADAM_BODY(g[i], m[i], v[i], w[i], __builtin_sqrtf)
+}
+
+#ifdef HAVE_X86_VARIANTS
+#include <immintrin.h>
+// ADAM_VARIANT defines adam_SUF, the vector loop over whole vectors of V
+// lanes; it returns how many elements it did (the rest is adam_base's).
+#define ADAM_VARIANT(SUF, TARGET, V, SQRT)                                                                           \
+	TARGET static size_t adam_##SUF(float *restrict w, const float *restrict g, float *restrict m, float *restrict v, \
+	                                size_t n, double lr, double b1, double b2, double c1, double c2, double eps,     \
+	                                double decay) {                                                                  \
+		ADAM_SETUP                                                                                                   \
+		size_t i = 0;                                                                                                \
+		for (; i + V <= n; i += V) {                                                                                 \
+			vf_##SUF gi, mi, vi, wi;                                                                                 \
+			memcpy(&gi, g + i, 4 * V), memcpy(&mi, m + i, 4 * V), memcpy(&vi, v + i, 4 * V);                         \
+			memcpy(&wi, w + i, 4 * V);                                                                               \
+			ADAM_BODY(gi, mi, vi, wi, (vf_##SUF) SQRT)                                                               \
+			memcpy(m + i, &mi, 4 * V), memcpy(v + i, &vi, 4 * V), memcpy(w + i, &wi, 4 * V);                         \
+		}                                                                                                            \
+		return i;                                                                                                    \
+	}
+ADAM_VARIANT(v4, __attribute__((target("arch=x86-64-v4"))), 16, _mm512_sqrt_ps)
+ADAM_VARIANT(v3, __attribute__((target("arch=x86-64-v3"))), 8, _mm256_sqrt_ps)
+#endif
+
+void ls_adam(float *restrict w, const float *restrict g, float *restrict m, float *restrict v, size_t n, double lr,
+             double b1, double b2, double c1, double c2, double eps, double decay) {
+	size_t i = 0;
+#ifdef HAVE_X86_VARIANTS
+	if (level == 4) i = adam_v4(w, g, m, v, n, lr, b1, b2, c1, c2, eps, decay);
+	if (level == 3) i = adam_v3(w, g, m, v, n, lr, b1, b2, c1, c2, eps, decay);
+#endif
+	adam_base(w, g, m, v, n, lr, b1, b2, c1, c2, eps, decay, i); // the tail
+}

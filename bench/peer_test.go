@@ -1,0 +1,136 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/safetensors"
+)
+
+// TestMain doubles as a stand-in for the PyTorch peer: with
+// LENSPEC_FAKE_PEER set, the test binary speaks bench/peer.py's protocol,
+// decoding with lenspec itself ("corrupt": with one output changed), so
+// that the Go side of the peer benchmark is tested without PyTorch.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("LENSPEC_FAKE_PEER"); mode != "" {
+		fakePeer(mode)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func fakePeer(mode string) {
+	var d model.Decoder[float32]
+	var x []float32
+	steps := 0
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		cmd := strings.Fields(in.Text())
+		if len(cmd) == 0 {
+			continue
+		}
+		var ans any
+		switch cmd[0] {
+		case "load":
+			var err error
+			if d, err = model.Load[float32](cmd[1]); err != nil {
+				ans = map[string]string{"error": err.Error()}
+				break
+			}
+			f, err := safetensors.ReadFile(cmd[2])
+			if err != nil {
+				ans = map[string]string{"error": err.Error()}
+				break
+			}
+			t, _ := f.Tensor("decode")
+			x, _ = t.Float32s()
+			s, _ := f.Tensor("settings")
+			set, _ := s.Float64s()
+			steps = int(set[0])
+			ans = map[string]any{"ok": true, "torch": "fake"}
+		case "tokens":
+			res, err := model.Decode(context.Background(), d, model.Batch[float32]{X: x}, steps)
+			if err != nil {
+				ans = map[string]string{"error": err.Error()}
+				break
+			}
+			toks := make([][]int, len(res))
+			for i, r := range res {
+				toks[i] = r.Tokens
+			}
+			if mode == "corrupt" {
+				toks[1] = append(toks[1], (d.EOS()+1)%d.Vocab())
+			}
+			ans = map[string]any{"tokens": toks}
+		case "time":
+			var reps int
+			fmt.Sscan(cmd[2], &reps)
+			ts := make([]float64, reps)
+			for i := range ts {
+				ts[i] = 0.001
+			}
+			ans = map[string]any{"seconds": ts}
+		case "quit":
+			return
+		default:
+			ans = map[string]string{"error": "unknown command " + cmd[0]}
+		}
+		b, _ := json.Marshal(ans)
+		fmt.Println(string(b))
+	}
+}
+
+// TestPeer runs the peer benchmark against the stand-in peer: every
+// operation is timed on both sides and reported as a ratio; and a peer
+// that decodes other tokens than lenspec, away from ties, is refused as
+// unequal work.
+func TestPeer(t *testing.T) {
+	cfg := model.DefaultCaptionerConfig()
+	d, err := model.New[float32](&cfg, rand.New(rand.NewPCG(3, 3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := model.Save(dir, d); err != nil {
+		t.Fatal(err)
+	}
+	in := d.Input()
+	rng := rand.New(rand.NewPCG(1, 2))
+	canvases := func(n int) []float32 {
+		x := make([]float32, n*in.Size())
+		for i := range x {
+			x[i] = float32(in.Min + (in.Max-in.Min)*rng.Float64())
+		}
+		return x
+	}
+	data := PeerData{Decode: canvases(20), Train: canvases(4), TrainLabels: [][]int{{1}, {2, 3}, {4}, {5, 6, 7}}, PGD: canvases(3)}
+	opt := DefaultPeerOptions()
+	opt.Python, opt.Script, opt.Model, opt.Rounds, opt.Reps, opt.DecodeSteps = os.Args[0], "peer.py", dir, 1, 2, 5
+
+	t.Setenv("LENSPEC_FAKE_PEER", "same")
+	rep, err := Peer(context.Background(), d, data, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Torch != "fake" || rep.Compared != 20 || rep.Differ != 0 || len(rep.Ops) != 3 {
+		t.Fatalf("report %+v", rep)
+	}
+	for i, name := range []string{"decode", "train-step", "pgd"} {
+		o := rep.Ops[i]
+		if o.Name != name || o.Torch != 0.001 || !(o.Lenspec1 > 0) || !(o.LenspecN > 0) || o.Ratio != o.Lenspec1/o.Torch || o.RatioN != o.LenspecN/o.Torch {
+			t.Fatalf("op %d: %+v", i, o)
+		}
+	}
+
+	t.Setenv("LENSPEC_FAKE_PEER", "corrupt")
+	if _, err := Peer(context.Background(), d, data, opt); err == nil || !strings.Contains(err.Error(), "not equal work") {
+		t.Fatalf("a peer decoding other tokens: error %v", err)
+	}
+}

@@ -1,0 +1,168 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/model"
+)
+
+// Batch is one training batch: inputs (continuous rows in X, or token
+// sequences in Tokens) and their target sequences, as Source.Batch
+// returns them.
+type Batch struct {
+	X              []float32
+	Tokens, Labels [][]int
+}
+
+// Trainer takes optimisation steps on a model: the loss and its gradient
+// over a batch, gradient clipping and an AdamW update. The batch is split
+// into Options.Shards contiguous shards whose gradients are computed
+// concurrently (up to GOMAXPROCS at a time) and summed in shard order, so
+// a step's result depends on the shard count but not on the number of
+// cores. Fit drives one; benchmarks time its Step.
+type Trainer struct {
+	d      model.Decoder[float32]
+	stab   model.Stabilizer[float32]
+	opt    Options
+	params []*ad.Param[float32]
+	// Adam is the optimiser (its moments are what checkpoints store).
+	Adam   *ad.Adam[float32]
+	arenas []*ad.Arena[float32] // one per shard, reused step after step
+}
+
+// NewTrainer prepares steps on d with opt (validated).
+func NewTrainer(d model.Decoder[float32], opt Options) (*Trainer, error) {
+	if err := opt.Validate(); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	stab, ok := d.(model.Stabilizer[float32])
+	if opt.Stability > 0 && !ok {
+		return nil, fmt.Errorf("train: architecture %s has no ReLU-stability regulariser", d.Config().Architecture)
+	}
+	t := &Trainer{d: d, stab: stab, opt: opt, params: d.Params()}
+	t.Adam = ad.NewAdam(t.params, opt.LR)
+	t.Adam.WeightDecay = opt.WeightDecay
+	t.Adam.Decay = func(p *ad.Param[float32]) bool {
+		return strings.HasSuffix(p.Name, "weight") && !strings.Contains(p.Name, "embedding")
+	}
+	for range opt.shards() {
+		t.arenas = append(t.arenas, ad.NewArena[float32]())
+	}
+	return t, nil
+}
+
+// StepResult is what one step reports.
+type StepResult struct {
+	Loss     float64 // the batch's loss before the update
+	Unstable int     // the batch's unstable encoder ReLUs (stability regulariser on)
+}
+
+// Step takes optimisation step number step (from 0) of total: the learning
+// rate follows the cosine schedule and the stability radius its ramp at
+// that point.
+func (t *Trainer) Step(b Batch, step, total int) (StepResult, error) {
+	opt := t.opt
+	rows := len(b.Labels)
+	if rows == 0 {
+		return StepResult{}, fmt.Errorf("train: step %d: empty batch", step)
+	}
+	size := t.d.Input().Size()
+	if b.X != nil && len(b.X) != rows*size {
+		return StepResult{}, fmt.Errorf("train: step %d: %d input values for %d rows of %d", step, len(b.X), rows, size)
+	}
+	eps := opt.StabilityEps
+	if ramp := opt.StabilityRamp * float64(total); float64(step) < ramp {
+		eps *= float64(step) / ramp
+	}
+	for _, p := range t.params {
+		p.ZeroGrad()
+	}
+	n := min(opt.shards(), rows)
+	tapes := make([]*ad.Tape[float32], n)
+	res := make([]StepResult, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for k := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			lo, hi := k*rows/n, (k+1)*rows/n
+			tapes[k], res[k], errs[k] = t.shard(b, lo, hi, rows, n, k, step, eps)
+		}()
+	}
+	wg.Wait()
+	var out StepResult
+	for k := range n {
+		if errs[k] != nil {
+			return StepResult{}, fmt.Errorf("train: step %d: %w", step, errs[k])
+		}
+		tapes[k].AddGrads()
+		out.Loss += res[k].Loss
+		out.Unstable += res[k].Unstable
+	}
+	if math.IsNaN(out.Loss) || math.IsInf(out.Loss, 0) {
+		return StepResult{}, fmt.Errorf("train: loss became %v at step %d (lower the learning rate)", out.Loss, step)
+	}
+	if opt.ClipNorm > 0 {
+		clipGrad(t.params, opt.ClipNorm)
+	}
+	t.Adam.LR = cosine(opt.LR, opt.FinalLR, step, total)
+	t.Adam.Step()
+	return out, nil
+}
+
+// shard computes the loss of rows lo..hi-1 of b, weighted by their share
+// of the batch, and its gradients: shard 0 into the parameters directly,
+// the others into their tapes' own buffers. Its dropout masks
+// come from a source of its own, derived from the seed, the step and the
+// shard.
+func (t *Trainer) shard(b Batch, lo, hi, rows, n, k, step int, eps float64) (*ad.Tape[float32], StepResult, error) {
+	opt := t.opt
+	arena := t.arenas[k]
+	arena.Reset()
+	tp := ad.NewTrainingTape[float32]().Use(arena)
+	if k > 0 {
+		// Shard 0 accumulates in the parameters' (zeroed) gradients, the
+		// others in their own, added after it in shard order.
+		tp.SeparateGrads()
+	}
+	in := model.Input[float32]{Dropout: opt.Dropout, Rng: rand.New(rand.NewPCG(opt.Seed, dropoutStream|uint64(step)<<16|uint64(k)))}
+	if b.Tokens != nil {
+		in.Tokens = b.Tokens[lo:hi]
+	}
+	if b.X != nil {
+		size := len(b.X) / rows
+		in.X = tp.Const(ad.FromSlice(b.X[lo*size:hi*size], hi-lo, size))
+	}
+	loss, err := model.TeacherForcedLoss(tp, t.d, in, b.Labels[lo:hi])
+	if err != nil {
+		return nil, StepResult{}, err
+	}
+	var r StepResult
+	if opt.Stability > 0 {
+		var rs *ad.Node[float32]
+		rs, r.Unstable = t.stab.StabilityLoss(tp, in.X, eps)
+		loss = tp.Add(loss, tp.Scale(rs, float32(opt.Stability)))
+	}
+	if n > 1 {
+		// Both terms are means over the shard's rows.
+		loss = tp.Scale(loss, float32(hi-lo)/float32(rows))
+	}
+	if err := tp.Backward(loss); err != nil {
+		return nil, StepResult{}, err
+	}
+	r.Loss = float64(loss.Value.Data[0])
+	return tp, r, nil
+}
+
+// dropoutStream tags the random streams of dropout masks, apart from the
+// per-epoch streams (1, 2, …) that shuffle and augment.
+const dropoutStream = 1 << 62
