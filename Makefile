@@ -5,7 +5,7 @@ GO ?= go
 BIN := bin/lenspec
 MODEL := models/mmnist-rnn
 
-.PHONY: all setup build data demo test test-purego lint bench bench-peer clean
+.PHONY: all setup build data demo test test-purego lint bench bench-peer nmt clean
 
 all: build
 
@@ -35,11 +35,18 @@ test: data lint
 bench: data
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./bench/...
 
+# Rebuild the shipped translator from Debian's Ding dictionary (trans-de-en,
+# installed by setup): corpus, BPE, training (about 50 minutes on 2 vCPUs;
+# rerun to resume after an interruption), evaluation, and the GPL notice.
+nmt: build
+	$(BIN) train nmt --out models/nmt-de-en
+
 # The peer benchmark: the same operations in PyTorch (Debian's python3-torch,
 # installed here), interleaved with lenspec's; ends with "ratio <op> <x>" lines.
 bench-peer: data
 	@bash scripts/setup.sh python3-torch python3-numpy
 	$(BIN) bench --model $(MODEL) --peer bench/peer.py --rounds 15
+	$(BIN) bench --model models/nmt-de-en --peer bench/peer_nmt.py --rounds 15
 
 clean:
 	rm -rf bin

@@ -112,3 +112,80 @@ func setKernels(v string) int {
 	kernelLevel = initKernels(v)
 	return kernelLevel
 }
+
+// The sequence ops' kernels: C for float32, the Go loops otherwise.
+
+func lstmForward[T Float](b, hd int, gates, c, h, cNext, act []T) {
+	if !isF32[T]() || b*hd == 0 {
+		lstmForwardGo(b, hd, gates, c, h, cNext, act)
+		return
+	}
+	C.ls_lstm_fwd(C.int(b), C.int(hd), cptr(gates), cptr(c), cptr(h), cptr(cNext), cptr(act))
+}
+
+func lstmBackward[T Float](b, hd int, act, c, dh, dcNext, dg, dc []T) {
+	if !isF32[T]() || b*hd == 0 {
+		lstmBackwardGo(b, hd, act, c, dh, dcNext, dg, dc)
+		return
+	}
+	C.ls_lstm_bwd(C.int(b), C.int(hd), cptr(act), cptr(c), cptr(dh), cptr(dcNext), cptr(dg), cptr(dc))
+}
+
+func scoresForward[T Float](s, b, a int, keys, q, v, out, th []T) {
+	if !isF32[T]() || s*b*a == 0 {
+		scoresForwardGo(s, b, a, keys, q, v, out, th)
+		return
+	}
+	C.ls_scores_fwd(C.int(s), C.int(b), C.int(a), cptr(keys), cptr(q), cptr(v), cptr(out), cptr(th))
+}
+
+func scoresBackward[T Float](s, b, a int, th, v, g, dk, dq, dv []T) {
+	if !isF32[T]() || s*b*a == 0 {
+		scoresBackwardGo(s, b, a, th, v, g, dk, dq, dv)
+		return
+	}
+	C.ls_scores_bwd(C.int(s), C.int(b), C.int(a), cptr(th), cptr(v), cptr(g), cptr(dk), cptr(dq), cptr(dv))
+}
+
+func attendForward[T Float](s, b, d int, w, mem, out []T) {
+	if !isF32[T]() || s*b*d == 0 {
+		attendForwardGo(s, b, d, w, mem, out)
+		return
+	}
+	C.ls_attend_fwd(C.int(s), C.int(b), C.int(d), cptr(w), cptr(mem), cptr(out))
+}
+
+func attendBackward[T Float](s, b, d int, w, mem, g, dw, dm []T) {
+	if !isF32[T]() || s*b*d == 0 {
+		attendBackwardGo(s, b, d, w, mem, g, dw, dm)
+		return
+	}
+	C.ls_attend_bwd(C.int(s), C.int(b), C.int(d), cptr(w), cptr(mem), cptr(g), cptr(dw), cptr(dm))
+}
+
+func cints(v []int) []C.int {
+	out := make([]C.int, len(v))
+	for i, x := range v {
+		out[i] = C.int(x)
+	}
+	return out
+}
+
+func logSumExpRows[T Float](rows, cols int, x []T, targets []int, lse []float64) {
+	if !isF32[T]() || rows*cols == 0 {
+		logSumExpRowsGo(rows, cols, x, targets, lse)
+		return
+	}
+	t := cints(targets)
+	C.ls_lse_rows(C.int(rows), C.int(cols), cptr(x), &t[0], (*C.double)(unsafe.Pointer(&lse[0])))
+}
+
+func crossEntropyBackward[T Float](rows, cols int, x []T, targets []int, lse, scale []float64, gx []T) {
+	if !isF32[T]() || rows*cols == 0 {
+		crossEntropyBackwardGo(rows, cols, x, targets, lse, scale, gx)
+		return
+	}
+	t := cints(targets)
+	C.ls_xent_bwd(C.int(rows), C.int(cols), cptr(x), &t[0], (*C.double)(unsafe.Pointer(&lse[0])),
+		(*C.double)(unsafe.Pointer(&scale[0])), cptr(gx))
+}

@@ -20,3 +20,33 @@ func adamUpdate[T Float](w, g, m, v []T, lr, b1, b2, c1, c2, eps, decay float64)
 
 // setKernels is a no-op without cgo: there is one variant, the Go loops.
 func setKernels(string) int { return 0 }
+
+func lstmForward[T Float](b, hd int, gates, c, h, cNext, act []T) {
+	lstmForwardGo(b, hd, gates, c, h, cNext, act)
+}
+
+func lstmBackward[T Float](b, hd int, act, c, dh, dcNext, dg, dc []T) {
+	lstmBackwardGo(b, hd, act, c, dh, dcNext, dg, dc)
+}
+
+func scoresForward[T Float](s, b, a int, keys, q, v, out, th []T) {
+	scoresForwardGo(s, b, a, keys, q, v, out, th)
+}
+
+func scoresBackward[T Float](s, b, a int, th, v, g, dk, dq, dv []T) {
+	scoresBackwardGo(s, b, a, th, v, g, dk, dq, dv)
+}
+
+func attendForward[T Float](s, b, d int, w, mem, out []T) { attendForwardGo(s, b, d, w, mem, out) }
+
+func attendBackward[T Float](s, b, d int, w, mem, g, dw, dm []T) {
+	attendBackwardGo(s, b, d, w, mem, g, dw, dm)
+}
+
+func logSumExpRows[T Float](rows, cols int, x []T, targets []int, lse []float64) {
+	logSumExpRowsGo(rows, cols, x, targets, lse)
+}
+
+func crossEntropyBackward[T Float](rows, cols int, x []T, targets []int, lse, scale []float64, gx []T) {
+	crossEntropyBackwardGo(rows, cols, x, targets, lse, scale, gx)
+}

@@ -168,6 +168,33 @@ func TestGradients(t *testing.T) {
 			return tp.MaxLast(in[0], []bool{false, false, true, false, false})
 		}},
 		{name: "Sum", shapes: [][]int{{3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.Sum(in[0]) }},
+		{name: "LSTMCellH", shapes: [][]int{{3, 20}, {3, 5}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			h, _ := tp.LSTMCell(in[0], in[1])
+			return h
+		}},
+		{name: "LSTMCellC", shapes: [][]int{{3, 20}, {3, 5}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			_, c := tp.LSTMCell(in[0], in[1])
+			return c
+		}},
+		{name: "LSTMTwoSteps", shapes: [][]int{{2, 12}, {2, 12}, {2, 3}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			h, c := tp.LSTMCell(in[0], in[2])
+			h2, c2 := tp.LSTMCell(tp.Add(in[1], tp.Concat(1, h, h, c, h)), c)
+			return tp.Concat(1, h2, c2, h)
+		}},
+		{name: "AdditiveScores", shapes: [][]int{{4 * 3, 5}, {3, 5}, {1, 5}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.AdditiveScores(in[0], in[1], in[2])
+		}},
+		{name: "AttentionStep", shapes: [][]int{{4 * 2, 3}, {2, 3}, {3}, {4 * 2, 6}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			keep := []bool{true, true, true, false, true, true, false, false}
+			w := tp.MaskedSoftmax(tp.AdditiveScores(in[0], in[1], in[2]), keep)
+			return tp.Attend(w, in[3])
+		}},
+		{name: "Attend", shapes: [][]int{{2, 3}, {3 * 2, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.Attend(in[0], in[1])
+		}},
+		{name: "Where", shapes: [][]int{{3, 4}, {3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.Where([]bool{true, false, true}, in[0], tp.Tanh(in[1]))
+		}},
 		{name: "RNNStep", shapes: [][]int{{2, 3}, {2, 4}, {4, 3}, {4, 4}, {4}}, avoid: nearKink, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
 			h := tp.ReLU(tp.Add(tp.Linear(in[0], in[2], in[4]), tp.Linear(in[1], in[3], nil)))
 			return tp.ReLU(tp.Add(tp.Linear(in[0], in[2], in[4]), tp.Linear(h, in[3], nil)))
@@ -357,4 +384,116 @@ func adamMatchesLoop(t *testing.T) {
 			t.Fatalf("element %d: w %v vs %v, m %v vs %v, v %v vs %v", i, w32[i], w64[i], m32[i], m64[i], v32[i], v64[i])
 		}
 	}
+}
+
+// TestSequenceKernelsMatchLoops runs the LSTM and attention kernels of
+// every variant the machine has in float32 against the float64 Go loops,
+// forward and backward, on sizes that are not whole vectors and with
+// pre-activations large enough to reach every branch of exp and tanh.
+func TestSequenceKernelsMatchLoops(t *testing.T) {
+	defer setKernels("")
+	for _, variant := range []string{"v4", "v3", "base"} {
+		setKernels(variant)
+		for _, size := range []struct{ b, hd, s, a int }{{3, 37, 5, 19}, {2, 16, 3, 32}, {1, 1, 1, 1}, {4, 64, 7, 70}} {
+			sequenceKernelsMatch(t, variant, size.b, size.hd, size.s, size.a)
+		}
+	}
+}
+
+func sequenceKernelsMatch(t *testing.T, variant string, b, hd, s, a int) {
+	rng := rand.New(rand.NewPCG(uint64(b*hd), uint64(s*a)))
+	pair := func(n int, scale float64) ([]float32, []float64) {
+		x32, x64 := make([]float32, n), make([]float64, n)
+		for i := range x32 {
+			x32[i] = float32(scale * rng.NormFloat64())
+			x64[i] = float64(x32[i])
+		}
+		return x32, x64
+	}
+	near := func(what string, got []float32, want []float64) {
+		t.Helper()
+		for i := range got {
+			if d := math.Abs(float64(got[i]) - want[i]); d > 2e-6*(1+math.Abs(want[i])) {
+				t.Fatalf("%s b=%d hd=%d s=%d a=%d: %s[%d] = %v, loop %v", variant, b, hd, s, a, what, i, got[i], want[i])
+			}
+		}
+	}
+	// LSTM: gates spread over ±40 (saturated and linear regions).
+	g32, g64 := pair(b*4*hd, 8)
+	c32, c64 := pair(b*hd, 2)
+	h32, cn32, act32 := make([]float32, b*hd), make([]float32, b*hd), make([]float32, b*5*hd)
+	h64, cn64, act64 := make([]float64, b*hd), make([]float64, b*hd), make([]float64, b*5*hd)
+	lstmForward(b, hd, g32, c32, h32, cn32, act32)
+	lstmForwardGo(b, hd, g64, c64, h64, cn64, act64)
+	near("h", h32, h64)
+	near("c'", cn32, cn64)
+	dh32, dh64 := pair(b*hd, 1)
+	dcn32, dcn64 := pair(b*hd, 1)
+	dg32, dg64 := pair(b*4*hd, 1) // gradients add to what is there
+	dc32, dc64 := pair(b*hd, 1)
+	lstmBackward(b, hd, act32, c32, dh32, dcn32, dg32, dc32)
+	lstmBackwardGo(b, hd, act64, c64, dh64, dcn64, dg64, dc64)
+	near("dgates", dg32, dg64)
+	near("dc", dc32, dc64)
+	lstmBackward(b, hd, act32, c32, nil, dcn32, dg32, nil) // no h gradient, no c gradient
+	lstmBackwardGo(b, hd, act64, c64, nil, dcn64, dg64, nil)
+	near("dgates without dh", dg32, dg64)
+
+	// Attention scores and context.
+	k32, k64 := pair(s*b*a, 1.5)
+	q32, q64 := pair(b*a, 1.5)
+	v32, v64 := pair(a, 1)
+	e32, th32, e64, th64 := make([]float32, b*s), make([]float32, s*b*a), make([]float64, b*s), make([]float64, s*b*a)
+	scoresForward(s, b, a, k32, q32, v32, e32, th32)
+	scoresForwardGo(s, b, a, k64, q64, v64, e64, th64)
+	near("scores", e32, e64)
+	ge32, ge64 := pair(b*s, 1)
+	ge32[0], ge64[0] = 0, 0 // a masked position
+	dk32, dk64 := pair(s*b*a, 1)
+	dq32, dq64 := pair(b*a, 1)
+	dv32, dv64 := pair(a, 1)
+	scoresBackward(s, b, a, th32, v32, ge32, dk32, dq32, dv32)
+	scoresBackwardGo(s, b, a, th64, v64, ge64, dk64, dq64, dv64)
+	near("dkeys", dk32, dk64)
+	near("dq", dq32, dq64)
+	near("dv", dv32, dv64)
+	w32, w64 := pair(b*s, 1)
+	m32, m64 := pair(s*b*a, 1)
+	o32, o64 := pair(b*a, 1)
+	attendForward(s, b, a, w32, m32, o32)
+	attendForwardGo(s, b, a, w64, m64, o64)
+	near("context", o32, o64)
+	go32, go64 := pair(b*a, 1)
+	dw32, dw64 := pair(b*s, 1)
+	dm32, dm64 := pair(s*b*a, 1)
+	attendBackward(s, b, a, w32, m32, go32, dw32, dm32)
+	attendBackwardGo(s, b, a, w64, m64, go64, dw64, dm64)
+	near("dweights", dw32, dw64)
+	near("dmemory", dm32, dm64)
+
+	// Cross-entropy over rows of a vocabulary of 3a+1 (a tail), one row
+	// without a target, logits spread wide.
+	cols := 3*a + 1
+	x32, x64 := pair(b*cols, 6)
+	targets := make([]int, b)
+	for r := range targets {
+		targets[r] = (r * 7) % cols
+	}
+	targets[0] = -1
+	lse32, lse64 := make([]float64, b), make([]float64, b)
+	logSumExpRows(b, cols, x32, targets, lse32)
+	logSumExpRowsGo(b, cols, x64, targets, lse64)
+	for r := range lse32 {
+		if math.Abs(lse32[r]-lse64[r]) > 2e-6*(1+math.Abs(lse64[r])) {
+			t.Fatalf("%s: log-sum-exp of row %d: %v, loop %v", variant, r, lse32[r], lse64[r])
+		}
+	}
+	scale := make([]float64, b)
+	for r := range scale {
+		scale[r] = 0.5 + float64(r)
+	}
+	gx32, gx64 := pair(b*cols, 1)
+	crossEntropyBackward(b, cols, x32, targets, lse64, scale, gx32)
+	crossEntropyBackwardGo(b, cols, x64, targets, lse64, scale, gx64)
+	near("dlogits", gx32, gx64)
 }

@@ -498,6 +498,7 @@ int ls_kernels_init(const char *override) {
 #else
 	(void)override;
 #endif
+	ls_seq_init(level);
 	return level;
 }
 

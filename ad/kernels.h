@@ -24,5 +24,15 @@ void ls_conv_fwd(const ls_conv *s, const float *x, const float *w, const float *
 // where y > 0.
 void ls_conv_bwd(const ls_conv *s, const float *g, const float *y, const float *xp, const float *w, float *dx, float *dw,
                  float *db, float *scratch);
+// Sequence-model kernels (kernels_seq.c); ls_seq_init follows ls_kernels_init's choice.
+void ls_seq_init(int level);
+void ls_lstm_fwd(int b, int hd, const float *gates, const float *c, float *h, float *cn, float *act);
+void ls_lstm_bwd(int b, int hd, const float *act, const float *c, const float *dh, const float *dcn, float *dg, float *dc);
+void ls_scores_fwd(int s, int b, int a, const float *keys, const float *q, const float *v, float *out, float *th);
+void ls_scores_bwd(int s, int b, int a, const float *th, const float *v, const float *g, float *dk, float *dq, float *dv);
+void ls_attend_fwd(int s, int b, int d, const float *w, const float *mem, float *out);
+void ls_attend_bwd(int s, int b, int d, const float *w, const float *mem, const float *g, float *dw, float *dm);
+void ls_lse_rows(int rows, int cols, const float *x, const int *targets, double *lse);
+void ls_xent_bwd(int rows, int cols, const float *x, const int *targets, const double *lse, const double *scale, float *gx);
 void ls_adam(float *w, const float *g, float *m, float *v, size_t n, double lr, double b1, double b2, double c1, double c2, double eps, double decay);
 #endif

@@ -50,18 +50,18 @@ func (tp *Tape[T]) CrossEntropy(logits *Node[T], targets []int, weights []T) *No
 		}
 		return float64(weights[r])
 	}
-	lses := make([]float64, rows)
-	var loss float64
-	for r, t := range targets {
-		if t < 0 {
-			continue
-		}
+	for _, t := range targets {
 		if t >= cols {
 			panic(fmt.Sprintf("ad.CrossEntropy: target %d for %d classes", t, cols))
 		}
-		row := logits.Value.Data[r*cols : (r+1)*cols]
-		lses[r] = logSumExp(row)
-		loss += w(r) * (lses[r] - float64(row[t]))
+	}
+	lses := make([]float64, rows)
+	logSumExpRows(rows, cols, logits.Value.Data, targets, lses)
+	var loss float64
+	for r, t := range targets {
+		if t >= 0 {
+			loss += w(r) * (lses[r] - float64(logits.Value.Data[r*cols+t]))
+		}
 	}
 	out := tp.alloc(false)
 	out.Data[0] = T(loss)
@@ -71,21 +71,39 @@ func (tp *Tape[T]) CrossEntropy(logits *Node[T], targets []int, weights []T) *No
 			return
 		}
 		g := float64(o.Grad.Data[0])
-		gx := logits.grad().Data
-		for r, t := range targets {
-			if t < 0 {
-				continue
-			}
-			scale := g * w(r)
-			for j := 0; j < cols; j++ {
-				p := math.Exp(float64(logits.Value.Data[r*cols+j]) - lses[r])
-				if j == t {
-					p--
-				}
-				gx[r*cols+j] += T(scale * p)
-			}
+		scale := make([]float64, rows)
+		for r := range scale {
+			scale[r] = g * w(r)
 		}
+		crossEntropyBackward(rows, cols, logits.Value.Data, targets, lses, scale, logits.grad().Data)
 	}, logits)
+}
+
+// logSumExpRowsGo sets lse[r] to log Σ_j e^{x[r][j]} for the rows whose
+// target is not negative.
+func logSumExpRowsGo[T Float](rows, cols int, x []T, targets []int, lse []float64) {
+	for r, t := range targets {
+		if t >= 0 {
+			lse[r] = logSumExp(x[r*cols : (r+1)*cols])
+		}
+	}
+}
+
+// crossEntropyBackwardGo adds scale[r]·(softmax(x[r]) − onehot(t_r)) to
+// gx's rows with a target.
+func crossEntropyBackwardGo[T Float](rows, cols int, x []T, targets []int, lse, scale []float64, gx []T) {
+	for r, t := range targets {
+		if t < 0 {
+			continue
+		}
+		for j := 0; j < cols; j++ {
+			p := math.Exp(float64(x[r*cols+j]) - lse[r])
+			if j == t {
+				p--
+			}
+			gx[r*cols+j] += T(scale[r] * p)
+		}
+	}
 }
 
 // MaskedSoftmax returns softmax over the last axis restricted to the entries

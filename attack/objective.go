@@ -39,7 +39,15 @@ func ParseLoss(s string) (Loss, error) {
 // scheme). The argmax feedback is piecewise constant: gradients flow through
 // the logits and the states of the path actually decoded.
 func Objective[T ad.Float](tp *ad.Tape[T], d model.Decoder[T], in model.Input[T], maxSteps int, loss Loss, eps float64) (*ad.Node[T], []model.Result, error) {
+	total, _, res, err := ObjectiveRows(tp, d, in, maxSteps, loss, eps)
+	return total, res, err
+}
+
+// ObjectiveRows is Objective that also returns each input row's own part
+// of the loss: candidates evaluated without a gradient are ranked by it.
+func ObjectiveRows[T ad.Float](tp *ad.Tape[T], d model.Decoder[T], in model.Input[T], maxSteps int, loss Loss, eps float64) (*ad.Node[T], []float64, []model.Result, error) {
 	eos := d.EOS()
+	perRow := make([]float64, in.Rows())
 	exclude := make([]bool, d.Vocab())
 	exclude[eos] = true
 	var total *ad.Node[T]
@@ -60,6 +68,11 @@ func Objective[T ad.Float](tp *ad.Tape[T], d model.Decoder[T], in model.Input[T]
 				d := tp.Sub(tp.Reshape(tp.Slice(o, 1, eos, eos+1), len(rows)), tp.MaxLast(o, exclude))
 				term = tp.ClampMin(d, T(-eps))
 			}
+			for k, r := range rows {
+				if live[k] {
+					perRow[r] += float64(term.Value.Data[k])
+				}
+			}
 			s := tp.WeightedSum(term, w)
 			if total == nil {
 				total = s
@@ -69,7 +82,7 @@ func Objective[T ad.Float](tp *ad.Tape[T], d model.Decoder[T], in model.Input[T]
 		},
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return total, res, nil
+	return total, perRow, res, nil
 }

@@ -108,6 +108,42 @@ func (r *reference) run() float64 {
 	return p
 }
 
+// newReference prepares the g×g×g reference GEMM on random matrices and
+// warms it up.
+func newReference(g int, seed uint64) *reference {
+	rng := rand.New(rand.NewPCG(seed, 4))
+	ref := &reference{g: g, a: make([]float32, g*g), b: make([]float32, g*g), c: make([]float32, g*g)}
+	for i := range ref.a {
+		ref.a[i], ref.b[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	}
+	ref.run()
+	ref.peaks = nil
+	return ref
+}
+
+// pending is a measured operation waiting for its ratio.
+type pending struct {
+	name      string
+	flops     float64
+	ts, peaks []float64
+}
+
+// finish sets the reference's median speed and every measurement's ratio:
+// each operation's run paired with the GEMM run just before it.
+func (rep *Report) finish(ref *reference, done []pending) {
+	peak := medianOf(ref.peaks)
+	rep.GEMMGFLOPS = peak / 1e9
+	for _, p := range done {
+		ratios := make([]float64, len(p.ts))
+		for i, t := range p.ts {
+			ratios[i] = p.flops / p.peaks[i] / t
+		}
+		rep.Measurements = append(rep.Measurements, Measurement{p.name, medianOf(p.ts), p.flops, p.flops / peak, medianOf(ratios)})
+	}
+}
+
+func seeded(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 5)) }
+
 // paired runs f reps times (after a warm-up), each right after the
 // reference GEMM, and returns f's times and the GEMM speeds beside them.
 func (r *reference) paired(f func(), reps int) (ts, peaks []float64) {
@@ -159,18 +195,8 @@ func Run(ctx context.Context, d model.Decoder[float32], opt Options) (*Report, e
 	rep := &Report{BLAS: ad.BLASName()}
 
 	g := opt.GEMMSize
-	ref := &reference{g: g, a: make([]float32, g*g), b: make([]float32, g*g), c: make([]float32, g*g)}
-	for i := range ref.a {
-		ref.a[i], ref.b[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
-	}
-	ref.run() // warm up
-	ref.peaks = nil
+	ref := newReference(g, opt.Seed)
 	rep.GEMMShape = fmt.Sprintf("sgemm %dx%dx%d", g, g, g)
-	type pending struct {
-		name      string
-		flops     float64
-		ts, peaks []float64
-	}
 	var done []pending
 	add := func(name string, flops float64, ts, peaks []float64) {
 		done = append(done, pending{name, flops, ts, peaks})
@@ -276,16 +302,8 @@ func Run(ctx context.Context, d model.Decoder[float32], opt Options) (*Report, e
 	}
 	add(fmt.Sprintf("input gradient (1 input, %d steps)", opt.GradSteps), 2*(cnt.Start+float64(opt.GradSteps)*cnt.Step), gradTs, gradPeaks)
 
-	// Every ratio pairs an operation's run with the GEMM run just before.
-	peak := medianOf(ref.peaks)
-	rep.GEMMGFLOPS = peak / 1e9
-	for _, p := range done {
-		ratios := make([]float64, len(p.ts))
-		for i, t := range p.ts {
-			ratios[i] = p.flops / p.peaks[i] / t
-		}
-		rep.Measurements = append(rep.Measurements, Measurement{p.name, medianOf(p.ts), p.flops, p.flops / peak, medianOf(ratios)})
-	}
+	rep.finish(ref, done)
+	peak := rep.GEMMGFLOPS * 1e9
 
 	// Attacks. Random search: one model evaluation per sample, decoded in
 	// batches — the decode path on points of a ball around a real-looking

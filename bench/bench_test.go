@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lenspec/lenspec/bpe"
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/train"
 )
 
 // TestRunAccounting: every measurement's FLOPs follow from the model's
@@ -62,5 +64,73 @@ func TestRunAccounting(t *testing.T) {
 		if _, err := json.Marshal(rep); err != nil {
 			t.Fatalf("report does not encode: %v", err)
 		}
+	}
+}
+
+// TestRunTranslatorAccounting: the translator benchmark counts its
+// training FLOPs from the batches' lengths (three forward passes) and its
+// translation FLOPs from the outputs' steps, and reports throughputs for
+// every thread count it measured.
+func TestRunTranslatorAccounting(t *testing.T) {
+	tok, err := bpe.Train([]string{" das haus ist klein", " the house is small", " ein kleines haus"}, bpe.TrainOptions{VocabSize: 300, MinFrequency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := model.DefaultTranslatorConfig(tok.Size(), bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID)
+	a := cfg.Arch.(*model.TranslatorConfig)
+	a.Embedding, a.EncoderHidden, a.DecoderHidden, a.Attention, a.Combine = 8, 6, 10, 8, 8
+	cfg.Tokenizer, cfg.MaxSteps = tok, 9
+	d, err := model.New[float32](&cfg, rand.New(rand.NewPCG(2, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	var src, tgt [][]int
+	for range 64 {
+		s, g := make([]int, 1+rng.IntN(6)), make([]int, rng.IntN(5))
+		for i := range s {
+			s[i] = 4 + rng.IntN(tok.Size()-4)
+		}
+		for i := range g {
+			g[i] = 4 + rng.IntN(tok.Size()-4)
+		}
+		src, tgt = append(src, s), append(tgt, g)
+	}
+	pairs := train.NewTokenPairs(src, tgt)
+	opt := TranslatorOptions{Reps: 1, TrainBatch: 8, TrainSteps: 3, GEMMSize: 64, Seed: 1}
+	rep, err := RunTranslator(context.Background(), d, TranslatorData{Sources: []string{"das haus", "ein kleines haus ist klein"}, Train: pairs}, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want float64
+	for _, b := range pairs.Batches(8, seeded(1))[:3] {
+		for _, i := range b {
+			want += 3 * a.FLOPs(len(src[i]), len(tgt[i])+1)
+		}
+	}
+	if len(rep.Measurements) != 2*len(coreCounts()) {
+		t.Fatalf("%d measurements", len(rep.Measurements))
+	}
+	for _, m := range rep.Measurements {
+		if strings.HasPrefix(m.Name, "train") && m.FLOPs != want {
+			t.Fatalf("%s: %v FLOPs, want %v", m.Name, m.FLOPs, want)
+		}
+		if strings.HasPrefix(m.Name, "translate") {
+			lo, hi := a.FLOPs(3, 1)+a.FLOPs(6, 1), a.FLOPs(40, 9)*2
+			if m.FLOPs < lo || m.FLOPs > hi {
+				t.Fatalf("%s: %v FLOPs outside [%v, %v]", m.Name, m.FLOPs, lo, hi)
+			}
+		}
+		if !(m.Seconds > 0) || !(m.Ratio > 0) {
+			t.Fatalf("%+v", m)
+		}
+	}
+	for _, n := range coreCounts() {
+		if !(rep.TargetTokensPerSec[n] > 0) || !(rep.SentencesPerSec[n] > 0) {
+			t.Fatalf("throughputs %v, %v", rep.TargetTokensPerSec, rep.SentencesPerSec)
+		}
+	}
+	if _, err := RunTranslator(context.Background(), d, TranslatorData{Sources: []string{"x"}, Train: pairs}, TranslatorOptions{Reps: 1, TrainBatch: 64, TrainSteps: 3, GEMMSize: 64}); err == nil {
+		t.Fatal("too few training pairs: no error")
 	}
 }

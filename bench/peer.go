@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,17 +25,24 @@ import (
 )
 
 // PeerData are the inputs both sides of the peer benchmark run on: the
-// same bytes, handed to the PyTorch peer in a safetensors file.
+// same bytes, handed to the PyTorch peer in a safetensors file. A model
+// with continuous inputs (the captioner, bench/peer.py) takes Decode,
+// Train and PGD; a translator (bench/peer_nmt.py) takes Sources, Train
+// sources in TrainSources; both take TrainLabels.
 type PeerData struct {
 	// Decode are inputs decoded greedily (the issue's 1,000 test canvases),
 	// one after the other.
 	Decode []float32
-	// Train and TrainLabels are one training batch (64 canvases) and their
-	// label token sequences.
+	// Train and TrainLabels are one training batch (64 canvases or
+	// sentences) and their label token sequences.
 	Train       []float32
 	TrainLabels [][]int
 	// PGD are the centres of the PGD batch (50 canvases).
 	PGD []float32
+	// Sources are token sequences translated greedily (a dev split), in
+	// order of length so that both sides' batches pad alike;
+	// TrainSources are the training batch's sources.
+	Sources, TrainSources [][]int
 }
 
 // PeerOptions configures the peer benchmark.
@@ -78,22 +86,32 @@ type PeerReport struct {
 	Ops       []PeerOp `json:"ops"`
 	// Tokens: decoded outputs compared, and how many differ (only ties may).
 	Compared, Differ, DifferTies int
+	// Loss and TorchLoss are the translator's training loss on the train
+	// batch at the same weights, lenspec's (float64) and PyTorch's.
+	Loss      float64 `json:"loss,omitempty"`
+	TorchLoss float64 `json:"torch_loss,omitempty"`
 }
 
-// Peer times decoding, a training step and a PGD iteration of d in
-// lenspec and in the PyTorch peer (bench/peer.py) on the same inputs,
-// interleaved round by round, and checks both decode the same tokens.
+// Peer times d's operations in lenspec and in its PyTorch peer on the
+// same inputs, interleaved round by round, after checking both do the same
+// work (the same tokens, and for the translator the same training loss):
+// for the captioner (bench/peer.py) decoding, a training step and a PGD
+// iteration; for the translator (bench/peer_nmt.py) translation and a
+// training step.
 func Peer(ctx context.Context, d model.Decoder[float32], data PeerData, opt PeerOptions) (*PeerReport, error) {
 	if opt.Rounds < 1 || opt.Reps < 1 {
 		return nil, errors.New("bench: peer rounds and reps must be positive")
 	}
-	in := d.Input()
-	if in.Kind != model.Continuous {
-		return nil, fmt.Errorf("bench: peer benchmark of %v inputs is not written yet", in.Kind)
-	}
 	steps := opt.DecodeSteps
 	if steps <= 0 {
 		steps = d.MaxSteps()
+	}
+	var side peerSide
+	switch d.Input().Kind {
+	case model.Continuous:
+		side = &captionerPeer{d: d, data: data, steps: steps, opt: opt}
+	default:
+		side = &translatorPeer{d: d, data: data, steps: steps}
 	}
 	progress := opt.Progress
 	if progress == nil {
@@ -105,7 +123,7 @@ func Peer(ctx context.Context, d model.Decoder[float32], data PeerData, opt Peer
 	}
 	defer os.RemoveAll(dir)
 	inputs := filepath.Join(dir, "inputs.safetensors")
-	if err := writePeerInputs(inputs, data, in, steps, opt); err != nil {
+	if err := side.writeInputs(inputs); err != nil {
 		return nil, err
 	}
 	py, err := startPeer(ctx, opt.Python, opt.Script)
@@ -121,55 +139,18 @@ func Peer(ctx context.Context, d model.Decoder[float32], data PeerData, opt Peer
 		return nil, err
 	}
 	rep := &PeerReport{Torch: hello.Torch, TorchBLAS: hello.BLAS, BLAS: ad.BLASName(), Kernels: ad.KernelLevel(), Cores: runtime.NumCPU()}
-
-	// The same tokens: PyTorch's against lenspec's float32 decode, and both
-	// against the float64 replay; only ties may differ.
-	var tok struct{ Tokens [][]int }
-	if err := py.call(&tok, "tokens"); err != nil {
+	if err := side.check(ctx, py, rep); err != nil {
 		return nil, err
 	}
-	ours, err := model.Decode(ctx, d, model.Batch[float32]{X: data.Decode}, steps)
+	ops1, err := side.ops(1)
 	if err != nil {
 		return nil, err
 	}
-	d64, err := model.Cast[float64](d)
+	opsN, err := side.ops(runtime.NumCPU())
 	if err != nil {
 		return nil, err
 	}
-	x64 := make([]float64, len(data.Decode))
-	for i, v := range data.Decode {
-		x64[i] = float64(v)
-	}
-	replay, err := model.Decode(ctx, d64, model.Batch[float64]{X: x64}, steps)
-	if err != nil {
-		return nil, err
-	}
-	if len(tok.Tokens) != len(ours) {
-		return nil, fmt.Errorf("bench: PyTorch decoded %d inputs, lenspec %d", len(tok.Tokens), len(ours))
-	}
-	for i := range ours {
-		rep.Compared++
-		same := slices.Equal(tok.Tokens[i], ours[i].Tokens) && slices.Equal(ours[i].Tokens, replay[i].Tokens)
-		if !same {
-			rep.Differ++
-			if replay[i].MinRelMargin < 1e-4 {
-				rep.DifferTies++
-			}
-		}
-	}
-	if rep.Differ > rep.DifferTies {
-		return nil, fmt.Errorf("bench: %d of %d outputs differ between PyTorch, lenspec float32 and float64 replay away from ties: not equal work", rep.Differ-rep.DifferTies, rep.Compared)
-	}
-
-	ops1, err := lenspecOps(d, data, in, steps, 1, opt)
-	if err != nil {
-		return nil, err
-	}
-	opsN, err := lenspecOps(d, data, in, steps, runtime.NumCPU(), opt)
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range []string{"decode", "train-step", "pgd"} {
+	for _, name := range side.names() {
 		var one, all, torch []float64
 		for round := 0; round < opt.Rounds; round++ {
 			if err := ctx.Err(); err != nil {
@@ -197,6 +178,199 @@ func Peer(ctx context.Context, d model.Decoder[float32], data PeerData, opt Peer
 	return rep, nil
 }
 
+// peerSide is one architecture's half of the peer benchmark.
+type peerSide interface {
+	// writeInputs writes the inputs file the peer script reads.
+	writeInputs(path string) error
+	// check compares the two sides' work, filling rep's token counts.
+	check(ctx context.Context, py *peerProc, rep *PeerReport) error
+	// ops are lenspec's operations set up for threads cores, by name.
+	ops(threads int) (map[string]func() error, error)
+	names() []string
+}
+
+// compareTokens counts, into rep, the outputs where PyTorch's tokens,
+// lenspec's float32 decode and its float64 replay differ, and refuses a
+// difference away from a tie.
+func compareTokens(rep *PeerReport, torch [][]int, ours, replay []model.Result) error {
+	if len(torch) != len(ours) {
+		return fmt.Errorf("bench: PyTorch decoded %d inputs, lenspec %d", len(torch), len(ours))
+	}
+	for i := range ours {
+		rep.Compared++
+		if !slices.Equal(torch[i], ours[i].Tokens) || !slices.Equal(ours[i].Tokens, replay[i].Tokens) {
+			rep.Differ++
+			if replay[i].MinRelMargin < 1e-4 {
+				rep.DifferTies++
+			}
+		}
+	}
+	if rep.Differ > rep.DifferTies {
+		return fmt.Errorf("bench: %d of %d outputs differ between PyTorch, lenspec float32 and float64 replay away from ties: not equal work", rep.Differ-rep.DifferTies, rep.Compared)
+	}
+	return nil
+}
+
+// captionerPeer is the captioner's side (bench/peer.py).
+type captionerPeer struct {
+	d     model.Decoder[float32]
+	data  PeerData
+	steps int
+	opt   PeerOptions
+}
+
+func (c *captionerPeer) names() []string { return []string{"decode", "train-step", "pgd"} }
+
+func (c *captionerPeer) writeInputs(path string) error {
+	return writePeerInputs(path, c.data, c.d.Input(), c.steps, c.opt)
+}
+
+// check: the same tokens, PyTorch's against lenspec's float32 decode, and
+// both against the float64 replay; only ties may differ.
+func (c *captionerPeer) check(ctx context.Context, py *peerProc, rep *PeerReport) error {
+	var tok struct{ Tokens [][]int }
+	if err := py.call(&tok, "tokens"); err != nil {
+		return err
+	}
+	ours, err := model.Decode(ctx, c.d, model.Batch[float32]{X: c.data.Decode}, c.steps)
+	if err != nil {
+		return err
+	}
+	d64, err := model.Cast[float64](c.d)
+	if err != nil {
+		return err
+	}
+	x64 := make([]float64, len(c.data.Decode))
+	for i, v := range c.data.Decode {
+		x64[i] = float64(v)
+	}
+	replay, err := model.Decode(ctx, d64, model.Batch[float64]{X: x64}, c.steps)
+	if err != nil {
+		return err
+	}
+	return compareTokens(rep, tok.Tokens, ours, replay)
+}
+
+func (c *captionerPeer) ops(threads int) (map[string]func() error, error) {
+	return lenspecOps(c.d, c.data, c.d.Input(), c.steps, threads, c.opt)
+}
+
+// translatorPeer is the translator's side (bench/peer_nmt.py).
+type translatorPeer struct {
+	d     model.Decoder[float32]
+	data  PeerData
+	steps int
+}
+
+func (t *translatorPeer) names() []string { return []string{"translate", "nmt-train-step"} }
+
+// writeInputs writes the tensors bench/peer_nmt.py documents: sources
+// padded with the pad id and their lengths, the training batch, and the
+// settings [step cap, learning rate 1e-9].
+func (t *translatorPeer) writeInputs(path string) error {
+	if len(t.data.Sources) == 0 || len(t.data.TrainSources) == 0 || len(t.data.TrainSources) != len(t.data.TrainLabels) {
+		return fmt.Errorf("bench: the translator peer needs sources and a training batch (%d sources, %d training sources, %d labels)",
+			len(t.data.Sources), len(t.data.TrainSources), len(t.data.TrainLabels))
+	}
+	pad := t.d.Input().Special[0]
+	padded := func(name string, seqs [][]int, fill int) []safetensors.Tensor {
+		width := 1
+		for _, s := range seqs {
+			width = max(width, len(s))
+		}
+		ids, lens := make([]int32, len(seqs)*width), make([]int32, len(seqs))
+		for i, s := range seqs {
+			lens[i] = int32(len(s))
+			for j := range width {
+				ids[i*width+j] = int32(fill)
+				if j < len(s) {
+					ids[i*width+j] = int32(s[j])
+				}
+			}
+		}
+		return []safetensors.Tensor{safetensors.I32(name, []int{len(seqs), width}, ids), safetensors.I32(name+"_len", []int{len(seqs)}, lens)}
+	}
+	f := &safetensors.File{}
+	f.Tensors = append(f.Tensors, padded("src", t.data.Sources, pad)...)
+	f.Tensors = append(f.Tensors, padded("train_src", t.data.TrainSources, pad)...)
+	f.Tensors = append(f.Tensors, padded("train_tgt", t.data.TrainLabels, -1)[0])
+	f.Tensors = append(f.Tensors, safetensors.F32("settings", []int{2}, []float32{float32(t.steps), 1e-9}))
+	return safetensors.WriteFile(path, f)
+}
+
+// check: the same tokens (as the captioner's), and the same training
+// loss at the same weights.
+func (t *translatorPeer) check(ctx context.Context, py *peerProc, rep *PeerReport) error {
+	var tok struct{ Tokens [][]int }
+	if err := py.call(&tok, "tokens"); err != nil {
+		return err
+	}
+	ours, err := model.Decode(ctx, t.d, model.Batch[float32]{Tokens: t.data.Sources}, t.steps)
+	if err != nil {
+		return err
+	}
+	d64, err := model.Cast[float64](t.d)
+	if err != nil {
+		return err
+	}
+	replay, err := model.Decode(ctx, d64, model.Batch[float64]{Tokens: t.data.Sources}, t.steps)
+	if err != nil {
+		return err
+	}
+	if err := compareTokens(rep, tok.Tokens, ours, replay); err != nil {
+		return err
+	}
+	var torch struct{ Loss float64 }
+	if err := py.call(&torch, "loss"); err != nil {
+		return err
+	}
+	tp := ad.NewTape[float64](false)
+	loss, err := model.TeacherForcedLoss(tp, d64, model.Input[float64]{Tokens: t.data.TrainSources}, t.data.TrainLabels)
+	if err != nil {
+		return err
+	}
+	ls := loss.Value.Data[0]
+	if math.Abs(ls-torch.Loss) > 1e-4*math.Max(1, math.Abs(ls)) {
+		return fmt.Errorf("bench: training loss %.9g in PyTorch, %.9g in lenspec (float64): not equal work", torch.Loss, ls)
+	}
+	rep.Loss, rep.TorchLoss = ls, torch.Loss
+	return nil
+}
+
+// ops: translate the sources (chunks of 256 rows, each until its rows
+// stopped, finished rows dropped), and a teacher-forced training step with
+// Adam (on as many shards as threads).
+func (t *translatorPeer) ops(threads int) (map[string]func() error, error) {
+	tr, err := trainerFor(t.d, threads)
+	if err != nil {
+		return nil, err
+	}
+	batch := train.Batch{Tokens: t.data.TrainSources, Labels: t.data.TrainLabels}
+	return map[string]func() error{
+		"translate": func() error {
+			_, err := model.Decode(context.Background(), t.d, model.Batch[float32]{Tokens: t.data.Sources}, t.steps)
+			return err
+		},
+		"nmt-train-step": func() error {
+			_, err := tr.Step(batch, 0, 1)
+			return err
+		},
+	}, nil
+}
+
+// trainerFor returns a Trainer of a copy of d (the benchmark's steps must
+// not change the model) with plain Adam at a learning rate too small to
+// matter, as the peers', on as many shards as threads.
+func trainerFor(d model.Decoder[float32], threads int) (*train.Trainer, error) {
+	dt, err := model.Cast[float32](d)
+	if err != nil {
+		return nil, err
+	}
+	to := train.DefaultOptions()
+	to.LR, to.FinalLR, to.WeightDecay, to.ClipNorm, to.Shards = 1e-9, 0, 0, 0, threads
+	return train.NewTrainer(dt, to)
+}
+
 // lenspecOps are lenspec's side of each operation, doing the work the
 // peer's do, set up to run on threads cores: decode the decode inputs
 // (chunks of 256, each until all its rows stopped), a teacher-forced
@@ -205,15 +379,7 @@ func Peer(ctx context.Context, d model.Decoder[float32], data PeerData, opt Peer
 func lenspecOps(d model.Decoder[float32], data PeerData, in model.InputSpec, steps, threads int, opt PeerOptions) (map[string]func() error, error) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
 	size := in.Size()
-	// The model's weights must not change: the steps of the benchmark
-	// train a copy.
-	dt, err := model.Cast[float32](d)
-	if err != nil {
-		return nil, err
-	}
-	to := train.DefaultOptions()
-	to.LR, to.FinalLR, to.WeightDecay, to.ClipNorm, to.Shards = 1e-9, 0, 0, 0, threads
-	tr, err := train.NewTrainer(dt, to)
+	tr, err := trainerFor(d, threads)
 	if err != nil {
 		return nil, err
 	}

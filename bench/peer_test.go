@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/bpe"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/safetensors"
 )
@@ -29,7 +32,30 @@ func TestMain(m *testing.M) {
 func fakePeer(mode string) {
 	var d model.Decoder[float32]
 	var x []float32
+	var srcs, trainSrc, trainTgt [][]int
 	steps := 0
+	ints := func(f *safetensors.File, name string, pad bool) [][]int {
+		t, _ := f.Tensor(name)
+		l, _ := f.Tensor(name + "_len")
+		v, _ := t.Int32s()
+		var lens []int32
+		if l != nil {
+			lens, _ = l.Int32s()
+		}
+		var out [][]int
+		for i := 0; i < t.Shape[0]; i++ {
+			var row []int
+			for j := 0; j < t.Shape[1]; j++ {
+				id := int(v[i*t.Shape[1]+j])
+				if (pad && j >= int(lens[i])) || (!pad && id < 0) {
+					break
+				}
+				row = append(row, id)
+			}
+			out = append(out, row)
+		}
+		return out
+	}
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		cmd := strings.Fields(in.Text())
@@ -49,14 +75,29 @@ func fakePeer(mode string) {
 				ans = map[string]string{"error": err.Error()}
 				break
 			}
-			t, _ := f.Tensor("decode")
-			x, _ = t.Float32s()
+			if t, ok := f.Tensor("decode"); ok {
+				x, _ = t.Float32s()
+			} else {
+				srcs, trainSrc, trainTgt = ints(f, "src", true), ints(f, "train_src", true), ints(f, "train_tgt", false)
+			}
 			s, _ := f.Tensor("settings")
 			set, _ := s.Float64s()
 			steps = int(set[0])
 			ans = map[string]any{"ok": true, "torch": "fake"}
+		case "loss":
+			tp := ad.NewTape[float32](false)
+			l, err := model.TeacherForcedLoss(tp, d, model.Input[float32]{Tokens: trainSrc}, trainTgt)
+			if err != nil {
+				ans = map[string]string{"error": err.Error()}
+				break
+			}
+			ans = map[string]any{"loss": float64(l.Value.Data[0])}
 		case "tokens":
-			res, err := model.Decode(context.Background(), d, model.Batch[float32]{X: x}, steps)
+			b := model.Batch[float32]{X: x}
+			if srcs != nil {
+				b = model.Batch[float32]{Tokens: srcs}
+			}
+			res, err := model.Decode(context.Background(), d, b, steps)
 			if err != nil {
 				ans = map[string]string{"error": err.Error()}
 				break
@@ -129,6 +170,50 @@ func TestPeer(t *testing.T) {
 		}
 	}
 
+	t.Setenv("LENSPEC_FAKE_PEER", "corrupt")
+	if _, err := Peer(context.Background(), d, data, opt); err == nil || !strings.Contains(err.Error(), "not equal work") {
+		t.Fatalf("a peer decoding other tokens: error %v", err)
+	}
+}
+
+// TestPeerTranslator: the translator's half against the stand-in peer:
+// sources and the training batch written in peer_nmt.py's format and read
+// back, the same tokens and training loss, both operations timed.
+func TestPeerTranslator(t *testing.T) {
+	tok, err := bpe.Train([]string{"das haus ist klein", "the house is small", "ein kleines haus", "a small house"}, bpe.TrainOptions{VocabSize: 300, MinFrequency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := model.DefaultTranslatorConfig(tok.Size(), bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID)
+	a := cfg.Arch.(*model.TranslatorConfig)
+	a.Embedding, a.EncoderHidden, a.DecoderHidden, a.Attention, a.Combine = 8, 6, 10, 8, 8
+	cfg.Tokenizer, cfg.MaxSteps = tok, 12
+	d, err := model.New[float32](&cfg, rand.New(rand.NewPCG(5, 5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := model.Save(dir, d); err != nil {
+		t.Fatal(err)
+	}
+	data := PeerData{
+		Sources:      [][]int{tok.Encode("das haus"), tok.Encode("ein kleines haus ist klein"), tok.Encode("klein")},
+		TrainSources: [][]int{tok.Encode("das haus ist klein"), tok.Encode("ein haus")},
+		TrainLabels:  [][]int{tok.Encode("the house is small"), {}},
+	}
+	opt := DefaultPeerOptions()
+	opt.Python, opt.Script, opt.Model, opt.Rounds, opt.Reps = os.Args[0], "peer_nmt.py", dir, 1, 2
+	t.Setenv("LENSPEC_FAKE_PEER", "same")
+	rep, err := Peer(context.Background(), d, data, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Compared != 3 || rep.Differ != 0 || len(rep.Ops) != 2 || rep.Ops[0].Name != "translate" || rep.Ops[1].Name != "nmt-train-step" {
+		t.Fatalf("report %+v", rep)
+	}
+	if math.Abs(rep.Loss-rep.TorchLoss) > 1e-5*rep.Loss || !(rep.Loss > 0) {
+		t.Fatalf("losses %v (lenspec) and %v (peer)", rep.Loss, rep.TorchLoss)
+	}
 	t.Setenv("LENSPEC_FAKE_PEER", "corrupt")
 	if _, err := Peer(context.Background(), d, data, opt); err == nil || !strings.Contains(err.Error(), "not equal work") {
 		t.Fatalf("a peer decoding other tokens: error %v", err)

@@ -52,20 +52,9 @@ func (c *AttackConfig) Validate() error {
 		errs = append(errs, err)
 	}
 	s := &c.Settings
-	if s.MaxSteps == 0 {
-		s.MaxSteps = c.Model.D32.MaxSteps()
-	}
-	if s.MaxSteps < 1 || s.MaxSteps > model.MaxStepCap {
-		bad("step cap %d must be in 1..%d", s.MaxSteps, model.MaxStepCap)
-	}
-	if s.MaxLen < -1 || s.MaxLen >= s.MaxSteps {
-		bad("K̂ %d must be below the step cap %d (no output can be longer than the cap shows)", s.MaxLen, s.MaxSteps)
-	}
+	checkRun(bad, c.Model.D32, &s.MaxSteps, s.MaxLen, c.Batch)
 	if s.Budget < 0 || s.Budget > 1e9 {
 		bad("budget %d must be in 0..1e9", s.Budget)
-	}
-	if c.Batch < 1 {
-		bad("batch %d must be positive", c.Batch)
 	}
 	if c.Method == MethodPGD {
 		if err := c.pgd().Validate(); err != nil {
@@ -156,35 +145,26 @@ type attackRun struct {
 	emit func(AttackRecord) error
 }
 
-// run attacks a batch of units of one radius. If the batch fails as a
-// whole, each unit is retried alone so that one bad sample is recorded as
-// failed without taking the others with it.
+// checkRun checks the settings every attack shares: the step cap (0: the
+// model's, filled in), K̂ below it, and the batch size.
+func checkRun(bad func(string, ...any), d model.Decoder[float32], maxSteps *int, maxLen, batch int) {
+	if *maxSteps == 0 {
+		*maxSteps = d.MaxSteps()
+	}
+	if *maxSteps < 1 || *maxSteps > model.MaxStepCap {
+		bad("step cap %d must be in 1..%d", *maxSteps, model.MaxStepCap)
+	}
+	if maxLen < -1 || maxLen >= *maxSteps {
+		bad("K̂ %d must be below the step cap %d (no output can be longer than the cap shows)", maxLen, *maxSteps)
+	}
+	if batch < 1 {
+		bad("batch %d must be positive", batch)
+	}
+}
+
+// run attacks a batch of units of one radius (see batchOrAlone).
 func (r *attackRun) run(ctx context.Context, us []unit) error {
-	keys := make([]string, len(us))
-	for i, u := range us {
-		keys[i] = u.key
-	}
-	err := guard(ctx, r.f, keys, func() error { return r.attack(ctx, us) })
-	var rec recordError
-	switch {
-	case err == nil:
-		return nil
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.As(err, &rec): // results cannot be written: that ends the run
-		return err
-	case len(us) > 1:
-		for _, u := range us {
-			if r.f.Done(u.key) {
-				continue
-			}
-			if err := r.run(ctx, []unit{u}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return r.fail(us[0], err)
+	return batchOrAlone(ctx, r.f, us, r.attack, r.fail)
 }
 
 // fail records a failed unit.
@@ -195,17 +175,7 @@ func (r *attackRun) fail(u unit, cause error) error {
 	return r.finish(u.key, rec)
 }
 
-func (r *attackRun) finish(key string, rec AttackRecord) error {
-	if err := r.f.Append(key, rec); err != nil {
-		return recordError{err}
-	}
-	if r.emit != nil {
-		if err := r.emit(rec); err != nil {
-			return recordError{err}
-		}
-	}
-	return nil
-}
+func (r *attackRun) finish(key string, rec AttackRecord) error { return record(r.f, r.emit, key, rec) }
 
 // attack runs one batch of units.
 func (r *attackRun) attack(ctx context.Context, us []unit) error {

@@ -11,7 +11,7 @@ import (
 
 // MergeReport says what Merge did.
 type MergeReport struct {
-	Kind       string `json:"kind"` // "attack" or "verify"
+	Kind       string `json:"kind"` // "attack", "text-attack" or "verify"
 	Records    int    `json:"records"`
 	Duplicates int    `json:"duplicates"`
 	Out        string `json:"out"`
@@ -49,6 +49,10 @@ func Merge(out string, inputs []string) (*MergeReport, error) {
 		paths = append([]string{out}, inputs...)
 	}
 	switch kind {
+	case "text-attack":
+		return merge(out, paths, kind, decodeTextAttack, TextAttackKey, func(r TextAttackRecord) (string, string) {
+			return r.Method, identity(r.ModelSHA256, r.Data, r.Settings)
+		})
 	case "verify":
 		return merge(out, paths, kind, decodeVerify, VerifyKey, func(r VerifyRecord) (string, string) {
 			return "", identity(r.ModelSHA256, r.Data, r.Settings)
@@ -70,8 +74,9 @@ func identity(digest string, d DataRef, settings any) string {
 	return string(b)
 }
 
-// FileKind tells attack ("attack") from verification ("verify") results
-// files by their first record; "" for a file with no records.
+// FileKind tells image attack ("attack"), text attack ("text-attack") and
+// verification ("verify") results files apart by their first record; ""
+// for a file with no records.
 func FileKind(path string) (string, error) {
 	raws, err := results.Read[map[string]json.RawMessage](path)
 	if err != nil {
@@ -82,6 +87,9 @@ func FileKind(path string) (string, error) {
 	}
 	if _, ok := raws[0]["verdict"]; ok {
 		return "verify", nil
+	}
+	if _, ok := raws[0]["src_ids"]; ok {
+		return "text-attack", nil
 	}
 	if _, ok := raws[0]["method"]; ok {
 		return "attack", nil
@@ -138,4 +146,15 @@ func merge[R any](out string, paths []string, kind string, dec func(json.RawMess
 		rep.Records++
 	}
 	return rep, f.Close()
+}
+
+func decodeTextAttack(raw json.RawMessage) (TextAttackRecord, error) {
+	var r TextAttackRecord
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return r, err
+	}
+	if r.SchemaVersion != SchemaVersion {
+		return r, fmt.Errorf("text attack record of schema version %d; this lenspec reads %d", r.SchemaVersion, SchemaVersion)
+	}
+	return r, nil
 }

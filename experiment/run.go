@@ -255,3 +255,50 @@ type recordError struct{ err error }
 
 func (e recordError) Error() string { return e.err.Error() }
 func (e recordError) Unwrap() error { return e.err }
+
+// batchOrAlone runs attack on a batch of units. If the batch fails as a
+// whole, each unit not yet done is retried alone, so that one bad sample
+// is recorded as failed (fail) without taking the others with it. A
+// results file that cannot be written, or a cancelled context, ends the
+// run.
+func batchOrAlone(ctx context.Context, f *results.File, us []unit, attack func(context.Context, []unit) error, fail func(unit, error) error) error {
+	keys := make([]string, len(us))
+	for i, u := range us {
+		keys[i] = u.key
+	}
+	err := guard(ctx, f, keys, func() error { return attack(ctx, us) })
+	var rec recordError
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &rec):
+		return err
+	case len(us) > 1:
+		for _, u := range us {
+			if f.Done(u.key) {
+				continue
+			}
+			if err := batchOrAlone(ctx, f, []unit{u}, attack, fail); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fail(us[0], err)
+}
+
+// record appends rec to f and passes it to emit (if set); a failure of
+// either is a recordError, which ends the run.
+func record[R any](f *results.File, emit func(R) error, key string, rec R) error {
+	if err := f.Append(key, rec); err != nil {
+		return recordError{err}
+	}
+	if emit != nil {
+		if err := emit(rec); err != nil {
+			return recordError{err}
+		}
+	}
+	return nil
+}

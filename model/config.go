@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lenspec/lenspec/bpe"
 	"github.com/lenspec/lenspec/internal/fileio"
 )
 
@@ -21,7 +22,9 @@ type Config struct {
 	// them).
 	Architecture string `json:"architecture"`
 	// Vocab are the output tokens' strings; EOS is the end-of-sequence id.
-	Vocab []string `json:"vocab"`
+	// Architectures with a tokenizer (TokenizedArch) leave Vocab empty:
+	// their vocabulary is the tokenizer's vocab.json.
+	Vocab []string `json:"vocab,omitempty"`
 	EOS   int      `json:"eos_id"`
 	// MaxSteps is the default decoding step cap.
 	MaxSteps int `json:"max_steps"`
@@ -32,6 +35,39 @@ type Config struct {
 	Training map[string]any `json:"training,omitempty"`
 	// Arch is the architecture's section: every other key of config.json.
 	Arch ArchConfig `json:"-"`
+	// Tokenizer is the model's BPE tokenizer (vocab.json and merges.txt
+	// next to config.json) for architectures that read or write text;
+	// Load sets it, Save writes it.
+	Tokenizer *bpe.Tokenizer `json:"-"`
+}
+
+// TokenizedArch is implemented by architecture sections whose model reads
+// or writes text through a tokenizer stored with it: the output
+// vocabulary is the tokenizer's, VocabSize tokens, and config.json's
+// header has no "vocab".
+type TokenizedArch interface {
+	VocabSize() int
+}
+
+// VocabSize is the number of output tokens.
+func (c *Config) VocabSize() int {
+	if t, ok := c.Arch.(TokenizedArch); ok {
+		return t.VocabSize()
+	}
+	return len(c.Vocab)
+}
+
+// Token is output token id's string: from the header's vocab, or the
+// tokenizer's (with "▁" for a leading space), or "#id" when neither has
+// it.
+func (c *Config) Token(id int) string {
+	switch {
+	case id >= 0 && id < len(c.Vocab):
+		return c.Vocab[id]
+	case c.Tokenizer != nil && id >= 0 && id < c.Tokenizer.Size():
+		return c.Tokenizer.Token(id)
+	}
+	return fmt.Sprintf("#%d", id)
 }
 
 // ArchConfig is an architecture's section of config.json.
@@ -57,11 +93,17 @@ func (c *Config) Validate() error {
 	if _, ok := lookup(c.Architecture); !ok {
 		bad("architecture %q is not supported (want one of %s)", c.Architecture, strings.Join(Architectures(), ", "))
 	}
-	if len(c.Vocab) < 2 || len(c.Vocab) > maxDim {
+	if _, tok := c.Arch.(TokenizedArch); tok {
+		if len(c.Vocab) > 0 {
+			bad("vocab: a %s takes its vocabulary from vocab.json; config.json must not list one", c.Architecture)
+		}
+	} else if len(c.Vocab) < 2 || len(c.Vocab) > maxDim {
 		bad("vocab has %d entries, want 2..%d", len(c.Vocab), maxDim)
 	}
-	if c.EOS < 0 || c.EOS >= len(c.Vocab) {
-		bad("eos_id %d outside vocab of %d", c.EOS, len(c.Vocab))
+	if n := c.VocabSize(); n < 2 || n > maxDim {
+		bad("vocabulary of %d tokens, want 2..%d", n, maxDim)
+	} else if c.EOS < 0 || c.EOS >= n {
+		bad("eos_id %d outside vocab of %d", c.EOS, n)
 	}
 	if c.MaxSteps <= 0 || c.MaxSteps > MaxStepCap {
 		bad("max_steps %d must be in 1..%d", c.MaxSteps, MaxStepCap)

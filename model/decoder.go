@@ -160,3 +160,10 @@ func (b Batch[T]) input(tp *ad.Tape[T], spec InputSpec, rows int) Input[T] {
 	}
 	return Input[T]{Tokens: b.Tokens}
 }
+
+// SourceEmbedder is implemented by token-input models: the table whose
+// rows embed source tokens (Input.Soft multiplies by it). Relaxed text
+// attacks build their inputs from it.
+type SourceEmbedder[T ad.Float] interface {
+	SourceEmbedding() *ad.Param[T]
+}

@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/bpe"
 	"github.com/lenspec/lenspec/internal/fileio"
 	"github.com/lenspec/lenspec/safetensors"
 )
@@ -40,6 +41,15 @@ func Save[T ad.Float](dir string, d Decoder[T]) error {
 	if err := fileio.WriteFileAtomic(filepath.Join(dir, ConfigFile), pretty.Bytes()); err != nil {
 		return fmt.Errorf("save model: %w", err)
 	}
+	if _, ok := d.Config().Arch.(TokenizedArch); ok {
+		tok := d.Config().Tokenizer
+		if tok == nil {
+			return fmt.Errorf("save model: a %s needs its tokenizer (Config.Tokenizer)", d.Config().Architecture)
+		}
+		if err := tok.Save(dir); err != nil {
+			return fmt.Errorf("save model: %w", err)
+		}
+	}
 	f := &safetensors.File{Metadata: map[string]string{"format": "pt", "lenspec_architecture": d.Config().Architecture}}
 	for _, p := range d.Params() {
 		data := make([]float32, p.W.Len())
@@ -62,6 +72,9 @@ func Save[T ad.Float](dir string, d Decoder[T]) error {
 func Load[T ad.Float](dir string) (Decoder[T], error) {
 	cfg, err := ReadConfig(dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := loadTokenizer(dir, cfg); err != nil {
 		return nil, err
 	}
 	d, err := New[T](cfg, nil)
@@ -107,13 +120,47 @@ func Load[T ad.Float](dir string) (Decoder[T], error) {
 	return d, nil
 }
 
+// loadTokenizer reads the tokenizer of an architecture that has one and
+// checks it is the vocabulary config.json describes.
+func loadTokenizer(dir string, cfg *Config) error {
+	ta, ok := cfg.Arch.(TokenizedArch)
+	if !ok {
+		return nil
+	}
+	tok, err := bpe.Load(dir)
+	if err != nil {
+		return err
+	}
+	if tok.Size() != ta.VocabSize() {
+		return fmt.Errorf("%s: %d tokens, config.json says vocab_size %d", filepath.Join(dir, bpe.VocabFile), tok.Size(), ta.VocabSize())
+	}
+	want := map[string][2]int{"eos_id": {cfg.EOS, bpe.EOSID}}
+	if sp, ok := cfg.Arch.(interface{ SpecialIDs() (pad, bos, unk int) }); ok {
+		pad, bos, unk := sp.SpecialIDs()
+		want["pad_id"], want["bos_id"], want["unk_id"] = [2]int{pad, bpe.PadID}, [2]int{bos, bpe.BOSID}, [2]int{unk, bpe.UnkID}
+	}
+	for _, name := range []string{"pad_id", "bos_id", "eos_id", "unk_id"} {
+		if w, ok := want[name]; ok && w[0] != w[1] {
+			return fmt.Errorf("%s: %s %d is not the tokenizer's %d", filepath.Join(dir, ConfigFile), name, w[0], w[1])
+		}
+	}
+	cfg.Tokenizer = tok
+	return nil
+}
+
 // Digest identifies a model by content: the sha256 of config.json and
-// model.safetensors (each preceded by its name). Two paths to one model
-// give one digest; new weights at the same path give another. Results are
-// keyed by it.
+// model.safetensors (each preceded by its name), and of the tokenizer's
+// files for models that have one. Two paths to one model give one digest;
+// new weights at the same path give another. Results are keyed by it.
 func Digest(dir string) (string, error) {
 	h := sha256.New()
-	for _, name := range []string{ConfigFile, WeightsFile} {
+	names := []string{ConfigFile, WeightsFile}
+	for _, name := range []string{bpe.VocabFile, bpe.MergesFile} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
 		path := filepath.Join(dir, name)
 		f, err := fileio.Open(path)
 		if err != nil {

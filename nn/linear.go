@@ -22,25 +22,46 @@ func NewLinear[T ad.Float](prefix string, in, out int, rng *rand.Rand) *Linear[T
 	return l
 }
 
+// NewLinearNoBias returns y = x·Wᵀ (PyTorch nn.Linear with bias=False):
+// tensor prefix.weight only.
+func NewLinearNoBias[T ad.Float](prefix string, in, out int, rng *rand.Rand) *Linear[T] {
+	l := &Linear[T]{In: in, Out: out, W: ad.NewParam[T](prefix+".weight", out, in)}
+	initHe(l.W, in, rng)
+	return l
+}
+
+// bias is the bias on tp, nil for a layer without one.
+func (l *Linear[T]) bias(tp *ad.Tape[T]) *ad.Node[T] {
+	if l.B == nil {
+		return nil
+	}
+	return tp.Param(l.B)
+}
+
 // Forward applies the layer to x [..., In].
 func (l *Linear[T]) Forward(tp *ad.Tape[T], x *ad.Node[T]) *ad.Node[T] {
-	return tp.Linear(x, tp.Param(l.W), tp.Param(l.B))
+	return tp.Linear(x, tp.Param(l.W), l.bias(tp))
 }
 
 // ForwardReLU is ReLU(Forward(x)), fused (ad.Tape.LinearReLU).
 func (l *Linear[T]) ForwardReLU(tp *ad.Tape[T], x *ad.Node[T]) *ad.Node[T] {
-	return tp.LinearReLU(x, tp.Param(l.W), tp.Param(l.B))
+	return tp.LinearReLU(x, tp.Param(l.W), l.bias(tp))
 }
 
 // Params lists the layer's parameters.
-func (l *Linear[T]) Params() []*ad.Param[T] { return []*ad.Param[T]{l.W, l.B} }
+func (l *Linear[T]) Params() []*ad.Param[T] {
+	if l.B == nil {
+		return []*ad.Param[T]{l.W}
+	}
+	return []*ad.Param[T]{l.W, l.B}
+}
 
 // Interval propagates the box with centre c and radius r ≥ 0 through the
 // layer: centre W·c + b, radius |W|·r (the interval bound rule,
 // differentiable for training).
 func (l *Linear[T]) Interval(tp *ad.Tape[T], mid, rad *ad.Node[T]) (*ad.Node[T], *ad.Node[T]) {
 	w := tp.Param(l.W)
-	return tp.Linear(mid, w, tp.Param(l.B)), tp.Linear(rad, tp.Abs(w), nil)
+	return tp.Linear(mid, w, l.bias(tp)), tp.Linear(rad, tp.Abs(w), nil)
 }
 
 // ReLUInterval maps the pre-activation box (centre, radius) to the box of

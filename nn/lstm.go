@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -24,11 +25,27 @@ type LSTMCell[T ad.Float] struct {
 // initialisation, U(±1/√Hidden) for every weight and bias (He
 // initialisation is for ReLU layers; the gates saturate instead).
 func NewLSTMCell[T ad.Float](prefix string, in, hidden int, rng *rand.Rand) *LSTMCell[T] {
+	return newLSTMCell[T](prefix, "", in, hidden, rng)
+}
+
+// NewLSTMLayerCell returns the cell of one layer and direction of a
+// PyTorch nn.LSTM named prefix: tensors prefix.weight_ih_l{layer} and so
+// on, with the suffix _reverse for the backward direction of a
+// bidirectional LSTM.
+func NewLSTMLayerCell[T ad.Float](prefix string, layer int, reverse bool, in, hidden int, rng *rand.Rand) *LSTMCell[T] {
+	suffix := fmt.Sprintf("_l%d", layer)
+	if reverse {
+		suffix += "_reverse"
+	}
+	return newLSTMCell[T](prefix, suffix, in, hidden, rng)
+}
+
+func newLSTMCell[T ad.Float](prefix, suffix string, in, hidden int, rng *rand.Rand) *LSTMCell[T] {
 	c := &LSTMCell[T]{In: in, Hidden: hidden,
-		Wih: ad.NewParam[T](prefix+".weight_ih", 4*hidden, in),
-		Whh: ad.NewParam[T](prefix+".weight_hh", 4*hidden, hidden),
-		Bih: ad.NewParam[T](prefix+".bias_ih", 4*hidden),
-		Bhh: ad.NewParam[T](prefix+".bias_hh", 4*hidden)}
+		Wih: ad.NewParam[T](prefix+".weight_ih"+suffix, 4*hidden, in),
+		Whh: ad.NewParam[T](prefix+".weight_hh"+suffix, 4*hidden, hidden),
+		Bih: ad.NewParam[T](prefix+".bias_ih"+suffix, 4*hidden),
+		Bhh: ad.NewParam[T](prefix+".bias_hh"+suffix, 4*hidden)}
 	if rng != nil {
 		b := 1 / math.Sqrt(float64(hidden))
 		for _, p := range c.Params() {
@@ -43,11 +60,15 @@ func NewLSTMCell[T ad.Float](prefix string, in, hidden int, rng *rand.Rand) *LST
 // Forward computes the next state (h', c') from input x [B, In] and state
 // h, c [B, Hidden].
 func (c *LSTMCell[T]) Forward(tp *ad.Tape[T], x, h, cell *ad.Node[T]) (hNext, cNext *ad.Node[T]) {
-	gates := tp.Add(tp.Linear(x, tp.Param(c.Wih), tp.Param(c.Bih)), tp.Linear(h, tp.Param(c.Whh), tp.Param(c.Bhh)))
-	g := tp.Split(gates, 1, c.Hidden, c.Hidden, c.Hidden, c.Hidden)
-	in, forget, cand, out := tp.Sigmoid(g[0]), tp.Sigmoid(g[1]), tp.Tanh(g[2]), tp.Sigmoid(g[3])
-	cNext = tp.Add(tp.Mul(forget, cell), tp.Mul(in, cand))
-	return tp.Mul(out, tp.Tanh(cNext)), cNext
+	return c.Step(tp, tp.Linear(x, tp.Param(c.Wih), tp.Param(c.Bih)), h, cell)
+}
+
+// Step is Forward with the input's projection W_ih·x + b_ih already
+// computed (xw [B, 4·Hidden]): a layer run over a whole sequence projects
+// every step's input in one GEMM before the recurrence.
+func (c *LSTMCell[T]) Step(tp *ad.Tape[T], xw, h, cell *ad.Node[T]) (hNext, cNext *ad.Node[T]) {
+	gates := tp.Add(xw, tp.Linear(h, tp.Param(c.Whh), tp.Param(c.Bhh)))
+	return tp.LSTMCell(gates, cell)
 }
 
 // Params lists the layer's parameters.

@@ -413,3 +413,35 @@ func TestVerdictFigure(t *testing.T) {
 		t.Errorf("x labels = %v, want %v", xs, want)
 	}
 }
+
+// TestBinnedLengthFigure: lengths of hundreds of tokens are binned by
+// tens with a "> 100" bin (paper figures 4 and 5), the axis spans every bin
+// whatever the data, and the invisible span method never shows.
+func TestBinnedLengthFigure(t *testing.T) {
+	dir := t.TempDir()
+	pngPath, svgPath := filepath.Join(dir, "b.png"), filepath.Join(dir, "b.svg")
+	pts := []LengthPoint{
+		{Method: "original", Delta: 0, Length: 7, Stopped: true},
+		{Method: "random", Delta: 0.3, Length: 12, Stopped: true},
+		{Method: "random", Delta: 0.3, Length: 575, Stopped: true},
+		{Method: "gumbel", Delta: 0.3, Length: 100, Stopped: true},
+		{Method: "gumbel", Delta: 1, Length: 1000, Stopped: false},
+	}
+	if err := BinnedLengthFigure(pts, 10, 100, "sentences", "NMT", pngPath, svgPath); err != nil {
+		t.Fatal(err)
+	}
+	texts := svgText(t, svgPath)
+	for _, want := range []string{">100", "0", "sentences", NoEOSLabel, "gumbel", "random"} {
+		if !slices.Contains(texts, want) {
+			t.Errorf("SVG lacks text %q", want)
+		}
+	}
+	for _, s := range texts {
+		if strings.Contains(s, "span") {
+			t.Errorf("the span method shows: %q", s)
+		}
+	}
+	if err := BinnedLengthFigure(pts, 0, 100, "", "", pngPath, ""); err == nil {
+		t.Fatal("bins of width 0: no error")
+	}
+}

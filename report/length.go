@@ -56,6 +56,10 @@ type lengthHist struct {
 	// len(lengths) is the unstopped one.
 	counts   [][][]int
 	maxCount int
+	// label names a length category (nil: the length); yLabel is the y
+	// axis' label (empty: "number of images").
+	label  func(int) string
+	yLabel string
 }
 
 // lengthHistograms validates points and counts them per panel, method and
@@ -214,6 +218,69 @@ func LengthFigure(points []LengthPoint, title, pngPath, svgPath string) error {
 	if err != nil {
 		return fmt.Errorf("length figure %s: %w", figureName(pngPath, svgPath), err)
 	}
+	return h.draw(title, pngPath, svgPath)
+}
+
+// BinnedLengthFigure is LengthFigure for outputs of up to hundreds of
+// tokens (translation): stopped lengths are counted in bins of width
+// tokens up to over, then in one "> over" bin (paper figures 4 and 5), and
+// the y axis is labelled yLabel.
+func BinnedLengthFigure(points []LengthPoint, width, over int, yLabel, title, pngPath, svgPath string) error {
+	if width < 1 || over < width {
+		return fmt.Errorf("length figure %s: bins of %d up to %d", figureName(pngPath, svgPath), width, over)
+	}
+	top := (over + width - 1) / width // the bin of "> over"
+	binned := make([]LengthPoint, len(points))
+	for i, p := range points {
+		binned[i] = p
+		if p.Stopped && p.Length >= 0 {
+			binned[i].Length = min(p.Length/width, top)
+			if p.Length > over {
+				binned[i].Length = top
+			}
+		}
+	}
+	// Every bin from 0 to "> over" is drawn, used or not: a fixed axis
+	// reads across figures.
+	binned = append(binned, LengthPoint{Method: "\x00span", Delta: 0, Length: 0, Stopped: true}, LengthPoint{Method: "\x00span", Delta: 0, Length: top, Stopped: true})
+	h, err := lengthHistograms(binned)
+	if err != nil {
+		return fmt.Errorf("length figure %s: %w", figureName(pngPath, svgPath), err)
+	}
+	h.dropSpan()
+	h.yLabel = yLabel
+	h.label = func(b int) string {
+		if b == top {
+			return fmt.Sprintf(">%d", over)
+		}
+		return strconv.Itoa(b * width)
+	}
+	return h.draw(title, pngPath, svgPath)
+}
+
+// dropSpan removes the invisible method that fixed a binned figure's axis.
+func (h *lengthHist) dropSpan() {
+	for m, e := range h.methods {
+		if e.label == "\x00span" {
+			h.methods = append(h.methods[:m], h.methods[m+1:]...)
+			for d := range h.counts {
+				h.counts[d] = append(h.counts[d][:m], h.counts[d][m+1:]...)
+			}
+			break
+		}
+	}
+	h.maxCount = 0
+	for d := range h.counts {
+		for m := range h.counts[d] {
+			for _, c := range h.counts[d][m] {
+				h.maxCount = max(h.maxCount, c)
+			}
+		}
+	}
+}
+
+// draw renders the histograms.
+func (h *lengthHist) draw(title, pngPath, svgPath string) error {
 	n := len(h.deltas)
 	rows, cols := h.grid()
 	w, ht := h.size(title)
@@ -274,6 +341,9 @@ func (h *lengthHist) panel(i int, leftCol, bottomRow bool, body draw.Canvas) *pl
 	p.Title.Text = "δ = " + formatDelta(h.deltas[i])
 	if leftCol {
 		p.Y.Label.Text = "number of images"
+		if h.yLabel != "" {
+			p.Y.Label.Text = h.yLabel
+		}
 	}
 	if bottomRow {
 		p.X.Label.Text = "output length"
@@ -299,7 +369,16 @@ func (h *lengthHist) panel(i int, leftCol, bottomRow bool, body draw.Canvas) *pl
 	// Estimate the width of a category on the page to thin labels that
 	// would overlap; the panel's data area is its tile less the y axis.
 	perUnit := (panelWidth - vg.Inch/2) / vg.Length(p.X.Max-p.X.Min)
-	p.X.Tick.Marker = fixedTicks(thinLabels(h.lengths, pos, labels, perUnit, p.X.Tick.Label.Font))
+	if h.label != nil {
+		// Binned: few categories, each labelled.
+		ticks := make([]plot.Tick, len(pos))
+		for c, x := range pos {
+			ticks[c] = plot.Tick{Value: x, Label: labels[c]}
+		}
+		p.X.Tick.Marker = fixedTicks(ticks)
+	} else {
+		p.X.Tick.Marker = fixedTicks(thinLabels(h.lengths, pos, labels, perUnit, p.X.Tick.Label.Font))
+	}
 	return p
 }
 
@@ -310,7 +389,11 @@ func (h *lengthHist) categories() ([]float64, []string) {
 	var labels []string
 	for i, l := range h.lengths {
 		pos = append(pos, float64(i))
-		labels = append(labels, strconv.Itoa(l))
+		if h.label != nil {
+			labels = append(labels, h.label(l))
+		} else {
+			labels = append(labels, strconv.Itoa(l))
+		}
 	}
 	if h.unstopped {
 		pos = append(pos, float64(len(h.lengths))+noEOSGap)

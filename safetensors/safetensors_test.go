@@ -796,3 +796,26 @@ func TestReadFileSize(t *testing.T) {
 		t.Fatalf("ReadFile(huge offsets) = %v", err)
 	}
 }
+
+// TestInt32RoundTrip: token ids written as I32 read back exactly (the
+// extremes included), and a float tensor is not read as ids.
+func TestInt32RoundTrip(t *testing.T) {
+	ids := []int32{0, 1, -1, 2147483647, -2147483648, 42}
+	var buf bytes.Buffer
+	if err := Write(&buf, &File{Tensors: []Tensor{I32("ids", []int{2, 3}, ids), F32("x", []int{1}, []float32{1})}}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt, _ := f.Tensor("ids")
+	got, err := tt.Int32s()
+	if err != nil || !slices.Equal(got, ids) {
+		t.Fatalf("read back %v, %v", got, err)
+	}
+	x, _ := f.Tensor("x")
+	if _, err := x.Int32s(); err == nil {
+		t.Fatal("an F32 tensor was read as int32")
+	}
+}

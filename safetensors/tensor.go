@@ -63,6 +63,17 @@ func F64(name string, shape []int, data []float64) Tensor {
 	return Tensor{Name: name, DType: Float64, Shape: append([]int{}, shape...), Data: b}
 }
 
+// I32 returns an int32 tensor (token ids, lengths) holding a
+// little-endian copy of data. The shape is copied too; a length that does
+// not match it is reported by Write.
+func I32(name string, shape []int, data []int32) Tensor {
+	b := make([]byte, 4*len(data))
+	for i, v := range data {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
+	}
+	return Tensor{Name: name, DType: Int32, Shape: append([]int{}, shape...), Data: b}
+}
+
 // NumElements returns the product of the shape, which is 1 for a scalar.
 // It fails on a negative dimension or an overflowing product.
 func (t *Tensor) NumElements() (int, error) {
@@ -141,6 +152,23 @@ func (t *Tensor) Float32s() ([]float32, error) {
 		}
 	default:
 		return nil, fmt.Errorf("safetensors: tensor %q: cannot convert %s to float32", t.Name, t.DType)
+	}
+	return out, nil
+}
+
+// Int32s returns the elements of an I32 tensor (token ids, lengths).
+// Other dtypes are an error: ids must not pass through a float.
+func (t *Tensor) Int32s() ([]int32, error) {
+	if t.DType != Int32 {
+		return nil, fmt.Errorf("safetensors: tensor %q is %s, not I32", t.Name, t.DType)
+	}
+	n, err := t.check()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32(binary.LittleEndian.Uint32(t.Data[4*i:]))
 	}
 	return out, nil
 }

@@ -33,3 +33,10 @@ $bin verify --model "$model" --eps 0.005 --images 5 --timeout 20s --out "$out/ve
 echo
 echo "== The same at δ = 0.02 on models/mmnist-rnn-rs (fine-tuned for verifiability; docs/models.md)"
 $bin verify --model models/mmnist-rnn-rs --eps 0.02 --images 5 --timeout 20s --out "$out/verify-rs.jsonl"
+
+echo
+echo "== The German→English translator models/nmt-de-en (BPE, bidirectional LSTM, attention; GPL-2+ weights)"
+$bin translate --model models/nmt-de-en "Ich werde mein Äußerstes tun." "Das Wetter ist heute schön." "Wo ist der Bahnhof?"
+printf 'Er hat keine Zeit.\nWir sehen uns morgen.\n' | $bin translate --model models/nmt-de-en --json
+echo "== BLEU on its test split (the Ding dictionary's sentences) against a word-by-word dictionary baseline"
+$bin eval --model models/nmt-de-en --split test -q

@@ -81,9 +81,29 @@ func (b Ball) Describe() string {
 	return fmt.Sprintf("L∞ ball δ=%g ∩ [%g, %g]^%d", b.Delta, b.Min, b.Max, len(b.X))
 }
 
-// Bounds returns the interval of coordinate i.
+// Bounds returns the interval of coordinate i: the float64 values x with
+// |x − X[i]| ≤ δ in exact arithmetic, within [Min, Max]. fl(X[i] ± δ) can
+// sit an ulp outside the real interval; such an end is moved one ulp in,
+// so a point inside Bounds is inside the ball, and every float64 point of
+// the ball is inside Bounds.
 func (b Ball) Bounds(i int) (lo, hi float64) {
-	return math.Max(b.X[i]-b.Delta, b.Min), math.Min(b.X[i]+b.Delta, b.Max)
+	lo, e := twoSum(b.X[i], -b.Delta)
+	if e > 0 { // the exact X − δ lies above lo
+		lo = math.Nextafter(lo, math.Inf(1))
+	}
+	hi, e = twoSum(b.X[i], b.Delta)
+	if e < 0 { // the exact X + δ lies below hi
+		hi = math.Nextafter(hi, math.Inf(-1))
+	}
+	return math.Max(lo, b.Min), math.Min(hi, b.Max)
+}
+
+// twoSum returns fl(a + b) and its rounding error: a + b = s + e exactly
+// (Knuth's TwoSum; exact barring overflow).
+func twoSum(a, b float64) (s, e float64) {
+	s = a + b
+	bb := s - a
+	return s, (a - (s - bb)) + (b - bb)
 }
 
 // Box returns the per-coordinate bounds.

@@ -2,7 +2,9 @@ package spec
 
 import (
 	"math"
+	"math/big"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/lenspec/lenspec/model"
@@ -128,5 +130,90 @@ func TestFloat32ProjectMatchesGeneric(t *testing.T) {
 				t.Fatalf("trial %d coordinate %d: %v, generic projection %v", trial, i, x[i], want[i])
 			}
 		}
+	}
+}
+
+// TestSubstitution: ⌈δ·n⌉ changes at most, never a special token, for
+// Contains, Sample and Project alike; bad sets are refused.
+func TestSubstitution(t *testing.T) {
+	special := []int{0, 1, 2, 3}
+	x := []int{4, 5, 6, 7, 8, 9, 10, 11}
+	for _, c := range []struct {
+		delta  float64
+		budget int
+	}{{0, 0}, {0.1, 1}, {0.3, 3}, {0.5, 4}, {0.51, 5}, {1, 8}} {
+		s, err := NewSubstitution(x, c.delta, 20, special)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Budget != c.budget {
+			t.Fatalf("δ %v: budget %d, want %d", c.delta, s.Budget, c.budget)
+		}
+		rng := rand.New(rand.NewPCG(1, uint64(c.budget)))
+		y := make([]int, len(x))
+		for range 200 {
+			s.Sample(rng, y)
+			if !s.Contains(y) || s.Changed(y) > c.budget {
+				t.Fatalf("δ %v: sample %v outside the set", c.delta, y)
+			}
+			// Arbitrary sequences project into the set, keeping the
+			// first changes.
+			for i := range y {
+				y[i] = rng.IntN(22) - 1
+			}
+			s.Project(y)
+			if !s.Contains(y) {
+				t.Fatalf("δ %v: projection %v outside the set", c.delta, y)
+			}
+		}
+		if s.Contains(x[:7]) || s.Contains(append(slices.Clone(x[:7]), 2)) {
+			t.Fatal("a shorter sequence or a special token is in the set")
+		}
+	}
+	for _, bad := range []struct {
+		x       []int
+		delta   float64
+		vocab   int
+		special []int
+	}{
+		{x, -0.1, 20, special}, {x, 1.5, 20, special}, {x, math.NaN(), 20, special},
+		{nil, 0.5, 20, special}, {[]int{2, 5}, 0.5, 20, special}, {[]int{25}, 0.5, 20, special},
+		{x, 0.5, 20, []int{30}}, {[]int{0}, 0.5, 1, []int{0}},
+	} {
+		if _, err := NewSubstitution(bad.x, bad.delta, bad.vocab, bad.special); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+}
+
+// TestBallBoundsExact: the box ends lie in the ball in exact arithmetic
+// (checked with big.Float), and the float64 just outside each end does not.
+func TestBallBoundsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	inside := func(x, c, d float64) bool {
+		diff := new(big.Float).SetPrec(2200).Sub(big.NewFloat(x), big.NewFloat(c)) // exact
+		return diff.Abs(diff).Cmp(big.NewFloat(d)) <= 0
+	}
+	moved := 0
+	for k := 0; k < 20000; k++ {
+		c := rng.Float64()*2 - 1
+		d := []float64{0.1, 0.3, 1.0 / 3, 0.05, rng.Float64()}[k%5]
+		b, err := NewBall([]float64{c}, d, -10, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := b.Bounds(0)
+		if !inside(lo, c, d) || !inside(hi, c, d) {
+			t.Fatalf("centre %v δ %v: bounds [%v, %v] leave the ball", c, d, lo, hi)
+		}
+		if inside(math.Nextafter(lo, math.Inf(-1)), c, d) || inside(math.Nextafter(hi, math.Inf(1)), c, d) {
+			t.Fatalf("centre %v δ %v: bounds [%v, %v] lose a float64 of the ball", c, d, lo, hi)
+		}
+		if lo != c-d || hi != c+d {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no end needed moving: the test does not exercise rounding")
 	}
 }

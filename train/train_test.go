@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/mnist"
@@ -147,14 +148,15 @@ func learnsAndResumes(t *testing.T, cell string) {
 		t.Fatalf("loss %v → %v, accuracy %v → %v: not learning", first, last, before.SequenceAccuracy, after.SequenceAccuracy)
 	}
 
-	// Interrupt after 2 epochs (a cancelled context), then resume.
+	// Interrupt in the middle of the third epoch (a cancelled context),
+	// after a checkpoint at every step, then resume.
 	dir := t.TempDir()
 	m2 := newModel(t, cell, opt.Seed)
 	o2 := opt
-	o2.CheckpointDir = dir
+	o2.CheckpointDir, o2.CheckpointEvery = dir, time.Nanosecond
 	cctx, cancel := context.WithCancel(ctx)
 	o2.Progress = func(p Progress) {
-		if p.Step == 2*(ds.N/opt.BatchSize)+1 {
+		if p.Step == 2*(ds.N/opt.BatchSize)+3 {
 			cancel()
 		}
 	}
@@ -166,8 +168,12 @@ func learnsAndResumes(t *testing.T, cell string) {
 	}
 	m3 := newModel(t, cell, opt.Seed)
 	o2.Progress = nil
-	if _, err := Fit(ctx, m3, src, o2); err != nil {
+	resumed, err := Fit(ctx, m3, src, o2)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if resumed != last {
+		t.Fatalf("last epoch's mean loss: resumed %v, uninterrupted %v", resumed, last)
 	}
 	for i, p := range m3.Params() {
 		for j, v := range p.W.Data {

@@ -397,8 +397,10 @@ func decide(ctx context.Context, opt Options, m *mip.Model, mo mip.Options) (*mi
 }
 
 // replayCandidate projects a candidate onto the set and decodes it in
-// float64: a replay longer than K̂ with no tie on its path makes res
-// vulnerable (stage names who found it); otherwise res.Reason says why not.
+// float64. ℓ(x′) > K̂ is settled by steps 0..K̂ alone, so the judgement
+// decodes only those: a path with no eos and no tie there makes res
+// vulnerable (stage names who found it), whatever a later step does; the
+// recorded result is the full decoding. Otherwise res.Reason says why not.
 func replayCandidate(ctx context.Context, x []float64, stage string, sm Sample, d64 model.Decoder[float64], maxSteps int, res *Result) (bool, error) {
 	sm.Set.Project(x)
 	if !sm.Set.Contains(x) {
@@ -407,18 +409,24 @@ func replayCandidate(ctx context.Context, x []float64, stage string, sm Sample, 
 	}
 	// Replay must finish even when the time limit has just passed: a
 	// witness in hand is worth the milliseconds.
-	out, err := model.Decode(context.WithoutCancel(ctx), d64, model.Batch[float64]{X: x}, maxSteps)
+	ctx = context.WithoutCancel(ctx)
+	judge := min(maxSteps, sm.K+1)
+	head, err := model.Decode(ctx, d64, model.Batch[float64]{X: x}, judge)
 	if err != nil {
 		return false, err
 	}
-	if spec.Exceeds(out[0], sm.K) && !out[0].Tie() {
-		res.Verdict, res.Stage = Vulnerable, stage
-		res.Witness, res.WitnessResult = x, out[0]
-		res.Reason = ""
-		return true, nil
+	if !spec.Exceeds(head[0], sm.K) || head[0].Tie() {
+		res.Reason = fmt.Sprintf("%s candidate does not replay: decodes %d of the first %d tokens, tie margin %.2g there", stage, len(head[0].Tokens), judge, head[0].MinRelMargin)
+		return false, nil
 	}
-	res.Reason = fmt.Sprintf("%s candidate does not replay: decodes %d tokens, tie margin %.2g", stage, len(out[0].Tokens), out[0].MinRelMargin)
-	return false, nil
+	out, err := model.Decode(ctx, d64, model.Batch[float64]{X: x}, maxSteps)
+	if err != nil {
+		return false, err
+	}
+	res.Verdict, res.Stage = Vulnerable, stage
+	res.Witness, res.WitnessResult = x, out[0]
+	res.Reason = ""
+	return true, nil
 }
 
 func writeMPS(dir, name string, enc *encoding, res *Result) error {

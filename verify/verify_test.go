@@ -411,3 +411,43 @@ type fixedCandidate []float64
 func (f fixedCandidate) Falsify(context.Context, spec.Region, int, int, uint64) ([]float64, error) {
 	return append([]float64(nil), f...), nil
 }
+
+// TestWitnessJudgedOnDecidingSteps is the 2-pixel model: whatever
+// the input, it decodes five tokens, with clear margins at steps 0–3 and an
+// exact tie between two tokens at step 4, then eos. ℓ > K̂ is settled by
+// steps 0..K̂, so for K̂ = 2 and 3 the tie is irrelevant and the answer is
+// vulnerable; for K̂ = 4 the tie is on the deciding path and no witness may
+// be claimed; for K̂ = 5 the model is robust.
+func TestWitnessJudgedOnDecidingSteps(t *testing.T) {
+	c := pixelConfig(2, 3)
+	m, err := model.NewCaptioner[float64](c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range m.Params() {
+		clear(p.W.Data)
+	}
+	// h_{t+1}[0] = t + 1 counts the steps; the input does not matter.
+	m.RNN.Whh.W.Data[0] = 1
+	m.RNN.Bih.W.Data[0] = 1
+	// Step t (h[0] = t+1): o[a] = 10, o[b] = 2h, o[eos] = 5h − 17: a wins
+	// by ≥ 2 at steps 0–3, a and b tie at step 4, eos wins at step 5.
+	copy(m.Out.W.W.Data, []float64{0, 0, 0, 2, 0, 0, 5, 0, 0})
+	copy(m.Out.B.W.Data, []float64{10, 0, -17})
+	ball, _ := spec.NewBall([]float64{0.3, -0.2}, 0.5, -1, 1)
+	res := decode(t, m, ball.X, 12)
+	if len(res[0].Tokens) != 5 || !res[0].Stopped || !res[0].Tie() {
+		t.Fatalf("the model decodes %v (stopped %v, margin %g); the test needs 5 tokens with a tie", res[0].Tokens, res[0].Stopped, res[0].MinRelMargin)
+	}
+	for _, c := range []struct {
+		k    int
+		want Verdict
+	}{{2, Vulnerable}, {3, Vulnerable}, {4, Unknown}, {5, Robust}} {
+		opt := verifyOpts()
+		opt.TimeLimit = 5 * time.Second
+		r := verifyOne(t, m, ball, c.k, opt)
+		if r.Verdict != c.want {
+			t.Errorf("K̂ = %d: %s (%s), want %s", c.k, r.Verdict, r.Reason, c.want)
+		}
+	}
+}

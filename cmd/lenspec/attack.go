@@ -12,6 +12,7 @@ import (
 	"github.com/lenspec/lenspec/internal/progress"
 	"github.com/lenspec/lenspec/model"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // runFlags are what attack and verify runs share: the model, the data, the
@@ -152,15 +153,27 @@ type attackFlags struct {
 	batch        int
 	pgd          attack.PGDOptions
 	witnessDir   string
+	// Text models.
+	sentences   int
+	tau         float64
+	beam, swaps int
+	horizon     int
+	corpus      corpusFlags
 }
 
 func (f *attackFlags) register(c *cobra.Command, samples bool) {
 	f.runFlags.register(c, samples)
 	fl := c.Flags()
 	if samples {
-		fl.StringVar(&f.method, "method", experiment.MethodPGD, "random or pgd")
+		fl.StringVar(&f.method, "method", experiment.MethodPGD, "images: random or pgd; text: random, gumbel, embedding or flip")
 		fl.StringVar(&f.witnessDir, "witness-dir", "", "where witnesses go (default: next to --out, in OUT.witnesses/)")
-		fl.IntVar(&f.budget, "budget", 10000, "samples per image (random) or PGD iterations (pgd)")
+		fl.IntVar(&f.budget, "budget", 10000, "samples per input (random), PGD iterations (pgd, gumbel, embedding) or model evaluations (flip)")
+		fl.IntVar(&f.sentences, "sentences", 0, "text: this many dev sentences, drawn at random with --seed")
+		fl.Float64Var(&f.tau, "tau", 1, "text: Gumbel-softmax temperature")
+		fl.IntVar(&f.beam, "beam", attack.DefaultFlip().Beam, "text (flip): sentences kept per round")
+		fl.IntVar(&f.swaps, "swaps", attack.DefaultFlip().Swaps, "text (flip): substitutions evaluated per kept sentence and round")
+		f.addHorizon(fl)
+		f.corpus.add(c)
 	}
 	fl.IntVar(&f.maxLen, "max-len", -1, "K̂: success means an output longer than this (default: the original output's length)")
 	fl.IntVar(&f.batch, "batch", 50, "images per batched PGD run, or samples per decode batch ÷ 20 for random search (speed only: results do not depend on it)")
@@ -192,15 +205,33 @@ func newAttackCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "attack",
 		Short: "Search for inputs that lengthen the greedy output (random search or PGD on the proxy objective)",
-		Long: `Attack images within S(x, δ) = {x' : ‖x' − x‖∞ ≤ δ} ∩ [min, max]ⁿ: random search
+		Long: `For a text model (a translator) see below.
+
+Attack images within S(x, δ) = {x' : ‖x' − x‖∞ ≤ δ} ∩ [min, max]ⁿ: random search
 draws --budget uniform samples per image; PGD minimises the paper's proxy J̃ (or the
 eos log-probability) with Adam for --budget iterations, all images batched together.
 Every best input is replayed in float64; only replayed lengths are reported, with the
 smallest top-2 logit margin of the path. One JSON line per (image, δ, method) goes to
 --out, keyed by the model's content and every setting that changes a result; successful
-witnesses are saved as safetensors (exact values) and PNG, named by their record's key.`,
+witnesses are saved as safetensors (exact values) and PNG, named by their record's key.
+
+Text models: S(x, δ) is the sequences of x's length with at most ⌈δ·n⌉ of its n
+source tokens substituted, special tokens excluded; --eps is δ in (0, 1]. Sentences come
+from the model's corpus (--split dev by default, --sentences N at random or --index I).
+Methods: random (the paper's random search, --budget draws per sentence), gumbel (PGD
+through a Gumbel-softmax relaxation, --budget iterations, --lr 0.005 as the paper),
+embedding (PGD on the embeddings at the chosen positions: an upper bound, no sentence),
+and flip (lenspec's gradient-guided substitution with a beam, --budget evaluations).
+Only sequences that are the tokenisation of a text are reported, so every adversarial
+source replays from its text with lenspec translate. The step cap defaults to 1,000.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if f.modelDir == "" {
+				return usagef("--model is required")
+			}
+			if kind, err := inputKind(f.modelDir); err == nil && kind == model.Tokens {
+				return runTextAttack(c, a, f)
+			}
 			if f.method != experiment.MethodRandom && f.method != experiment.MethodPGD {
 				return usagef("--method %q: want random or pgd", f.method)
 			}
@@ -228,18 +259,187 @@ witnesses are saved as safetensors (exact values) and PNG, named by their record
 	return c
 }
 
+// lengthened words an attack's outcome: the adversarial length (marked
+// when the output reached the step cap) and the verdict.
+func lengthened(length int, stopped, success bool) (adv, verdict string) {
+	adv, verdict = fmt.Sprint(length), "not lengthened"
+	if !stopped {
+		adv = fmt.Sprintf("≥%d (no eos)", length)
+	}
+	if success {
+		verdict = "LENGTHENED"
+	}
+	return adv, verdict
+}
+
 func attackLine(r experiment.AttackRecord) string {
 	if r.Error != "" {
 		return fmt.Sprintf("image %d eps %g %s: FAILED: %s", r.Sample, r.Eps, r.Method, r.Error)
 	}
-	adv := fmt.Sprint(r.AdvLength)
-	if !r.Stopped {
-		adv = fmt.Sprintf("≥%d (no eos)", r.AdvLength)
-	}
-	verdict := "not lengthened"
-	if r.Success {
-		verdict = "LENGTHENED"
-	}
+	adv, verdict := lengthened(r.AdvLength, r.Stopped, r.Success)
 	return fmt.Sprintf("image %d eps %g %s: length %d → %s (K̂ %d) %s, margin %.2g, %d evals, %.1fs",
 		r.Sample, r.Eps, r.Method, r.OrigLength, adv, r.K, verdict, r.MinRelMargin, r.Evals, r.Seconds)
+}
+
+// inputKind reads the kind of input a model directory's model takes,
+// without loading its weights.
+func inputKind(dir string) (model.InputKind, error) {
+	cfg, err := model.ReadConfig(dir)
+	if err != nil {
+		return 0, err
+	}
+	if _, ok := cfg.Arch.(model.TokenizedArch); ok {
+		return model.Tokens, nil
+	}
+	return model.Continuous, nil
+}
+
+// textDefaults are the budgets and learning rates each text method takes
+// unless the flags say otherwise (the paper's for random search and
+// Gumbel PGD).
+var textDefaults = map[string]struct {
+	budget int
+	lr     float64
+}{
+	experiment.MethodRandom:    {10000, 0},
+	experiment.MethodGumbel:    {800, 0.005},
+	experiment.MethodEmbedding: {800, 0.005},
+	experiment.MethodFlip:      {800, 0},
+}
+
+// defaultHorizon is the text attacks' default gradient horizon: twice the
+// 100 tokens the paper counts as a success, so a row far past that stops
+// costing a forward and backward pass per token.
+const defaultHorizon = 200
+
+func (f *attackFlags) addHorizon(fl *pflag.FlagSet) {
+	fl.IntVar(&f.horizon, "horizon", defaultHorizon, "text: decoding steps a gradient unrolls (0: the step cap); exact decoding still runs to --max-steps")
+}
+
+// textConfig builds a text attack's configuration from the flags.
+func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (experiment.TextAttackConfig, error) {
+	def, ok := textDefaults[method]
+	if !ok {
+		return experiment.TextAttackConfig{}, usagef("--method %q: a text model takes random, gumbel, embedding or flip", method)
+	}
+	k, err := f.k(c)
+	if err != nil {
+		return experiment.TextAttackConfig{}, err
+	}
+	budget, lr, steps := def.budget, def.lr, f.maxSteps
+	if c.Flags().Changed("budget") {
+		budget = f.budget
+	}
+	if c.Flags().Changed("lr") {
+		lr = f.pgd.LR
+	}
+	if !c.Flags().Changed("max-steps") {
+		steps = 1000
+	}
+	cfg := experiment.TextAttackConfig{Eps: f.eps, Method: method, Batch: min(f.batch, 25),
+		Settings: experiment.TextAttackSettings{MaxLen: k, MaxSteps: steps, Budget: budget, Seed: f.seed, LR: lr, Tau: f.tau,
+			Clip: f.pgd.Eps, Beam: f.beam, Swaps: f.swaps, Horizon: min(f.horizon, steps)},
+		Out: f.out, WitnessDir: f.witnessDir, Logf: a.logf}
+	return cfg, nil
+}
+
+// textData loads the split of the model's corpus its records name, and
+// picks the sentences.
+func (f *attackFlags) textData(c *cobra.Command, m *experiment.Model) (experiment.TextData, []int, error) {
+	cf := f.corpus
+	if rec, ok := m.D32.Config().Training["split_seed"].(float64); ok && !c.Flags().Changed("split-seed") {
+		cf.seed = uint64(rec)
+	}
+	if rec, ok := m.D32.Config().Training["corpus"].(string); ok && rec == "tsv" && cf.tsv == "" {
+		return experiment.TextData{}, nil, usagef("%s was trained on a corpus of its own: name it with --corpus", m.Dir)
+	}
+	sp, err := cf.load()
+	if err != nil {
+		return experiment.TextData{}, nil, err
+	}
+	pairs := sp.Dev
+	if f.split == "test" && c.Flags().Changed("split") {
+		pairs = sp.Test
+	} else if c.Flags().Changed("split") && f.split != "dev" {
+		return experiment.TextData{}, nil, usagef("--split %q: a text model's sentences come from dev or test", f.split)
+	}
+	split := "dev"
+	if f.split == "test" && c.Flags().Changed("split") {
+		split = "test"
+	}
+	data, err := experiment.Translations(pairs, sp.Format+":"+sp.SHA256[:12], split, cf.seed, m.D32)
+	if err != nil {
+		return experiment.TextData{}, nil, err
+	}
+	samples, err := experiment.PickSamples(f.sentences, f.indices, len(pairs), f.seed)
+	if err != nil {
+		return experiment.TextData{}, nil, usage(err)
+	}
+	return data, samples, nil
+}
+
+// textShard checks a text run's output flags and resolves its shard.
+func (f *attackFlags) textShard(a *app) (experiment.Shard, error) {
+	if f.out == "" {
+		return experiment.Shard{}, usagef("--out is required")
+	}
+	if len(f.eps) == 0 {
+		return experiment.Shard{}, usagef("--eps is required")
+	}
+	if f.images > 0 {
+		return experiment.Shard{}, usagef("--images is for image models; a text model takes --sentences")
+	}
+	shard, err := f.parseShard(a)
+	if err != nil {
+		return experiment.Shard{}, err
+	}
+	if err := fileio.CheckRegular(shard.Path(f.out)); err != nil {
+		return experiment.Shard{}, fmt.Errorf("--out: %w", err)
+	}
+	return shard, nil
+}
+
+// runTextAttack is lenspec attack on a text model.
+func runTextAttack(c *cobra.Command, a *app, f *attackFlags) error {
+	cfg, err := f.textConfig(c, a, f.method)
+	if err != nil {
+		return err
+	}
+	if cfg.Shard, err = f.textShard(a); err != nil {
+		return err
+	}
+	if err := checkSteps(c, f.maxSteps); err != nil {
+		return err
+	}
+	m, err := experiment.LoadModel(f.modelDir)
+	if err != nil {
+		return err
+	}
+	cfg.Model = m
+	if err := cfg.Validate(); err != nil {
+		return usage(err)
+	}
+	if cfg.Data, cfg.Samples, err = f.textData(c, m); err != nil {
+		return err
+	}
+	progress, finish := a.bars()
+	defer finish()
+	cfg.Progress = progress
+	return experiment.RunTextAttack(c.Context(), cfg, func(r experiment.TextAttackRecord) error {
+		finish()
+		return a.emit(r, func(w io.Writer) { fmt.Fprintln(w, textAttackLine(r)) })
+	})
+}
+
+func textAttackLine(r experiment.TextAttackRecord) string {
+	if r.Error != "" {
+		return fmt.Sprintf("sentence %d eps %g %s: FAILED: %s", r.Sample, r.Eps, r.Method, r.Error)
+	}
+	adv, verdict := lengthened(r.AdvLength, r.Stopped, r.Success)
+	src := r.AdvText
+	if src == "" {
+		src = "(embeddings: " + r.Witness + ")"
+	}
+	return fmt.Sprintf("sentence %d eps %g %s: length %d → %s (K̂ %d) %s, %d evals, %.1fs: %q",
+		r.Sample, r.Eps, r.Method, r.OrigLength, adv, r.K, verdict, r.Evals, r.Seconds, src)
 }

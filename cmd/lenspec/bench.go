@@ -3,12 +3,15 @@ package main
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"runtime"
+	"slices"
 
 	"github.com/lenspec/lenspec/bench"
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
+	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
 
@@ -16,6 +19,7 @@ func newBenchCmd(a *app) *cobra.Command {
 	var modelDir string
 	opt := bench.DefaultOptions()
 	peer := bench.DefaultPeerOptions()
+	var cf corpusFlags
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Time training, decoding and input gradients against the GEMM bound for the same FLOPs",
@@ -25,11 +29,16 @@ of the time one large float32 GEMM needs for the same number of floating-point
 operations, measured in the same run. Ratios are comparable across machines
 and across noisy runs; absolute times are not.
 
-With --peer bench/peer.py it instead times the same operations on the same
-inputs in PyTorch (Debian's python3-torch) and in lenspec, interleaved round
-by round, one thread each (and lenspec on all cores), checks both decode the
-same tokens, and ends with one line per operation:
-"ratio <operation> <lenspec median / PyTorch median>".`,
+For a translator: training steps on bucketed batches of its corpus
+(target tokens/s) and translation of the dev split (sentences/s), each also
+against the GEMM bound.
+
+With --peer bench/peer.py (a captioner) or bench/peer_nmt.py (a translator)
+it instead times the same operations on the same inputs in PyTorch (Debian's
+python3-torch) and in lenspec, interleaved round by round, one thread each
+(and lenspec on all cores), checks both do the same work (the same tokens;
+for the translator also the same training loss), and ends with one line per
+operation: "ratio <operation> <lenspec median / PyTorch median>".`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if modelDir == "" {
@@ -41,6 +50,9 @@ same tokens, and ends with one line per operation:
 			d, err := model.Load[float32](modelDir)
 			if err != nil {
 				return err
+			}
+			if d.Input().Kind == model.Tokens {
+				return benchTranslator(c, a, d, modelDir, cf, opt, peer)
 			}
 			if peer.Script != "" {
 				return runPeer(c, a, d, modelDir, peer)
@@ -76,7 +88,63 @@ same tokens, and ends with one line per operation:
 	f.StringVar(&peer.Script, "peer", "", "compare with the PyTorch peer script (bench/peer.py) instead")
 	f.StringVar(&peer.Python, "python", peer.Python, "Python interpreter for --peer (with python3-torch)")
 	f.IntVar(&peer.Rounds, "rounds", peer.Rounds, "interleaved rounds for --peer")
+	cf.add(c)
 	return c
+}
+
+// benchTranslator benchmarks a translator on its corpus: the dev split to
+// translate, the training split's bucketed batches to train on.
+func benchTranslator(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string, cf corpusFlags, opt bench.Options, peer bench.PeerOptions) error {
+	if rec, ok := d.Config().Training["split_seed"].(float64); ok && !c.Flags().Changed("split-seed") {
+		cf.seed = uint64(rec)
+	}
+	sp, err := cf.load()
+	if err != nil {
+		return err
+	}
+	tok := d.Config().Tokenizer
+	arch := d.Config().Arch.(*model.TranslatorConfig)
+	src, tgt, _ := train.EncodePairs(tok, sp.Train, arch.MaxSourceLen, 50)
+	pairs := train.NewTokenPairs(src, tgt)
+	if peer.Script != "" {
+		// The dev sources by length, so that both sides' batches pad alike;
+		// one bucketed training batch of opt.TrainBatch pairs.
+		devSrc, _, _ := train.EncodePairs(tok, sp.Dev, arch.MaxSourceLen, model.MaxStepCap)
+		slices.SortStableFunc(devSrc, func(x, y []int) int { return len(x) - len(y) })
+		b := pairs.Batches(opt.TrainBatch, rand.New(rand.NewPCG(opt.Seed, 5)))[0]
+		_, ts, tl := pairs.Batch(b, nil)
+		data := bench.PeerData{Sources: devSrc, TrainSources: ts, TrainLabels: tl}
+		peer.Model = modelDir
+		peer.Progress = func(s string) { a.logf("peer: %s", s) }
+		rep, err := bench.Peer(c.Context(), d, data, peer)
+		if err != nil {
+			return err
+		}
+		return emitPeer(a, rep)
+	}
+	srcs := make([]string, len(sp.Dev))
+	for i, p := range sp.Dev {
+		srcs[i] = p.Src
+	}
+	topt := bench.DefaultTranslatorOptions()
+	topt.Reps, topt.GEMMSize, topt.Seed = opt.Reps, opt.GEMMSize, opt.Seed
+	a.logf("benchmarking %s (GOMAXPROCS %d)...", modelDir, runtime.GOMAXPROCS(0))
+	rep, err := bench.RunTranslator(c.Context(), d, bench.TranslatorData{Sources: srcs, Train: pairs}, topt)
+	if err != nil {
+		return err
+	}
+	return a.emit(rep, func(w io.Writer) {
+		fmt.Fprintf(w, "BLAS %s; reference %s: %.1f GFLOP/s\n", rep.BLAS, rep.GEMMShape, rep.GEMMGFLOPS)
+		fmt.Fprintf(w, "%-40s %12s %12s %14s %8s\n", "operation", "time", "MFLOP", "GEMM bound", "ratio")
+		for _, m := range rep.Measurements {
+			fmt.Fprintf(w, "%-40s %10.3fms %12.1f %12.3fms %7.1f%%\n", m.Name, m.Seconds*1e3, m.FLOPs/1e6, m.GEMMSeconds*1e3, 100*m.Ratio)
+		}
+		for _, n := range []int{1, runtime.NumCPU()} {
+			if r, ok := rep.TargetTokensPerSec[n]; ok {
+				fmt.Fprintf(w, "%d thr: training %.0f target tokens/s, translation %.1f sentences/s\n", n, r, rep.SentencesPerSec[n])
+			}
+		}
+	})
 }
 
 // runPeer runs the peer benchmark on Multi-MNIST: 1,000 test canvases to
@@ -94,7 +162,7 @@ func runPeer(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string
 	if err != nil {
 		return err
 	}
-	train, err := multimnist.NewSource[float32](tr, in.Min, in.Max, false)
+	trainSrc, err := multimnist.NewSource[float32](tr, in.Min, in.Max, false)
 	if err != nil {
 		return err
 	}
@@ -107,7 +175,7 @@ func runPeer(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string
 	}
 	var data bench.PeerData
 	data.Decode, _, _ = test.Batch(seq(0, 1000), nil)
-	data.Train, _, data.TrainLabels = train.Batch(seq(0, 64), nil)
+	data.Train, _, data.TrainLabels = trainSrc.Batch(seq(0, 64), nil)
 	data.PGD, _, _ = test.Batch(seq(1000, 50), nil)
 	opt.Model = modelDir
 	opt.Progress = func(s string) { a.logf("peer: %s", s) }
@@ -115,12 +183,21 @@ func runPeer(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string
 	if err != nil {
 		return err
 	}
+	return emitPeer(a, rep)
+}
+
+// emitPeer prints a peer benchmark's report, ending with one
+// "ratio <operation> <x>" line per operation.
+func emitPeer(a *app, rep *bench.PeerReport) error {
 	return a.emit(rep, func(w io.Writer) {
 		fmt.Fprintf(w, "PyTorch %s (%s) vs lenspec (%s, kernels %s), %d cores; %d outputs decoded alike (%d differ, all at ties: %d)\n",
 			rep.Torch, rep.TorchBLAS, rep.BLAS, rep.Kernels, rep.Cores, rep.Compared-rep.Differ, rep.Differ, rep.DifferTies)
-		fmt.Fprintf(w, "%-12s %14s %14s %14s %8s %10s\n", "operation", "lenspec 1 thr", "lenspec all", "PyTorch 1 thr", "ratio", "ratio all")
+		if rep.Loss != 0 {
+			fmt.Fprintf(w, "training loss at the same weights: lenspec %.6f, PyTorch %.6f\n", rep.Loss, rep.TorchLoss)
+		}
+		fmt.Fprintf(w, "%-15s %14s %14s %14s %8s %10s\n", "operation", "lenspec 1 thr", "lenspec all", "PyTorch 1 thr", "ratio", "ratio all")
 		for _, o := range rep.Ops {
-			fmt.Fprintf(w, "%-12s %12.3fms %12.3fms %12.3fms %8.3f %10.3f\n", o.Name, 1e3*o.Lenspec1, 1e3*o.LenspecN, 1e3*o.Torch, o.Ratio, o.RatioN)
+			fmt.Fprintf(w, "%-15s %12.3fms %12.3fms %12.3fms %8.3f %10.3f\n", o.Name, 1e3*o.Lenspec1, 1e3*o.LenspecN, 1e3*o.Torch, o.Ratio, o.RatioN)
 		}
 		for _, o := range rep.Ops {
 			fmt.Fprintf(w, "ratio %s %.3f\n", o.Name, o.Ratio)

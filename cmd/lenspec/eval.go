@@ -25,12 +25,19 @@ type evalOutput struct {
 
 func newEvalCmd(a *app) *cobra.Command {
 	var modelDir, splitName string
-	var maxSteps int
+	var maxSteps, examples int
 	var dataSeed uint64
+	var cf corpusFlags
 	c := &cobra.Command{
 		Use:   "eval",
-		Short: "Exact-sequence accuracy on a Multi-MNIST split, and the longest greedy output on the training set",
-		Args:  noArgs,
+		Short: "Evaluate a model: a captioner's exact-sequence accuracy, a translator's BLEU, and greedy output lengths",
+		Long: `Evaluate a model on a split of its data. A captioner: exact-sequence
+accuracy on a Multi-MNIST split and the longest greedy output on the training
+set. A translator: BLEU on the test (or dev) split of its corpus — the split
+recorded in its config.json — next to a word-by-word dictionary baseline
+trained on the training split, and the greedy output lengths on the dev
+split.`,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if modelDir == "" {
 				return usagef("--model is required")
@@ -38,11 +45,14 @@ func newEvalCmd(a *app) *cobra.Command {
 			if err := checkSteps(c, maxSteps); err != nil {
 				return err
 			}
-			if err := checkSplit(splitName); err != nil {
-				return err
-			}
 			d, err := model.Load[float32](modelDir)
 			if err != nil {
+				return err
+			}
+			if d.Input().Kind == model.Tokens {
+				return evalTranslator(c, a, modelDir, d, splitName, cf, maxSteps, examples)
+			}
+			if err := checkSplit(splitName); err != nil {
 				return err
 			}
 			in := d.Input()
@@ -81,8 +91,10 @@ func newEvalCmd(a *app) *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVar(&modelDir, "model", "", "model directory")
-	f.StringVar(&splitName, "split", "test", "train or test")
+	f.StringVar(&splitName, "split", "test", "train or test (a translator: test or dev)")
 	f.IntVar(&maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
+	f.IntVar(&examples, "examples", 0, "a translator: also show the first N translations of the split (source, reference, output)")
+	cf.add(c)
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/spf13/cobra"
 )
@@ -18,7 +19,7 @@ var paperAttackEps = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5}
 var paperVerifyEps = []float64{0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5}
 
 func newExperimentCmd(a *app) *cobra.Command {
-	return group("experiment", "Reproduce the paper's experiments end to end (resumable)", newAttackExperimentCmd(a), newVerifyExperimentCmd(a))
+	return group("experiment", "Reproduce the paper's experiments end to end (resumable)", newAttackExperimentCmd(a), newVerifyExperimentCmd(a), newNMTAttackExperimentCmd(a))
 }
 
 func newAttackExperimentCmd(a *app) *cobra.Command {
@@ -148,5 +149,109 @@ summary covers every shard file in OUT (docs/scale-out.md).`,
 	fl.StringVar(&outDir, "out", "", "output directory (verify.jsonl, witnesses, figure, table)")
 	fl.IntVar(&f.images, "images", 100, "number of random test images")
 	fl.Float64SliceVar(&f.eps, "eps", paperVerifyEps, "radius grid")
+	return c
+}
+
+func newNMTAttackExperimentCmd(a *app) *cobra.Command {
+	f := &attackFlags{}
+	var outDir string
+	var methods []string
+	budgets := map[string]*int{}
+	c := &cobra.Command{
+		Use:   "nmt-attack",
+		Short: "The paper's NMT attack experiment: random search, Gumbel PGD, embedding PGD and flip over a δ grid",
+		Long: `Attack --sentences random dev sentences of the translator's corpus at every δ of
+--eps with every method of --methods (random search, PGD through a Gumbel-softmax
+relaxation, PGD on the embeddings, and lenspec's gradient-guided substitution),
+then draw the output-length histograms per δ and method with a "> 100" bin (PNG
+and SVG; the paper's figures 4 and 5) and a table: outputs longer than 100 tokens
+per method, the longest output and its input, the largest output/input length
+ratio, and (I, O, I', O') examples. Results go to OUT/nmt-attacks.jsonl as they are
+produced; rerunning resumes.`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if outDir == "" {
+				return usagef("--out is required")
+			}
+			f.out = filepath.Join(outDir, "nmt-attacks.jsonl")
+			f.witnessDir = filepath.Join(outDir, "witnesses")
+			var cfgs []experiment.TextAttackConfig
+			for _, method := range methods {
+				cfg, err := f.textConfig(c, a, method)
+				if err != nil {
+					return err
+				}
+				if b, ok := budgets[method]; ok && c.Flags().Changed(method+"-budget") {
+					cfg.Settings.Budget = *b
+				}
+				cfgs = append(cfgs, cfg)
+			}
+			shard, err := f.textShard(a)
+			if err != nil {
+				return err
+			}
+			if err := checkSteps(c, f.maxSteps); err != nil {
+				return err
+			}
+			m, err := experiment.LoadModel(f.modelDir)
+			if err != nil {
+				return err
+			}
+			for i := range cfgs {
+				cfgs[i].Model, cfgs[i].Shard = m, shard
+				if err := cfgs[i].Validate(); err != nil {
+					return usage(err)
+				}
+			}
+			data, picked, err := f.textData(c, m)
+			if err != nil {
+				return err
+			}
+			progress, finish := a.bars()
+			defer finish()
+			var match []func(experiment.TextAttackRecord) bool
+			for _, eps := range f.eps {
+				for i := range cfgs {
+					cfg := cfgs[i]
+					cfg.Data, cfg.Samples, cfg.Eps, cfg.Progress = data, picked, []float64{eps}, progress
+					if err := experiment.RunTextAttack(c.Context(), cfg, nil); err != nil {
+						return err
+					}
+				}
+			}
+			for i := range cfgs {
+				cfgs[i].Data, cfgs[i].Samples = data, picked
+				match = append(match, cfgs[i].Match)
+			}
+			finish()
+			recs, err := experiment.ReadRun(f.out, experiment.ReadTextAttackRecords)
+			if err != nil {
+				return err
+			}
+			sum, err := experiment.SummariseTextAttacks(experiment.Of(recs, match...), outDir, "NMT: output length under attack")
+			if err != nil {
+				return err
+			}
+			return a.emit(sum, func(w io.Writer) {
+				fmt.Fprintf(w, "figure: %s, %s\n\n%s", sum.FigurePNG, sum.FigureSVG, sum.Table)
+			})
+		},
+	}
+	f.register(c, false)
+	fl := c.Flags()
+	fl.StringVar(&outDir, "out", "", "output directory (nmt-attacks.jsonl, witnesses/, figure, table)")
+	fl.IntVar(&f.sentences, "sentences", 100, "number of random dev sentences")
+	fl.Float64SliceVar(&f.eps, "eps", []float64{0.3, 0.5, 1}, "δ grid: the fraction of a sentence's tokens that may change")
+	fl.StringSliceVar(&methods, "methods", experiment.TextMethods, "methods to run")
+	for _, m := range experiment.TextMethods {
+		b := textDefaults[m].budget
+		budgets[m] = &b
+		fl.IntVar(budgets[m], m+"-budget", b, "budget of "+m+" (samples, iterations or evaluations per sentence)")
+	}
+	fl.Float64Var(&f.tau, "tau", 1, "Gumbel-softmax temperature")
+	fl.IntVar(&f.beam, "beam", attack.DefaultFlip().Beam, "flip: sentences kept per round")
+	fl.IntVar(&f.swaps, "swaps", attack.DefaultFlip().Swaps, "flip: substitutions evaluated per kept sentence and round")
+	f.addHorizon(fl)
+	f.corpus.add(c)
 	return c
 }

@@ -48,6 +48,7 @@ type app struct {
 	quiet   bool
 	dataDir string
 	blasThr int
+	stdin   io.Reader // nil: the process's
 	stdout  io.Writer
 	stderr  io.Writer
 	getenv  func(string) string
@@ -99,7 +100,7 @@ SIGINT/SIGTERM (finished work is kept; rerunning resumes).`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.RunE = needsSubcommand
 	root.AddCommand(newDataCmd(a), newTrainCmd(a), newDecodeCmd(a), newEvalCmd(a), newBenchCmd(a), newAttackCmd(a),
-		newExperimentCmd(a), newVerifyCmd(a), newResultsCmd(a))
+		newExperimentCmd(a), newVerifyCmd(a), newResultsCmd(a), newTranslateCmd(a))
 	return root
 }
 
@@ -153,6 +154,9 @@ func run(ctx context.Context, a *app, args []string) int {
 	root.SetArgs(args)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
+	if a.stdin != nil {
+		root.SetIn(a.stdin)
+	}
 	err := root.ExecuteContext(ctx)
 	var sig signalError
 	if errors.As(context.Cause(ctx), &sig) {

@@ -62,6 +62,17 @@ record in the files given, including files written by older lenspec versions.`,
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return err
 			}
+			if kind == "text-attack" {
+				recs, err := readAll(args, experiment.ReadTextAttackRecords)
+				if err != nil {
+					return err
+				}
+				sum, err := experiment.SummariseTextAttacks(recs, dir, title)
+				if err != nil {
+					return err
+				}
+				return a.emit(sum, func(w io.Writer) { fmt.Fprintf(w, "figure: %s, %s\n\n%s", sum.FigurePNG, sum.FigureSVG, sum.Table) })
+			}
 			if kind == "verify" {
 				recs, err := readAll(args, experiment.ReadVerifyRecords)
 				if err != nil {

@@ -22,6 +22,9 @@ type Reporter struct {
 	desc     string
 	total    int
 	done     int
+	base     int       // done at the first Set: a resumed run's earlier work
+	seen     bool      // whether Set has been called
+	from     time.Time // when the first Set came; the rate is measured from here
 	start    time.Time
 	lastLog  time.Time
 	interval time.Duration
@@ -66,6 +69,10 @@ func NewTo(w io.Writer, desc string, total int, bar, quiet bool) *Reporter {
 func (r *Reporter) Set(done int, detail string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !r.seen {
+		// A resumed run starts part-way; its rate counts only this run's work.
+		r.base, r.seen, r.from = done, true, time.Now()
+	}
 	r.done, r.detail = done, detail
 	if r.bar != nil {
 		if detail != "" {
@@ -101,10 +108,10 @@ func (r *Reporter) Finish() {
 
 func (r *Reporter) eta() string {
 	el := time.Since(r.start)
-	if r.done == 0 {
+	if r.done <= r.base {
 		return "elapsed " + el.Round(time.Second).String()
 	}
-	left := time.Duration(float64(el) / float64(r.done) * float64(r.total-r.done))
+	left := time.Duration(float64(time.Since(r.from)) / float64(r.done-r.base) * float64(r.total-r.done))
 	return fmt.Sprintf("elapsed %s, eta %s", el.Round(time.Second), left.Round(time.Second))
 }
 

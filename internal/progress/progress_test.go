@@ -46,3 +46,19 @@ func TestQuiet(t *testing.T) {
 		t.Fatalf("quiet reporter wrote %q", buf.String())
 	}
 }
+
+// A resumed run reports its rate from this run's work only: 50 of 100 units
+// already done and 10 more in the first stretch must not promise the rest in
+// a fraction of the time.
+func TestResumedETA(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewTo(&buf, "x", 100, false, false)
+	r.interval = 0
+	r.Set(50, "")
+	r.from = r.from.Add(-10 * time.Second) // 10 units took 10 s
+	r.Set(60, "")
+	out := buf.String()
+	if !strings.Contains(out, "eta 40s") {
+		t.Fatalf("want eta 40s for 40 units left at 1/s, got %q", out)
+	}
+}

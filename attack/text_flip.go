@@ -1,0 +1,276 @@
+package attack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/spec"
+)
+
+// FlipOptions configures Flip, lenspec's own discrete text attack.
+type FlipOptions struct {
+	// Evals is the budget of model evaluations per target: a candidate's
+	// decoding is one, a gradient (forward and backward pass) is one.
+	Evals int
+	// Beam is the number of sentences kept from round to round, Swaps the
+	// number of candidate substitutions evaluated per kept sentence and
+	// round, Patience the rounds without progress before a restart from a
+	// random point of the set.
+	Beam, Swaps, Patience int
+	Eps                   float64 // clip ε of J̃
+	MaxSteps              int     // decoding step cap (≤ 0: the model's)
+	// Horizon caps the steps the gradient's unrolled decoding runs (≤ 0:
+	// MaxSteps); candidates are still decoded to MaxSteps.
+	Horizon int
+	// Progress, if set, is called after each round with the evaluations
+	// spent and the longest float32 output so far.
+	Progress func(evals, best int)
+}
+
+// DefaultFlip is the setting docs/results.md reports.
+func DefaultFlip() FlipOptions {
+	return FlipOptions{Evals: 800, Beam: 4, Swaps: 24, Patience: 3, Eps: 1}
+}
+
+// Validate checks the options before any work.
+func (o FlipOptions) Validate() error {
+	var errs []error
+	if o.Evals < 1 {
+		errs = append(errs, fmt.Errorf("evaluation budget %d must be positive", o.Evals))
+	}
+	if o.Beam < 1 || o.Swaps < 1 || o.Patience < 1 {
+		errs = append(errs, fmt.Errorf("beam %d, swaps %d and patience %d must be positive", o.Beam, o.Swaps, o.Patience))
+	}
+	if !(o.Eps > 0) || math.IsInf(o.Eps, 0) {
+		errs = append(errs, fmt.Errorf("clip ε %v must be positive and finite", o.Eps))
+	}
+	if o.MaxSteps > model.MaxStepCap {
+		errs = append(errs, fmt.Errorf("step cap %d exceeds the supported %d", o.MaxSteps, model.MaxStepCap))
+	}
+	if o.Horizon > model.MaxStepCap {
+		errs = append(errs, fmt.Errorf("gradient horizon %d exceeds the supported step cap %d", o.Horizon, model.MaxStepCap))
+	}
+	return errors.Join(errs...)
+}
+
+// flipCand is a sentence of the beam: its tokens, float32 output rank and
+// J̃ (lower is closer to a longer output).
+type flipCand struct {
+	x     []int
+	rank  int
+	proxy float64
+}
+
+func (a flipCand) better(b flipCand) bool {
+	if a.rank != b.rank {
+		return a.rank > b.rank
+	}
+	return a.proxy < b.proxy
+}
+
+// Flip is a gradient-guided token substitution attack (in the spirit of
+// HotFlip and NMTSloth), beyond the paper: each round, the gradient of J̃
+// with respect to the one-hot inputs of every kept sentence ranks all
+// substitutions by their first-order change of J̃; the Swaps best of each
+// sentence that stay in S(x, δ) are decoded exactly, and the Beam best
+// sentences — longest float32 output first, then lowest J̃ — go on. After
+// Patience rounds without progress the beam restarts from a random point
+// of the set; the best sentence seen is replayed in float64.
+func Flip(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[float64], tg TextTarget, opt FlipOptions) (TextOutcome, error) {
+	if err := opt.Validate(); err != nil {
+		return TextOutcome{}, fmt.Errorf("attack: %w", err)
+	}
+	emb, ok := d32.(model.SourceEmbedder[float32])
+	if !ok {
+		return TextOutcome{}, fmt.Errorf("attack: the %s model exposes no source embedding", d32.Config().Architecture)
+	}
+	maxSteps := opt.MaxSteps
+	if maxSteps <= 0 {
+		maxSteps = d32.MaxSteps()
+	}
+	horizon := maxSteps
+	if opt.Horizon > 0 && opt.Horizon < maxSteps {
+		horizon = opt.Horizon
+	}
+	v := emb.SourceEmbedding().W.Rows()
+	rng := tg.rng()
+	set := tg.Set
+	counts := make([]int64, maxSteps+2)
+	seen := map[string]bool{}
+	var evals int64
+	score := func(xs [][]int) ([]flipCand, error) {
+		tp := ad.NewTape[float32](false)
+		_, proxy, res, err := ObjectiveRows(tp, d32, model.Input[float32]{Tokens: xs}, maxSteps, LossMargin, opt.Eps)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]flipCand, len(xs))
+		for i, r := range res {
+			countLength(counts, r)
+			out[i] = flipCand{xs[i], rank(r, maxSteps), proxy[i]}
+		}
+		evals += int64(len(xs))
+		return out, nil
+	}
+	start, err := score([][]int{append([]int(nil), set.X...)})
+	if err != nil {
+		return TextOutcome{}, err
+	}
+	seen[key(set.X)] = true
+	beam, best := start, start[0]
+	stale := 0
+	for evals < int64(opt.Evals) {
+		if err := ctx.Err(); err != nil {
+			return TextOutcome{}, err
+		}
+		grads, err := oneHotGrads(d32, beam, v, horizon, opt.Eps)
+		if err != nil {
+			return TextOutcome{}, err
+		}
+		evals += int64(len(beam))
+		var cands [][]int
+		room := int64(opt.Evals) - evals
+		for b, c := range beam {
+			for _, sw := range bestSwaps(set, c.x, grads[b], v, opt.Swaps) {
+				if int64(len(cands)) >= room {
+					break
+				}
+				y := append([]int(nil), c.x...)
+				y[sw[0]] = sw[1]
+				if k := key(y); !seen[k] {
+					seen[k] = true
+					if tg.isText(y) {
+						cands = append(cands, y)
+					}
+				}
+			}
+		}
+		progress := false
+		if len(cands) > 0 {
+			scored, err := score(cands)
+			if err != nil {
+				return TextOutcome{}, err
+			}
+			pool := append(append([]flipCand(nil), beam...), scored...)
+			slices.SortStableFunc(pool, func(a, b flipCand) int {
+				switch {
+				case a.better(b):
+					return -1
+				case b.better(a):
+					return 1
+				}
+				return 0
+			})
+			beam = pool[:min(opt.Beam, len(pool))]
+			if beam[0].better(best) {
+				best, progress = beam[0], true
+			}
+		}
+		if progress {
+			stale = 0
+		} else if stale++; stale >= opt.Patience || len(cands) == 0 {
+			// Restart from a random point of the set.
+			y := make([]int, len(set.X))
+			tg.sampleText(rng, y)
+			seen[key(y)] = true
+			if beam, err = score([][]int{y}); err != nil {
+				return TextOutcome{}, err
+			}
+			if beam[0].better(best) {
+				best = beam[0]
+			}
+			stale = 0
+		}
+		if opt.Progress != nil {
+			opt.Progress(int(evals), best.rank)
+		}
+	}
+	out, err := ReplayText(ctx, d64, tg, best.x, maxSteps)
+	if err != nil {
+		return TextOutcome{}, err
+	}
+	out.Found32, out.Evals, out.LengthCounts = best.rank, evals, counts
+	return out, nil
+}
+
+func key(x []int) string { return fmt.Sprint(x) }
+
+// oneHotGrads returns, for every beam sentence, ∂J̃/∂onehot [n, V]: the
+// gradient with respect to soft one-hot inputs at the sentence itself.
+func oneHotGrads(d32 model.Decoder[float32], beam []flipCand, v, maxSteps int, eps float64) ([][]float32, error) {
+	tp := ad.NewTape[float32](true)
+	xs := make([][]int, len(beam))
+	total := 0
+	for i, c := range beam {
+		xs[i] = c.x
+		total += len(c.x)
+	}
+	oh := ad.New[float32](total, v)
+	row := 0
+	for _, x := range xs {
+		for _, id := range x {
+			oh.Data[row*v+id] = 1
+			row++
+		}
+	}
+	soft := tp.Var(oh)
+	loss, _, err := Objective(tp, d32, model.Input[float32]{Tokens: xs, Soft: soft}, maxSteps, LossMargin, eps)
+	if err != nil {
+		return nil, err
+	}
+	if err := tp.Backward(loss); err != nil {
+		return nil, err
+	}
+	out := make([][]float32, len(xs))
+	row = 0
+	for i, x := range xs {
+		out[i] = soft.Grad.Data[row*v : (row+len(x))*v]
+		row += len(x)
+	}
+	return out, nil
+}
+
+// bestSwaps ranks the substitutions (position, token) of x that keep it in
+// the set by their first-order change of J̃, g[i][v] − g[i][x_i], and
+// returns the k most negative.
+func bestSwaps(set *spec.Substitution, x []int, g []float32, v, k int) [][2]int {
+	base := set.Changed(x)
+	type swap struct {
+		pos, tok int
+		delta    float32
+	}
+	var all []swap
+	for i, cur := range x {
+		// A new position may change only within the budget; one already
+		// changed may change again or revert.
+		if cur == set.X[i] && base >= set.Budget {
+			continue
+		}
+		gi := g[i*v : (i+1)*v]
+		for tok := 0; tok < v; tok++ {
+			if tok == cur || !set.Allowed(tok) {
+				continue
+			}
+			all = append(all, swap{i, tok, gi[tok] - gi[cur]})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b swap) int {
+		switch {
+		case a.delta < b.delta:
+			return -1
+		case a.delta > b.delta:
+			return 1
+		}
+		return 0
+	})
+	out := make([][2]int, 0, k)
+	for _, s := range all[:min(k, len(all))] {
+		out = append(out, [2]int{s.pos, s.tok})
+	}
+	return out
+}

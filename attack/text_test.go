@@ -1,0 +1,234 @@
+package attack
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/model"
+)
+
+// tinyTranslator builds a small random translator (vocabulary 30, ids 0..3
+// special) at both precisions; its weights are large enough that outputs
+// vary with the input.
+func tinyTranslator(t testing.TB, seed uint64) (model.Decoder[float32], model.Decoder[float64]) {
+	t.Helper()
+	cfg := model.DefaultTranslatorConfig(30, 0, 1, 2, 3)
+	a := cfg.Arch.(*model.TranslatorConfig)
+	a.Embedding, a.EncoderHidden, a.DecoderHidden, a.Attention, a.Combine = 8, 6, 10, 8, 8
+	cfg.MaxSteps = 40
+	m, err := model.NewTranslator[float32](&cfg, rand.New(rand.NewPCG(seed, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 2))
+	for _, p := range m.Params() {
+		for i := range p.W.Data {
+			p.W.Data[i] = float32(0.8 * rng.NormFloat64())
+		}
+	}
+	m64, err := model.Cast[float64](model.Decoder[float32](m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, m64
+}
+
+func textTargets(t testing.TB, d64 model.Decoder[float64], delta float64, n int) []TextTarget {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(9, 9))
+	var out []TextTarget
+	for i := 0; i < n; i++ {
+		x := make([]int, 2+rng.IntN(6))
+		for j := range x {
+			x[j] = 4 + rng.IntN(26)
+		}
+		tg, err := NewTextTarget(context.Background(), d64, x, delta, -1, 40, 3, uint64(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, tg)
+	}
+	return out
+}
+
+// TestTextAttacksStayInSet: every method's witness lies in S(x, δ) — at
+// most ⌈δ·n⌉ substitutions, never a special token — replays in float64 to
+// the recorded result, and counts its evaluations.
+func TestTextAttacksStayInSet(t *testing.T) {
+	d32, d64 := tinyTranslator(t, 1)
+	ctx := context.Background()
+	for _, delta := range []float64{0.3, 1} {
+		targets := textTargets(t, d64, delta, 4)
+		check := func(method string, tg TextTarget, o TextOutcome) {
+			t.Helper()
+			if !tg.Set.Contains(o.Input) || tg.Set.Changed(o.Input) > tg.Set.Budget {
+				t.Fatalf("%s δ=%v: witness %v outside the set of %v", method, delta, o.Input, tg.Set.X)
+			}
+			res, err := model.Decode(ctx, d64, model.Batch[float64]{Tokens: [][]int{o.Input}}, 40)
+			if err != nil || !slices.Equal(res[0].Tokens, o.Result.Tokens) || res[0].Stopped != o.Result.Stopped {
+				t.Fatalf("%s: outcome does not replay: %v vs %v (%v)", method, res, o.Result, err)
+			}
+			if o.Evals <= 0 {
+				t.Fatalf("%s: %d evaluations", method, o.Evals)
+			}
+		}
+		for _, tg := range targets {
+			o, err := RandomSubstitution(ctx, d32, d64, tg, RandomOptions{Samples: 50, Batch: 16, MaxSteps: 40})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("random", tg, o)
+			var total int64
+			for _, c := range o.LengthCounts {
+				total += c
+			}
+			if total != 50 || o.Evals != 50 {
+				t.Fatalf("random: %d lengths counted, %d evaluations; want 50", total, o.Evals)
+			}
+			fo := DefaultFlip()
+			fo.Evals, fo.MaxSteps = 60, 40
+			of, err := Flip(ctx, d32, d64, tg, fo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("flip", tg, of)
+			if of.Evals > 60+int64(fo.Beam) {
+				t.Fatalf("flip spent %d evaluations of 60", of.Evals)
+			}
+		}
+		g := DefaultGumbel()
+		g.Steps, g.MaxSteps = 10, 40
+		outs, err := GumbelPGD(ctx, d32, d64, targets, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, o := range outs {
+			check("gumbel", targets[k], o)
+			if o.Pick != "sample" && o.Pick != "argmax" {
+				t.Fatalf("gumbel pick %q", o.Pick)
+			}
+		}
+	}
+}
+
+// TestGumbelEmbeddingGradient: the Gumbel-softmax relaxation's gradient
+// with respect to the logits π, through the translator and J̃, matches
+// central finite differences (float64, fixed noise).
+func TestGumbelEmbeddingGradient(t *testing.T) {
+	_, d64 := tinyTranslator(t, 2)
+	table := d64.(model.SourceEmbedder[float64]).SourceEmbedding().W
+	v := table.Rows()
+	rng := rand.New(rand.NewPCG(4, 4))
+	x := []int{5, 9, 12, 7}
+	pos := []int{1, 3}
+	pi := make([]float64, len(pos)*v)
+	g := ad.New[float64](len(pos), v)
+	for i := range pi {
+		pi[i], g.Data[i] = rng.NormFloat64(), gumbel(rng)
+	}
+	mask := ad.New[float64](1, v)
+	keep := make([]bool, v)
+	for id := range keep {
+		keep[id] = id >= 4
+		if !keep[id] {
+			mask.Data[id] = -1e4
+		}
+	}
+	eval := func(tp *ad.Tape[float64], pin *ad.Node[float64]) *ad.Node[float64] {
+		e := gumbelEmbedding(tp, pin, g, mask, keep, 0.7, tp.Const(table))
+		rows := tp.Gather(tp.Const(table), x)
+		// Positions 1 and 3 come from the relaxation.
+		all := tp.Gather(tp.Concat(0, rows, e), []int{0, 4, 2, 5})
+		loss, _, err := Objective(tp, d64, model.Input[float64]{Tokens: [][]int{x}, Embedded: all}, 12, LossEOSLogProb, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loss
+	}
+	tp := ad.NewTape[float64](true)
+	pn := tp.Var(ad.FromSlice(slices.Clone(pi), len(pos), v))
+	l := eval(tp, pn)
+	if err := tp.Backward(l); err != nil {
+		t.Fatal(err)
+	}
+	const h = 1e-6
+	checked := 0
+	for i := 0; i < len(pi); i += 7 { // every 7th logit: a spread over both rows
+		f := func(d float64) float64 {
+			p := slices.Clone(pi)
+			p[i] += d
+			tq := ad.NewTape[float64](false)
+			return eval(tq, tq.Const(ad.FromSlice(p, len(pos), v))).Value.Data[0]
+		}
+		num := (f(h) - f(-h)) / (2 * h)
+		if got := pn.Grad.Data[i]; math.Abs(got-num) > 1e-5*math.Max(1, math.Abs(num)) {
+			t.Fatalf("∂J/∂π[%d]: analytic %.9g, finite difference %.9g", i, got, num)
+		}
+		checked++
+	}
+	if checked < 8 {
+		t.Fatalf("only %d logits checked", checked)
+	}
+}
+
+// TestTextPGDBatchedEqualsSingle: a target's relaxed attacks give the same
+// outcome alone and in a batch, in any position: its positions and noise
+// come from its own stream — also when a short gradient horizon retires
+// targets part-way (the embedding attack).
+func TestTextPGDBatchedEqualsSingle(t *testing.T) {
+	d32, d64 := tinyTranslator(t, 3)
+	ctx := context.Background()
+	targets := textTargets(t, d64, 0.5, 3)
+	for _, horizon := range []int{0, 2} {
+		g := DefaultGumbel()
+		g.Steps, g.MaxSteps, g.Horizon = 8, 40, horizon
+		for name, attack := range map[string]func([]TextTarget) ([]TextOutcome, error){
+			"gumbel":    func(ts []TextTarget) ([]TextOutcome, error) { return GumbelPGD(ctx, d32, d64, ts, g) },
+			"embedding": func(ts []TextTarget) ([]TextOutcome, error) { return EmbeddingPGD(ctx, d32, d64, ts, g) },
+		} {
+			all, err := attack(targets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := attack([]TextTarget{targets[2], targets[1], targets[0]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			retired := 0
+			for i := range targets {
+				one, err := attack(targets[i : i+1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, other := range []TextOutcome{all[i], back[2-i]} {
+					if !slices.Equal(one[0].Input, other.Input) || !slices.Equal(one[0].Embedded, other.Embedded) ||
+						one[0].Found32 != other.Found32 || one[0].Steps != other.Steps {
+						t.Fatalf("%s horizon %d target %d: batched and single differ", name, horizon, i)
+					}
+				}
+				o := all[i]
+				if horizon > 0 && o.Found32 > horizon+1 {
+					t.Fatalf("%s: float32 rank %d past the horizon %d", name, o.Found32, horizon)
+				}
+				if name == "embedding" && horizon > 0 && o.Found32 == horizon+1 {
+					// Retired at the horizon: the kept rows are those that
+					// got there, and the replay decodes on past it.
+					retired++
+					if len(o.Result.Tokens) <= horizon {
+						t.Fatalf("retired target %d replays to %d tokens, not past the horizon %d", i, len(o.Result.Tokens), horizon)
+					}
+					if o.Steps > g.Steps || o.Evals != int64(o.Steps)+1 {
+						t.Fatalf("retired target %d: %d iterations, %d evaluations", i, o.Steps, o.Evals)
+					}
+				}
+			}
+			if name == "embedding" && horizon > 0 && retired == 0 {
+				t.Fatalf("no target reached horizon %d: the test does not exercise retirement", horizon)
+			}
+		}
+	}
+}

@@ -1,0 +1,426 @@
+package main
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lenspec/lenspec/bpe"
+	"github.com/lenspec/lenspec/corpus"
+	"github.com/lenspec/lenspec/internal/fileio"
+	"github.com/lenspec/lenspec/internal/progress"
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/train"
+	"github.com/spf13/cobra"
+)
+
+// corpusFlags select the parallel corpus a translator trains and is
+// evaluated on.
+type corpusFlags struct {
+	tsv, ding string
+	seed      uint64
+}
+
+func (f *corpusFlags) add(c *cobra.Command) {
+	c.Flags().StringVar(&f.tsv, "corpus", "", "a corpus of your own: one \"source<TAB>target\" pair per line (default: the Ding dictionary)")
+	c.Flags().StringVar(&f.ding, "ding", corpus.DingPath, "the Ding dictionary (Debian's trans-de-en, pinned by sha256)")
+	c.Flags().Uint64Var(&f.seed, "split-seed", corpus.DefaultSplitSeed, "seed of the train/dev/test split")
+}
+
+func (f *corpusFlags) load() (*corpus.Splits, error) {
+	if f.tsv != "" {
+		return corpus.LoadTSV(f.tsv, f.seed)
+	}
+	return corpus.LoadDing(f.ding, f.seed)
+}
+
+// nmtLicense is the notice a model directory trained on the Ding
+// dictionary carries: its weights and vocabulary derive from GPL-2+ text.
+const nmtLicense = `This model directory (config.json, model.safetensors, vocab.json,
+merges.txt) was derived by training on the German-English dictionary
+"Ding" by Frank Richter (https://dict.tu-chemnitz.de/), as shipped by
+Debian in the package %s (/usr/share/trans/de-en, sha256 %s),
+which is licensed under the GNU General Public License, version 2 or later.
+
+This model directory is therefore distributed under the GNU General Public
+License, version 2 or (at your option) any later version (SPDX:
+GPL-2.0-or-later), separately from the code of lenspec (MIT). The source of
+this work is the dictionary named above together with lenspec's code; the
+exact command that rebuilds it on Debian 12 is:
+
+    %s
+
+You should have received a copy of the GNU General Public License along
+with this model; see /usr/share/common-licenses/GPL-2 on Debian, or
+<https://www.gnu.org/licenses/>.
+`
+
+type nmtSummary struct {
+	Out          string  `json:"out"`
+	Seconds      float64 `json:"seconds"`
+	FinalLoss    float64 `json:"final_loss"`
+	BLEU         float64 `json:"bleu"`
+	BaselineBLEU float64 `json:"baseline_bleu"`
+	MaxLenDev    int     `json:"max_len_dev"`
+	UnstoppedDev int     `json:"unstopped_dev"`
+}
+
+func newTrainNMTCmd(a *app) *cobra.Command {
+	def := train.DefaultOptions()
+	opt := def
+	opt.Epochs, opt.BatchSize, opt.LR, opt.FinalLR, opt.WeightDecay, opt.Dropout, opt.Shards = 8, 128, 1e-3, 1e-4, 0, 0.2, 2
+	cfg := model.DefaultTranslatorConfig(0, bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID)
+	arch := cfg.Arch.(*model.TranslatorConfig)
+	var out string
+	var cf corpusFlags
+	vocab, maxTarget := 8000, 50
+	every := 2 * time.Minute
+	c := &cobra.Command{
+		Use:   "nmt",
+		Short: "Train the German→English attention translator (BPE, bidirectional LSTM, Bahdanau attention)",
+		Long: `Train the paper's third model, an attention sequence-to-sequence translator,
+on the Ding German-English dictionary that Debian ships (trans-de-en; its
+sentences and multi-word phrases, split into train/dev/test by a seeded hash
+of the source) or on --corpus FILE.tsv, and write config.json,
+model.safetensors, vocab.json and merges.txt (the BPE tokenizer learnt on the
+training split) to --out. The defaults build models/nmt-de-en.
+
+Training targets longer than --max-target tokens are left out (the paper caps
+them at 50). A checkpoint is written every --checkpoint-every and after every
+epoch; rerunning the same command resumes from it, also after kill -9. At the
+end the model is evaluated: BLEU on the test split against a word-by-word
+dictionary baseline, and the greedy output lengths on the dev split. A model
+trained on the Ding dictionary is GPL-2.0-or-later: --out receives a LICENSE
+notice saying so.`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if out == "" {
+				return usagef("--out is required")
+			}
+			if vocab < 300 || vocab > 1<<16 {
+				return usagef("--vocab %d must be in 300..65536", vocab)
+			}
+			if maxTarget < 1 || maxTarget > model.MaxStepCap {
+				return usagef("--max-target %d must be in 1..%d", maxTarget, model.MaxStepCap)
+			}
+			if every < 0 {
+				return usagef("--checkpoint-every %v must not be negative", every)
+			}
+			if err := opt.Validate(); err != nil {
+				return usage(err)
+			}
+			arch.Vocab = vocab // for validation; the tokenizer may come out smaller
+			if err := cfg.Validate(); err != nil {
+				return usage(err)
+			}
+			start := time.Now()
+			a.logf("reading the corpus...")
+			sp, err := cf.load()
+			if err != nil {
+				return err
+			}
+			a.logf("%s: %d training, %d dev, %d test pairs", sp.Path, len(sp.Train), len(sp.Dev), len(sp.Test))
+			texts := make([]string, 0, 2*len(sp.Train))
+			for _, p := range sp.Train {
+				texts = append(texts, " "+p.Src, " "+p.Tgt) // as model.EncodeText sees them
+			}
+			tok, err := bpe.TrainContext(c.Context(), texts, bpe.TrainOptions{VocabSize: vocab})
+			if err != nil {
+				return err
+			}
+			src, tgt, dropped := train.EncodePairs(tok, sp.Train, arch.MaxSourceLen, maxTarget)
+			a.logf("BPE vocabulary of %d tokens; %d training pairs (%d over the length caps left out)", tok.Size(), len(src), dropped)
+			arch.Vocab = tok.Size()
+			cfg.Tokenizer = tok
+			d, err := model.New[float32](&cfg, rand.New(rand.NewPCG(opt.Seed, 0)))
+			if err != nil {
+				return err
+			}
+			tokDigest, err := tokenizerDigest(tok)
+			if err != nil {
+				return err
+			}
+			opt.Data = fmt.Sprintf("%s sha256 %s split-seed %d tokenizer %s max-target %d", sp.Format, sp.SHA256, cf.seed, tokDigest, maxTarget)
+			opt.CheckpointDir, opt.CheckpointEvery = filepath.Join(out, "checkpoint"), every
+			pairs := train.NewTokenPairs(src, tgt)
+			steps := pairs.Len() / opt.BatchSize * opt.Epochs
+			rep := progress.New("train nmt", steps, a.quiet)
+			var window []train.Progress // the last steps, for tokens/s
+			opt.Progress = func(p train.Progress) {
+				window = append(window, p)
+				if len(window) > 50 {
+					window = window[1:]
+				}
+				rate := 0.0
+				if n := len(window); n > 1 {
+					toks := 0
+					for _, w := range window[1:] {
+						toks += w.Tokens
+					}
+					rate = float64(toks) / (window[n-1].Elapsed - window[0].Elapsed).Seconds()
+				}
+				rep.Set(p.Step, fmt.Sprintf("epoch %d/%d loss %.3f, %.0f target tokens/s", p.Epoch, p.Epochs, p.Loss, rate))
+			}
+			loss, err := train.Fit(c.Context(), d, pairs, opt)
+			rep.Finish()
+			if err != nil {
+				return err
+			}
+			trained := time.Since(start).Seconds()
+			a.logf("evaluating...")
+			evTest, err := train.EvaluateTranslation(c.Context(), d, sp.Test, 0)
+			if err != nil {
+				return err
+			}
+			evDev, err := train.EvaluateTranslation(c.Context(), d, sp.Dev, 0)
+			if err != nil {
+				return err
+			}
+			base, err := train.BaselineBLEU(sp.Train, sp.Test)
+			if err != nil {
+				return err
+			}
+			command := fmt.Sprintf("lenspec train nmt --out DIR --seed %d --epochs %d --batch %d --vocab %d --shards %d", opt.Seed, opt.Epochs, opt.BatchSize, vocab, opt.Shards)
+			if cf.tsv != "" {
+				command += " --corpus " + cf.tsv
+			}
+			d.Config().Training = map[string]any{
+				"command": command, "corpus": sp.Format, "corpus_sha256": sp.SHA256, "split_seed": cf.seed,
+				"train_pairs": len(src), "dev_pairs": len(sp.Dev), "test_pairs": len(sp.Test), "left_out_over_caps": dropped,
+				"max_target_len": maxTarget, "seed": opt.Seed, "epochs": opt.Epochs, "batch_size": opt.BatchSize,
+				"lr": opt.LR, "final_lr": opt.FinalLR, "dropout": opt.Dropout, "clip_norm": opt.ClipNorm, "shards": opt.Shards,
+				"optimizer": "adam", "seconds": trained, "final_loss": loss,
+				"test_bleu": evTest.BLEU.BLEU, "test_bleu_detail": evTest.BLEU.String(), "baseline_test_bleu": base.BLEU,
+				"max_len_dev": evDev.MaxLen, "unstopped_dev": evDev.Unstopped,
+			}
+			if err := model.Save(out, d); err != nil {
+				return err
+			}
+			if sp.Format == "ding" {
+				notice := fmt.Sprintf(nmtLicense, corpus.DingPackage, sp.SHA256, "make nmt   (that is: "+command+")")
+				if err := fileio.WriteFileAtomic(filepath.Join(out, "LICENSE"), []byte(notice)); err != nil {
+					return err
+				}
+			}
+			if err := os.RemoveAll(opt.CheckpointDir); err != nil {
+				return err
+			}
+			s := nmtSummary{out, trained, loss, evTest.BLEU.BLEU, base.BLEU, evDev.MaxLen, evDev.Unstopped}
+			return a.emit(s, func(w io.Writer) {
+				fmt.Fprintf(w, "trained %s in %.0fs: test BLEU %.2f (dictionary baseline %.2f); dev: longest output %d tokens, %d unstopped\n",
+					out, s.Seconds, s.BLEU, s.BaselineBLEU, s.MaxLenDev, s.UnstoppedDev)
+			})
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&out, "out", "", "output model directory")
+	cf.add(c)
+	f.Uint64Var(&opt.Seed, "seed", def.Seed, "seed for initialisation, shuffling and dropout")
+	f.IntVar(&opt.Epochs, "epochs", opt.Epochs, "passes over the training pairs")
+	f.IntVar(&opt.BatchSize, "batch", opt.BatchSize, "batch size (sentence pairs, bucketed by length)")
+	f.Float64Var(&opt.LR, "lr", opt.LR, "Adam learning rate")
+	f.Float64Var(&opt.FinalLR, "final-lr", opt.FinalLR, "learning rate at the end of the cosine schedule (0: constant)")
+	f.Float64Var(&opt.Dropout, "dropout", opt.Dropout, "dropout on embeddings, between encoder layers and before the output layer")
+	f.Float64Var(&opt.ClipNorm, "clip-norm", opt.ClipNorm, "clip the gradient's global L2 norm (0: off)")
+	f.IntVar(&opt.Shards, "shards", opt.Shards, "split each batch into this many shards computed concurrently (the result depends on it, not on the cores)")
+	f.IntVar(&vocab, "vocab", vocab, "BPE vocabulary size (shared by German and English)")
+	f.IntVar(&maxTarget, "max-target", maxTarget, "leave out training pairs whose target is longer (tokens)")
+	f.DurationVar(&every, "checkpoint-every", every, "also checkpoint within an epoch this often (0: after every epoch only)")
+	f.IntVar(&arch.Embedding, "embedding", arch.Embedding, "embedding size")
+	f.IntVar(&arch.EncoderHidden, "hidden", arch.EncoderHidden, "encoder LSTM size per direction")
+	f.IntVar(&arch.EncoderLayers, "layers", arch.EncoderLayers, "encoder layers")
+	f.IntVar(&arch.DecoderHidden, "decoder", arch.DecoderHidden, "decoder LSTM size")
+	f.IntVar(&arch.Attention, "attention", arch.Attention, "attention size")
+	f.IntVar(&arch.Combine, "combine", arch.Combine, "size of the layer before the output projection")
+	return c
+}
+
+// tokenizerDigest names a tokenizer by the sha256 of its files.
+func tokenizerDigest(tok *bpe.Tokenizer) (string, error) {
+	dir, err := os.MkdirTemp("", "lenspec-tok-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	if err := tok.Save(dir); err != nil {
+		return "", err
+	}
+	// The files' digest, as model.Digest computes over a model directory.
+	var all []byte
+	for _, name := range []string{bpe.VocabFile, bpe.MergesFile} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return "", err
+		}
+		all = append(append(all, name...), b...)
+	}
+	sum := sha256.Sum256(all)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// evalTranslator is lenspec eval for a translator: BLEU on a split of its
+// corpus against the dictionary baseline, and the clean output lengths on
+// the dev split.
+func evalTranslator(c *cobra.Command, a *app, modelDir string, d model.Decoder[float32], split string, cf corpusFlags, maxSteps, examples int) error {
+	ctx := c.Context()
+	if examples < 0 {
+		return usagef("--examples %d must be non-negative", examples)
+	}
+	if rec, ok := d.Config().Training["split_seed"].(float64); ok && !c.Flags().Changed("split-seed") {
+		cf.seed = uint64(rec)
+	}
+	if rec, ok := d.Config().Training["corpus"].(string); ok && rec == "tsv" && cf.tsv == "" {
+		return usagef("%s was trained on a corpus of its own: name it with --corpus", modelDir)
+	}
+	sp, err := cf.load()
+	if err != nil {
+		return err
+	}
+	var pairs []corpus.Pair
+	switch split {
+	case "test":
+		pairs = sp.Test
+	case "dev":
+		pairs = sp.Dev
+	default:
+		return usagef("--split %q: a translator is evaluated on test or dev", split)
+	}
+	ev, err := train.EvaluateTranslation(ctx, d, pairs, maxSteps)
+	if err != nil {
+		return err
+	}
+	dev := ev
+	if split != "dev" {
+		if dev, err = train.EvaluateTranslation(ctx, d, sp.Dev, maxSteps); err != nil {
+			return err
+		}
+	}
+	base, err := train.BaselineBLEU(sp.Train, pairs)
+	if err != nil {
+		return err
+	}
+	type example struct {
+		Source    string `json:"source"`
+		Reference string `json:"reference"`
+		Output    string `json:"output"`
+		Length    int    `json:"length"`
+	}
+	var shown []example
+	for i := 0; i < min(examples, len(pairs)); i++ {
+		o := ev.Outputs[i]
+		shown = append(shown, example{pairs[i].Src, pairs[i].Tgt, o.Text, len(o.IDs)})
+	}
+	out := struct {
+		Model        string    `json:"model"`
+		Split        string    `json:"split"`
+		BLEU         float64   `json:"bleu"`
+		Detail       string    `json:"bleu_detail"`
+		BaselineBLEU float64   `json:"baseline_bleu"`
+		Samples      int       `json:"samples"`
+		MaxLenDev    int       `json:"max_len_dev"`
+		UnstoppedDev int       `json:"unstopped_dev"`
+		LengthsDev   []int     `json:"length_histogram_dev"`
+		MaxLen       int       `json:"max_len"`
+		Examples     []example `json:"examples,omitempty"`
+	}{modelDir, split, ev.BLEU.BLEU, ev.BLEU.String(), base.BLEU, ev.Samples, dev.MaxLen, dev.Unstopped, dev.Lengths, ev.MaxLen, shown}
+	return a.emit(out, func(w io.Writer) {
+		fmt.Fprintf(w, "%s on %s (%d sentences): %s; dictionary baseline BLEU %.2f\n", modelDir, split, out.Samples, ev.BLEU, base.BLEU)
+		fmt.Fprintf(w, "dev: longest greedy output %d tokens, %d of %d unstopped\n", dev.MaxLen, dev.Unstopped, dev.Samples)
+		if len(shown) > 0 {
+			// A Markdown table: it pastes into a report as it is.
+			fmt.Fprintf(w, "\n| # | source | reference | output |\n|---|---|---|---|\n")
+			cell := strings.NewReplacer("|", "\\|", "\n", " ")
+			for i, e := range shown {
+				fmt.Fprintf(w, "| %d | %s | %s | %s |\n", i+1, cell.Replace(e.Source), cell.Replace(e.Reference), cell.Replace(e.Output))
+			}
+		}
+	})
+}
+
+func newTranslateCmd(a *app) *cobra.Command {
+	var modelDir string
+	var maxSteps, batch int
+	c := &cobra.Command{
+		Use:   "translate [TEXT...]",
+		Short: "Translate text with a translator model (arguments, or one text per line on stdin)",
+		Long: `Translate each argument, or, without arguments, every line of standard input
+(one translation per line, in order, decoded in batches). --json prints one
+JSON object per text with the output's tokens, ids, length and whether it
+stopped within the step cap.`,
+		RunE: func(c *cobra.Command, args []string) error {
+			if modelDir == "" {
+				return usagef("--model is required")
+			}
+			if err := checkSteps(c, maxSteps); err != nil {
+				return err
+			}
+			if batch < 1 || batch > 1<<20 {
+				return usagef("--batch %d must be in 1..%d", batch, 1<<20)
+			}
+			d, err := model.Load[float32](modelDir)
+			if err != nil {
+				return err
+			}
+			if d.Config().Tokenizer == nil {
+				return usagef("%s is a %s, which does not read text", modelDir, d.Config().Architecture)
+			}
+			emit := func(texts []string) error {
+				ts, err := model.Translate(c.Context(), d, texts, maxSteps)
+				if err != nil {
+					return err
+				}
+				for i, t := range ts {
+					if a.jsonOut {
+						b, _ := json.Marshal(struct {
+							Source string `json:"source"`
+							model.Translation
+						}{texts[i], t})
+						fmt.Fprintln(a.stdout, string(b))
+					} else {
+						fmt.Fprintln(a.stdout, t.Text)
+					}
+				}
+				return nil
+			}
+			if len(args) > 0 {
+				return emit(args)
+			}
+			sc := bufio.NewScanner(c.InOrStdin())
+			sc.Buffer(make([]byte, 64<<10), 16<<20)
+			var lines []string
+			for sc.Scan() {
+				lines = append(lines, strings.TrimRight(sc.Text(), "\r"))
+				if len(lines) == batch {
+					if err := emit(lines); err != nil {
+						return err
+					}
+					lines = lines[:0]
+				}
+			}
+			if err := sc.Err(); err != nil {
+				if errors.Is(err, bufio.ErrTooLong) {
+					return fmt.Errorf("stdin: a line is longer than 16 MiB")
+				}
+				return fmt.Errorf("stdin: %w", err)
+			}
+			if len(lines) > 0 {
+				return emit(lines)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&modelDir, "model", "", "model directory (a translator)")
+	f.IntVar(&maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
+	f.IntVar(&batch, "batch", 1024, "lines of stdin translated together")
+	return c
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lenspec/lenspec/bpe"
+	"github.com/lenspec/lenspec/model"
+)
+
+// toyCorpus writes a small German–English corpus of sentences built from a
+// toy grammar, one "source<TAB>target" pair per line.
+func toyCorpus(t *testing.T) string {
+	t.Helper()
+	subj := [][2]string{{"Das Haus", "The house"}, {"Der Hund", "The dog"}, {"Die Katze", "The cat"}, {"Das Auto", "The car"}, {"Der Baum", "The tree"}}
+	adj := [][2]string{{"groß", "big"}, {"klein", "small"}, {"alt", "old"}, {"neu", "new"}, {"rot", "red"}, {"schön", "nice"}}
+	adv := [][2]string{{"", ""}, {"sehr ", "very "}, {"nicht ", "not "}, {"ganz ", "quite "}}
+	var b strings.Builder
+	for _, s := range subj {
+		for _, a := range adj {
+			for _, v := range adv {
+				fmt.Fprintf(&b, "%s ist %s%s.\t%s is %s%s.\n", s[0], v[0], a[0], s[1], v[1], a[1])
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "toy.tsv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestTrainNMTAndEval: lenspec train nmt on a corpus of one's own, then
+// eval and translate on the model it wrote; bad settings are usage errors.
+func TestTrainNMTAndEval(t *testing.T) {
+	tsv := toyCorpus(t)
+	out := filepath.Join(t.TempDir(), "nmt")
+	small := []string{"--embedding", "16", "--hidden", "16", "--decoder", "16", "--attention", "16", "--combine", "16", "--vocab", "300", "--batch", "16"}
+	code, stdout, stderr := runCLI(t, append([]string{"train", "nmt", "--out", out, "--corpus", tsv, "--epochs", "2", "--json", "-q"}, small...)...)
+	if code != 0 {
+		t.Fatalf("train nmt: exit %d: %s", code, stderr)
+	}
+	var sum nmtSummary
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil || sum.Out != out {
+		t.Fatalf("summary %q: %v", stdout, err)
+	}
+	for _, name := range []string{model.ConfigFile, model.WeightsFile, bpe.VocabFile, bpe.MergesFile} {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "LICENSE")); err == nil {
+		t.Fatal("a model trained on a corpus of one's own got the Ding licence notice")
+	}
+	if _, err := os.Stat(filepath.Join(out, "checkpoint")); err == nil {
+		t.Fatal("checkpoint left behind")
+	}
+
+	code, stdout, stderr = runCLI(t, "eval", "--model", out, "--corpus", tsv, "--json", "-q")
+	if code != 0 {
+		t.Fatalf("eval: exit %d: %s", code, stderr)
+	}
+	var ev map[string]any
+	if err := json.Unmarshal([]byte(stdout), &ev); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"bleu", "baseline_bleu", "samples", "max_len_dev", "unstopped_dev"} {
+		if _, ok := ev[k]; !ok {
+			t.Fatalf("eval output %v lacks %q", ev, k)
+		}
+	}
+	if ev["bleu"].(float64) != sum.BLEU {
+		t.Fatalf("eval BLEU %v, training summary %v", ev["bleu"], sum.BLEU)
+	}
+	// --examples: the first translations of the split, as a Markdown table
+	// in text mode, the same outputs translate gives.
+	code, stdout, stderr = runCLI(t, "eval", "--model", out, "--corpus", tsv, "--examples", "2", "-q")
+	if code != 0 || !strings.Contains(stdout, "| # | source | reference | output |") || strings.Count(stdout, "\n| ") != 3 {
+		t.Fatalf("eval --examples 2: exit %d: %q %s", code, stdout, stderr)
+	}
+	code, stdout, _ = runCLI(t, "eval", "--model", out, "--corpus", tsv, "--examples", "1", "--json", "-q")
+	var ex struct {
+		Examples []struct{ Source, Output string }
+	}
+	if err := json.Unmarshal([]byte(stdout), &ex); code != 0 || err != nil || len(ex.Examples) != 1 {
+		t.Fatalf("eval --examples 1 --json: exit %d, %q, %v", code, stdout, err)
+	}
+	if code, got, _ := runCLI(t, "translate", "--model", out, ex.Examples[0].Source); code != 0 || strings.TrimSpace(got) != ex.Examples[0].Output {
+		t.Fatalf("translate of the first example gives %q, eval showed %q", got, ex.Examples[0].Output)
+	}
+	if code, _, stderr := runCLI(t, "eval", "--model", out); code != 2 || !strings.Contains(stderr, "--corpus") {
+		t.Fatalf("eval of a model of one's own corpus without --corpus: exit %d: %s", code, stderr)
+	}
+
+	// translate: arguments, --json, stdin (an empty line stays empty).
+	code, stdout, _ = runCLI(t, "translate", "--model", out, "Das Haus ist klein.", "Der Hund ist alt.")
+	if code != 0 || strings.Count(stdout, "\n") != 2 {
+		t.Fatalf("translate: exit %d, %q", code, stdout)
+	}
+	code, stdout, _ = runCLI(t, "translate", "--model", out, "--json", "Das Auto ist rot.")
+	var tr struct {
+		Source  string
+		IDs     []int
+		Tokens  []string
+		Length  int
+		Stopped bool
+	}
+	if err := json.Unmarshal([]byte(stdout), &tr); code != 0 || err != nil || tr.Source != "Das Auto ist rot." || tr.Length != len(tr.IDs) || len(tr.Tokens) != len(tr.IDs) {
+		t.Fatalf("translate --json: exit %d, %q, %v", code, stdout, err)
+	}
+	var o bytes.Buffer
+	a := &app{stdin: strings.NewReader("Das Haus ist neu.\n\nDie Katze ist schön.\n"), stdout: &o, stderr: &bytes.Buffer{}, getenv: func(string) string { return "" }}
+	if code := run(context.Background(), a, []string{"translate", "--model", out, "--batch", "2"}); code != 0 {
+		t.Fatalf("translate from stdin: exit %d", code)
+	}
+	if lines := strings.Split(o.String(), "\n"); len(lines) != 4 || lines[1] != "" {
+		t.Fatalf("translate from stdin: %q", o.String())
+	}
+
+	// Text attacks through lenspec attack and the experiment command; every
+	// adversarial source replays from its text through translate.
+	res := filepath.Join(t.TempDir(), "atk.jsonl")
+	code, stdout, stderr = runCLI(t, "attack", "--model", out, "--corpus", tsv, "--method", "flip", "--eps", "1", "--sentences", "2",
+		"--budget", "20", "--max-steps", "30", "--out", res, "--json", "-q")
+	if code != 0 {
+		t.Fatalf("attack: exit %d: %s", code, stderr)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var r struct {
+			AdvText   string `json:"adv_text"`
+			AdvLength int    `json:"adv_length"`
+			Stopped   bool
+			SrcText   string `json:"src_text"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.SrcText == "" || r.AdvText == "" {
+			t.Fatalf("attack record %q: %v", line, err)
+		}
+		_, tout, _ := runCLI(t, "translate", "--model", out, "--max-steps", "30", "--json", r.AdvText)
+		var tr struct {
+			Length  int
+			Stopped bool
+		}
+		if err := json.Unmarshal([]byte(tout), &tr); err != nil || tr.Length != r.AdvLength || tr.Stopped != r.Stopped {
+			t.Fatalf("%q: translate gives %+v, the attack recorded %d (stopped %v)", r.AdvText, tr, r.AdvLength, r.Stopped)
+		}
+	}
+	expDir := t.TempDir()
+	code, stdout, stderr = runCLI(t, "experiment", "nmt-attack", "--model", out, "--corpus", tsv, "--out", expDir, "--sentences", "2",
+		"--eps", "0.5,1", "--random-budget", "10", "--gumbel-budget", "3", "--embedding-budget", "3", "--flip-budget", "10", "--max-steps", "30", "-q")
+	if code != 0 || !strings.Contains(stdout, "flip") || !strings.Contains(stdout, "gumbel") {
+		t.Fatalf("experiment nmt-attack: exit %d: %s %s", code, stdout, stderr)
+	}
+	for _, name := range []string{"nmt-attacks.jsonl", "nmt-attack-lengths.png", "nmt-attack-lengths.svg", "nmt-attack-table.md"} {
+		if _, err := os.Stat(filepath.Join(expDir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "pgd", "--eps", "0.5", "--sentences", "1", "--out", res}, 2, "gumbel"},
+		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "flip", "--eps", "1.5", "--sentences", "1", "--out", res}, 2, "δ"},
+		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "flip", "--eps", "0.5", "--images", "1", "--out", res}, 2, "--sentences"},
+		{[]string{"translate", "x"}, 2, "--model"},
+		{[]string{"translate", "--model", smallModel(t), "x"}, 2, "does not read text"},
+		{[]string{"translate", "--model", out, "--batch", "0", "x"}, 2, "--batch"},
+		{[]string{"train", "nmt", "--out", t.TempDir(), "--vocab", "10"}, 2, "--vocab"},
+		{[]string{"train", "nmt", "--out", t.TempDir(), "--epochs", "0"}, 2, "epochs"},
+		{[]string{"train", "nmt", "--out", t.TempDir(), "--corpus", filepath.Join(t.TempDir(), "missing.tsv")}, 1, "missing.tsv"},
+		{[]string{"train", "nmt", "--out", t.TempDir(), "--ding", tsv}, 1, "sha256"},
+		{[]string{"eval", "--model", out, "--corpus", tsv, "--split", "train"}, 2, "test or dev"},
+		{[]string{"eval", "--model", out, "--corpus", tsv, "--examples", "-1"}, 2, "examples"},
+	} {
+		code, _, stderr := runCLI(t, append(c.args, "-q")...)
+		if code != c.code || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("%v: exit %d, %q; want exit %d naming %q on one line", c.args, code, stderr, c.code, c.want)
+		}
+	}
+}

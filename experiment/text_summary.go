@@ -1,0 +1,274 @@
+package experiment
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/lenspec/lenspec/internal/fileio"
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/report"
+)
+
+// LongOutput is the length the paper's NMT figures and counts single out:
+// outputs longer than 100 tokens.
+const LongOutput = 100
+
+// TextSummary is the figure, tables and highlights of a text attack
+// experiment, made from records only.
+type TextSummary struct {
+	FigurePNG string        `json:"figure_png"`
+	FigureSVG string        `json:"figure_svg"`
+	TableFile string        `json:"table_file"`
+	Table     string        `json:"table"`
+	Rows      []TextRow     `json:"rows"`
+	Longest   *TextExample  `json:"longest,omitempty"`
+	MaxRatio  *TextExample  `json:"max_ratio,omitempty"`
+	Examples  []TextExample `json:"examples"`
+}
+
+// TextRow is one (δ, method) line of a text attack summary.
+type TextRow struct {
+	Eps       float64 `json:"eps"`
+	Method    string  `json:"method"`
+	Sentences int     `json:"sentences"`
+	// EvalsPerSentence is the median evaluations spent per sentence.
+	EvalsPerSentence int64   `json:"evals_per_sentence"`
+	MeanRatio        float64 `json:"mean_length_ratio"`
+	SuccessRate      float64 `json:"success_rate"`
+	// Long counts sentences whose best output is longer than LongOutput
+	// tokens; SampledLong the sampled outputs longer than that among all
+	// of random search's draws (SampledTotal).
+	Long         int     `json:"long"`
+	SampledLong  int64   `json:"sampled_long,omitempty"`
+	SampledTotal int64   `json:"sampled_total,omitempty"`
+	Longest      int     `json:"longest"`
+	Unstopped    int     `json:"unstopped"`
+	Ties         int     `json:"ties"`
+	Failed       int     `json:"failed"`
+	Seconds      float64 `json:"seconds"`
+	// PickSample and PickArgmax count which final sentence of the Gumbel
+	// attack won.
+	PickSample int `json:"pick_sample,omitempty"`
+	PickArgmax int `json:"pick_argmax,omitempty"`
+}
+
+// TextExample is an (I, O, I′, O′) example: a source, its translation, an
+// adversarial source and its translation.
+type TextExample struct {
+	Method    string  `json:"method"`
+	Eps       float64 `json:"eps"`
+	Sample    int     `json:"sample"`
+	Src       string  `json:"src"`
+	SrcTokens int     `json:"src_tokens"`
+	Out       string  `json:"out"`
+	Adv       string  `json:"adv"`
+	AdvOut    string  `json:"adv_out"`
+	AdvLength int     `json:"adv_length"`
+	Stopped   bool    `json:"stopped"`
+	Ratio     float64 `json:"ratio"`
+}
+
+func example(r TextAttackRecord) *TextExample {
+	e := &TextExample{Method: r.Method, Eps: r.Eps, Sample: r.Sample, Src: r.SrcText, SrcTokens: len(r.SrcIDs),
+		Out: r.OrigText, Adv: r.AdvText, AdvOut: r.AdvOutput, AdvLength: r.AdvLength, Stopped: r.Stopped}
+	if len(r.SrcIDs) > 0 {
+		e.Ratio = float64(r.AdvLength) / float64(len(r.SrcIDs))
+	}
+	return e
+}
+
+// SummariseTextAttacks draws the output-length figure (binned by tens with
+// a "> 100" bin, one panel per δ, one bar colour per method) and writes
+// the table of recs into outDir.
+func SummariseTextAttacks(recs []TextAttackRecord, outDir, title string) (*TextSummary, error) {
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("no text attack records to summarise")
+	}
+	// A method run with several budgets is one row per budget, labelled
+	// "method@budget".
+	budgets := map[string]map[int]bool{}
+	for _, r := range recs {
+		if budgets[r.Method] == nil {
+			budgets[r.Method] = map[int]bool{}
+		}
+		budgets[r.Method][r.Settings.Budget] = true
+	}
+	label := func(r TextAttackRecord) string {
+		if len(budgets[r.Method]) > 1 {
+			return fmt.Sprintf("%s@%d", r.Method, r.Settings.Budget)
+		}
+		return r.Method
+	}
+	type key struct {
+		eps    float64
+		method string
+	}
+	groups := map[key][]TextAttackRecord{}
+	var pts []report.LengthPoint
+	orig := map[int]bool{}
+	sum := &TextSummary{
+		FigurePNG: filepath.Join(outDir, "nmt-attack-lengths.png"),
+		FigureSVG: filepath.Join(outDir, "nmt-attack-lengths.svg"),
+		TableFile: filepath.Join(outDir, "nmt-attack-table.md"),
+	}
+	for _, r := range recs {
+		k := key{r.Eps, label(r)}
+		groups[k] = append(groups[k], r)
+		if r.Error != "" {
+			continue
+		}
+		if !orig[r.Sample] {
+			orig[r.Sample] = true
+			pts = append(pts, report.LengthPoint{Method: "original", Delta: 0, Length: r.OrigLength, Stopped: true})
+		}
+		pts = append(pts, report.LengthPoint{Method: label(r), Delta: r.Eps, Length: r.AdvLength, Stopped: r.Stopped})
+		if r.AdvText == "" { // the embedding attack has no sentence
+			continue
+		}
+		e := example(r)
+		if sum.Longest == nil || e.AdvLength > sum.Longest.AdvLength || (e.AdvLength == sum.Longest.AdvLength && !e.Stopped && sum.Longest.Stopped) {
+			sum.Longest = e
+		}
+		if sum.MaxRatio == nil || e.Ratio > sum.MaxRatio.Ratio {
+			sum.MaxRatio = e
+		}
+	}
+	if len(pts) > 0 {
+		if err := report.BinnedLengthFigure(pts, 10, LongOutput, "number of sentences", title, sum.FigurePNG, sum.FigureSVG); err != nil {
+			return nil, err
+		}
+	}
+	keys := make([]key, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	order := func(m string) int {
+		if i := slices.Index(TextMethods, strings.Split(m, "@")[0]); i >= 0 {
+			return i
+		}
+		return len(TextMethods)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].eps != keys[j].eps {
+			return keys[i].eps < keys[j].eps
+		}
+		if oi, oj := order(keys[i].method), order(keys[j].method); oi != oj {
+			return oi < oj
+		}
+		return keys[i].method < keys[j].method
+	})
+	var rows [][]string
+	for _, k := range keys {
+		g := groups[k]
+		row := TextRow{Eps: k.eps, Method: k.method, Sentences: len(g)}
+		var ratios []float64
+		var evals []float64
+		succ := 0
+		for _, r := range g {
+			if r.Error != "" {
+				row.Failed++
+				continue
+			}
+			if r.OrigLength > 0 {
+				ratios = append(ratios, float64(r.AdvLength)/float64(r.OrigLength))
+			}
+			evals = append(evals, float64(r.Evals))
+			tie := r.MinRelMargin < model.RelTieMargin
+			if r.Success && !tie {
+				succ++
+			}
+			if tie {
+				row.Ties++
+			}
+			if !r.Stopped {
+				row.Unstopped++
+			}
+			if r.AdvLength > LongOutput {
+				row.Long++
+			}
+			for l, c := range r.LengthCounts {
+				row.SampledTotal += c
+				if l > LongOutput {
+					row.SampledLong += c
+				}
+			}
+			switch r.Pick {
+			case "sample":
+				row.PickSample++
+			case "argmax":
+				row.PickArgmax++
+			}
+			row.Longest = max(row.Longest, r.AdvLength)
+			row.Seconds += r.Seconds
+		}
+		row.MeanRatio = report.Mean(ratios)
+		row.SuccessRate = float64(succ) / float64(len(g))
+		if len(evals) > 0 {
+			row.EvalsPerSentence = int64(report.Quantile(evals, 0.5))
+		}
+		sum.Rows = append(sum.Rows, row)
+		longest := fmt.Sprint(row.Longest)
+		if row.Unstopped > 0 {
+			longest = fmt.Sprintf("≥%d (%d at the cap)", row.Longest, row.Unstopped)
+		}
+		sampled := "—"
+		if row.SampledTotal > 0 {
+			sampled = fmt.Sprintf("%d of %d", row.SampledLong, row.SampledTotal)
+		}
+		rows = append(rows, []string{fmt.Sprint(k.eps), k.method, fmt.Sprint(row.Sentences), fmt.Sprint(row.EvalsPerSentence),
+			fmt.Sprintf("%.2f", row.MeanRatio), fmt.Sprintf("%.0f%%", 100*row.SuccessRate), fmt.Sprint(row.Long), sampled,
+			longest, fmt.Sprint(row.Ties), fmt.Sprintf("%.0f", row.Seconds)})
+	}
+	header := []string{"δ", "method", "sentences", "evaluations / sentence", "mean length ratio", "success (> original)",
+		fmt.Sprintf("outputs > %d", LongOutput), fmt.Sprintf("sampled outputs > %d", LongOutput), "longest", "ties", "seconds"}
+	var b strings.Builder
+	b.WriteString(report.Markdown(header, rows))
+	for _, r := range sum.Rows {
+		if r.PickSample+r.PickArgmax > 0 {
+			fmt.Fprintf(&b, "\nGumbel PGD at δ = %g: the final sentence drawn from softmax(π) won %d times, the argmax %d times.", r.Eps, r.PickSample, r.PickArgmax)
+		}
+	}
+	if sum.Longest != nil {
+		fmt.Fprintf(&b, "\n\nLongest output: %d tokens%s (%s, δ = %g) from the %d-token input %q (original %q).",
+			sum.Longest.AdvLength, map[bool]string{true: "", false: " without eos"}[sum.Longest.Stopped], sum.Longest.Method, sum.Longest.Eps,
+			sum.Longest.SrcTokens, sum.Longest.Adv, sum.Longest.Src)
+	}
+	if sum.MaxRatio != nil {
+		fmt.Fprintf(&b, "\nLargest output/input ratio: %.1f× (%d tokens from %d; %s, δ = %g).",
+			sum.MaxRatio.Ratio, sum.MaxRatio.AdvLength, sum.MaxRatio.SrcTokens, sum.MaxRatio.Method, sum.MaxRatio.Eps)
+	}
+	b.WriteString("\n")
+	sum.Table = b.String()
+	sum.Examples = textExamples(recs, 6)
+	if err := fileio.WriteFileAtomic(sum.TableFile, []byte(sum.Table)); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
+// textExamples picks up to n examples, the longest successful outputs of
+// the discrete methods, one per sentence.
+func textExamples(recs []TextAttackRecord, n int) []TextExample {
+	var cand []TextAttackRecord
+	for _, r := range recs {
+		if r.Error == "" && r.Success && r.AdvText != "" {
+			cand = append(cand, r)
+		}
+	}
+	sort.SliceStable(cand, func(i, j int) bool { return cand[i].AdvLength > cand[j].AdvLength })
+	seen := map[int]bool{}
+	var out []TextExample
+	for _, r := range cand {
+		if len(out) == n {
+			break
+		}
+		if !seen[r.Sample] {
+			seen[r.Sample] = true
+			out = append(out, *example(r))
+		}
+	}
+	return out
+}

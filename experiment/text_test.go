@@ -1,0 +1,142 @@
+package experiment
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lenspec/lenspec/bpe"
+	"github.com/lenspec/lenspec/corpus"
+	"github.com/lenspec/lenspec/model"
+)
+
+// tinyTextModel is a small random translator with a tokenizer, saved and
+// loaded as experiments load models.
+func tinyTextModel(t *testing.T) *Model {
+	t.Helper()
+	tok, err := bpe.Train([]string{" das haus ist klein.", " the house is small.", " ein kleines haus.", " a small house."}, bpe.TrainOptions{VocabSize: 300, MinFrequency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := model.DefaultTranslatorConfig(tok.Size(), bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID)
+	a := cfg.Arch.(*model.TranslatorConfig)
+	a.Embedding, a.EncoderHidden, a.DecoderHidden, a.Attention, a.Combine = 8, 6, 10, 8, 8
+	cfg.Tokenizer, cfg.MaxSteps = tok, 30
+	m, err := model.NewTranslator[float32](&cfg, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, p := range m.Params() {
+		for i := range p.W.Data {
+			p.W.Data[i] = float32(0.7 * rng.NormFloat64())
+		}
+	}
+	dir := t.TempDir()
+	if err := model.Save[float32](dir, m); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := LoadModel(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod
+}
+
+// TestRunTextAttack: every method runs through the runner, its records
+// carry the texts and ids the issue names and stay in the set, a rerun
+// resumes without redoing work, and the summary draws its figure and
+// table.
+func TestRunTextAttack(t *testing.T) {
+	m := tinyTextModel(t)
+	pairs := []corpus.Pair{{Src: "Das Haus ist klein.", Tgt: "The house is small."}, {Src: "Ein kleines Haus.", Tgt: "A small house."}, {Src: "Das Haus.", Tgt: "The house."}}
+	data, err := Translations(pairs, "toy", "dev", 1, m.D32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "nmt.jsonl")
+	budgets := map[string]int{MethodRandom: 40, MethodGumbel: 6, MethodEmbedding: 6, MethodFlip: 40}
+	var all []TextAttackRecord
+	for _, method := range TextMethods {
+		c := TextAttackConfig{Model: m, Data: data, Samples: []int{0, 1, 2}, Eps: []float64{0.5, 1}, Method: method, Batch: 2, Out: out,
+			Settings: TextAttackSettings{MaxLen: -1, Budget: budgets[method], Seed: 1, LR: 0.05, Tau: 1, Clip: 1, Beam: 2, Swaps: 8}}
+		var got []TextAttackRecord
+		if err := RunTextAttack(context.Background(), c, func(r TextAttackRecord) error { got = append(got, r); return nil }); err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		if len(got) != 6 {
+			t.Fatalf("%s: %d records, want 6", method, len(got))
+		}
+		for _, r := range got {
+			if r.Error != "" {
+				t.Fatalf("%s: %s", method, r.Error)
+			}
+			if r.SrcText == "" || len(r.SrcIDs) == 0 || r.OrigText == "" && r.OrigLength > 0 {
+				t.Fatalf("%s: record lacks the source: %+v", method, r)
+			}
+			if method == MethodEmbedding {
+				if r.Witness == "" || r.AdvIDs != nil {
+					t.Fatalf("embedding: witness %q, adv ids %v", r.Witness, r.AdvIDs)
+				}
+				continue
+			}
+			changed := 0
+			for i, id := range r.AdvIDs {
+				if id != r.SrcIDs[i] {
+					changed++
+				}
+				if id < 4 {
+					t.Fatalf("%s: special token %d in the adversarial source", method, id)
+				}
+			}
+			if len(r.AdvIDs) != len(r.SrcIDs) || changed > r.Budget || r.AdvText == "" {
+				t.Fatalf("%s: %d of %d changed (budget %d), text %q", method, changed, len(r.AdvIDs), r.Budget, r.AdvText)
+			}
+			// The saved text reproduces the ids, and they the output.
+			if ids := model.EncodeText(m.D32.Config().Tokenizer, r.AdvText); !slices.Equal(ids, r.AdvIDs) {
+				t.Fatalf("%s: adv text %q encodes to %v, recorded %v", method, r.AdvText, ids, r.AdvIDs)
+			}
+			tr, err := model.Translate(context.Background(), m.D64, []string{r.AdvText}, r.Settings.MaxSteps)
+			if err != nil || tr[0].Length != r.AdvLength || tr[0].Stopped != r.Stopped {
+				t.Fatalf("%s: %q translates to %d tokens (%v), recorded %d", method, r.AdvText, tr[0].Length, err, r.AdvLength)
+			}
+		}
+		// A rerun finds everything done.
+		n := 0
+		if err := RunTextAttack(context.Background(), c, func(TextAttackRecord) error { n++; return nil }); err != nil || n != 0 {
+			t.Fatalf("%s: rerun made %d records (%v)", method, n, err)
+		}
+		all = append(all, got...)
+	}
+	recs, err := ReadTextAttackRecords(out)
+	if err != nil || len(recs) != len(all) {
+		t.Fatalf("%d records read back (%v), %d written", len(recs), err, len(all))
+	}
+	sum, err := SummariseTextAttacks(recs, dir, "toy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Rows) != 8 || !strings.Contains(sum.Table, "gumbel") || sum.Longest == nil {
+		t.Fatalf("summary %+v", sum)
+	}
+	for _, p := range []string{sum.FigurePNG, sum.FigureSVG, sum.TableFile} {
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	// Bad configurations are refused before any work.
+	for _, bad := range []TextAttackConfig{
+		{Model: m, Data: data, Samples: []int{0}, Eps: []float64{1.5}, Method: MethodRandom, Batch: 1, Out: out, Settings: TextAttackSettings{Budget: 1}},
+		{Model: m, Data: data, Samples: []int{0}, Eps: []float64{0.5}, Method: "nope", Batch: 1, Out: out, Settings: TextAttackSettings{Budget: 1}},
+		{Model: m, Data: data, Samples: []int{7}, Eps: []float64{0.5}, Method: MethodRandom, Batch: 1, Out: out, Settings: TextAttackSettings{Budget: 1}},
+	} {
+		if err := RunTextAttack(context.Background(), bad, nil); err == nil {
+			t.Errorf("%+v: no error", bad.Method)
+		}
+	}
+}

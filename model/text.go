@@ -1,0 +1,99 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/bpe"
+)
+
+// Translation is one text decoded by a model with a tokenizer.
+type Translation struct {
+	// Text is the output decoded to text (end of sequence excluded).
+	Text string `json:"text"`
+	// Source are the input's token ids, IDs the output's (end of sequence
+	// excluded), Tokens the output's token strings.
+	Source []int    `json:"source_ids"`
+	IDs    []int    `json:"ids"`
+	Tokens []string `json:"tokens"`
+	// Length is the output length ℓ (len(IDs)); Stopped says whether the
+	// output ended with end of sequence within the step cap.
+	Length  int  `json:"length"`
+	Stopped bool `json:"stopped"`
+	// MinRelMargin is the smallest relative top-2 logit margin along the
+	// greedy path (model.Result).
+	MinRelMargin float64 `json:"min_rel_margin"`
+}
+
+// Translate decodes texts greedily with d, which must have a tokenizer
+// (Config.Tokenizer): each text is encoded, the batch is decoded on all
+// cores in order of source length (so that batches pad little) and every
+// output is decoded back to text. An empty text has an empty translation
+// and is not run. maxSteps ≤ 0 means the model's cap.
+func Translate[T ad.Float](ctx context.Context, d Decoder[T], texts []string, maxSteps int) ([]Translation, error) {
+	tok := d.Config().Tokenizer
+	if tok == nil {
+		return nil, fmt.Errorf("translate: the %s model has no tokenizer", d.Config().Architecture)
+	}
+	if d.Input().Kind != Tokens {
+		return nil, fmt.Errorf("translate: the %s model reads %v inputs, not text", d.Config().Architecture, d.Input().Kind)
+	}
+	if maxSteps <= 0 {
+		maxSteps = d.MaxSteps()
+	}
+	out := make([]Translation, len(texts))
+	var order []int // texts to run, shortest source first
+	for i, s := range texts {
+		out[i].Source = EncodeText(tok, s)
+		out[i].Stopped = true
+		if len(out[i].Source) > 0 {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return len(out[a].Source) - len(out[b].Source) })
+	batch := make([][]int, len(order))
+	for k, i := range order {
+		batch[k] = out[i].Source
+	}
+	if len(batch) == 0 {
+		return out, nil
+	}
+	res, err := Decode(ctx, d, Batch[T]{Tokens: batch}, maxSteps)
+	if err != nil {
+		return nil, fmt.Errorf("translate: %w", err)
+	}
+	for k, i := range order {
+		r := res[k]
+		t := &out[i]
+		t.IDs, t.Length, t.Stopped, t.MinRelMargin = r.Tokens, len(r.Tokens), r.Stopped, r.MinRelMargin
+		t.Tokens = make([]string, len(r.Tokens))
+		for j, id := range r.Tokens {
+			t.Tokens[j] = tok.Token(id)
+		}
+		if t.Text, err = DecodeText(tok, r.Tokens); err != nil {
+			return nil, fmt.Errorf("translate: text %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// EncodeText encodes a text as lenspec's text models see it: with a space
+// put in front, so that a word is the same token at the start of a text
+// as after a space ("▁Haus" either way; the tokenizer marks a space by
+// "▁" on the word after it). An empty text stays empty.
+func EncodeText(tok *bpe.Tokenizer, s string) []int {
+	if s == "" {
+		return nil
+	}
+	return tok.Encode(" " + s)
+}
+
+// DecodeText is EncodeText's inverse: the decoded text without the space
+// in front.
+func DecodeText(tok *bpe.Tokenizer, ids []int) (string, error) {
+	s, err := tok.Decode(ids)
+	return strings.TrimPrefix(s, " "), err
+}

@@ -1,0 +1,361 @@
+package model
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/bpe"
+)
+
+func tinyTranslatorConfig(layers int) *Config {
+	c := DefaultTranslatorConfig(11, 0, 1, 2, 3)
+	a := c.Arch.(*TranslatorConfig)
+	a.Embedding, a.EncoderHidden, a.EncoderLayers, a.DecoderHidden, a.Attention, a.Combine = 4, 3, layers, 5, 4, 6
+	a.MaxSourceLen = 12
+	c.MaxSteps = 8
+	return &c
+}
+
+func tinyTranslator(t testing.TB, layers int, seed uint64) *Translator[float64] {
+	t.Helper()
+	m, err := NewTranslator[float64](tinyTranslatorConfig(layers), rand.New(rand.NewPCG(seed, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Larger weights than the ±0.1 initialisation, so that every path
+	// (saturating gates, peaked attention) matters in the tests.
+	rng := rand.New(rand.NewPCG(seed, 2))
+	for _, p := range m.Params() {
+		for i := range p.W.Data {
+			p.W.Data[i] = rng.NormFloat64()
+		}
+	}
+	return m
+}
+
+var tinySources = [][]int{{4, 5, 6}, {7}, {8, 9, 10, 4, 5}, {3, 0, 1}}
+
+// TestTranslatorLossGradient: the teacher-forced loss's gradient with
+// respect to every weight and to the source embeddings (the relaxed
+// attacks' variable) matches central finite differences, with sources of
+// different lengths (padding and masks on every path) and two encoder
+// layers.
+func TestTranslatorLossGradient(t *testing.T) {
+	m := tinyTranslator(t, 2, 5)
+	labels := [][]int{{4, 5}, {}, {6, 7, 8}, {9}}
+	srcs := tinySources
+	total := 0
+	for _, s := range srcs {
+		total += len(s)
+	}
+	rng := rand.New(rand.NewPCG(6, 6))
+	emb := make([]float64, total*m.Arch.Embedding)
+	for i := range emb {
+		emb[i] = rng.NormFloat64()
+	}
+	loss := func() float64 {
+		tp := ad.NewTape[float64](false)
+		l, err := TeacherForcedLoss[float64](tp, m, Input[float64]{Tokens: srcs, Embedded: tp.Const(ad.FromSlice(emb, total, m.Arch.Embedding))}, labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Value.Data[0]
+	}
+	tp := ad.NewTrainingTape[float64]()
+	en := tp.Var(ad.FromSlice(emb, total, m.Arch.Embedding))
+	l, err := TeacherForcedLoss[float64](tp, m, Input[float64]{Tokens: srcs, Embedded: en}, labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Backward(l); err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, vals, grad []float64) {
+		const h = 1e-6
+		for i := range vals {
+			orig := vals[i]
+			vals[i] = orig + h
+			fp := loss()
+			vals[i] = orig - h
+			fm := loss()
+			vals[i] = orig
+			num := (fp - fm) / (2 * h)
+			if math.Abs(grad[i]-num) > 1e-5*math.Max(1, math.Abs(num)) {
+				t.Fatalf("%s[%d]: analytic %.9g, finite difference %.9g", name, i, grad[i], num)
+			}
+		}
+	}
+	check("embedded input", emb, en.Grad.Data)
+	for _, p := range m.Params() {
+		if p == m.SrcEmb.W {
+			continue // replaced by the embedded input here
+		}
+		check(p.Name, p.W.Data, p.G.Data)
+	}
+}
+
+// naiveTranslate is a one-sequence reference of the translator written
+// with scalar loops, guarding the batched, time-major tape path: it
+// returns the logits of every greedy step.
+func naiveTranslate(m *Translator[float64], src []int, steps int) [][]float64 {
+	a := m.Arch
+	row := func(p *ad.Param[float64], i int) []float64 {
+		c := p.W.Cols()
+		return p.W.Data[i*c : (i+1)*c]
+	}
+	linear := func(w, b *ad.Param[float64], x []float64) []float64 {
+		out := make([]float64, w.W.Rows())
+		for i := range out {
+			for j, v := range row(w, i) {
+				out[i] += v * x[j]
+			}
+			if b != nil {
+				out[i] += b.W.Data[i]
+			}
+		}
+		return out
+	}
+	sig := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+	lstm := func(cell interface {
+		params() (wih, whh, bih, bhh *ad.Param[float64])
+	}, x, h, c []float64) ([]float64, []float64) {
+		wih, whh, bih, bhh := cell.params()
+		g1, g2 := linear(wih, bih, x), linear(whh, bhh, h)
+		n := len(h)
+		hn, cn := make([]float64, n), make([]float64, n)
+		for j := 0; j < n; j++ {
+			i, f := sig(g1[j]+g2[j]), sig(g1[n+j]+g2[n+j])
+			g, o := math.Tanh(g1[2*n+j]+g2[2*n+j]), sig(g1[3*n+j]+g2[3*n+j])
+			cn[j] = f*c[j] + i*g
+			hn[j] = o * math.Tanh(cn[j])
+		}
+		return hn, cn
+	}
+	xs := make([][]float64, len(src))
+	for t, id := range src {
+		xs[t] = row(m.SrcEmb.W, id)
+	}
+	var lastF, lastB []float64
+	for l := range m.Fwd {
+		h := a.EncoderHidden
+		outF, outB := make([][]float64, len(src)), make([][]float64, len(src))
+		hf, cf := make([]float64, h), make([]float64, h)
+		for t := range src {
+			hf, cf = lstm(cellParams{m.Fwd[l]}, xs[t], hf, cf)
+			outF[t] = hf
+		}
+		hb, cb := make([]float64, h), make([]float64, h)
+		for t := len(src) - 1; t >= 0; t-- {
+			hb, cb = lstm(cellParams{m.Bwd[l]}, xs[t], hb, cb)
+			outB[t] = hb
+		}
+		for t := range src {
+			xs[t] = append(append([]float64(nil), outF[t]...), outB[t]...)
+		}
+		lastF, lastB = hf, hb
+	}
+	keys := make([][]float64, len(src))
+	for t := range src {
+		keys[t] = linear(m.Key.W, m.Key.B, xs[t])
+	}
+	s := linear(m.Bridge.W, m.Bridge.B, append(append([]float64(nil), lastF...), lastB...))
+	for i := range s {
+		s[i] = math.Tanh(s[i])
+	}
+	c := make([]float64, a.DecoderHidden)
+	prev := a.BOSID
+	var out [][]float64
+	for step := 0; step < steps; step++ {
+		q := linear(m.Query.W, nil, s)
+		e := make([]float64, len(src))
+		mx := math.Inf(-1)
+		for t := range src {
+			for j := range q {
+				e[t] += m.V.W.W.Data[j] * math.Tanh(keys[t][j]+q[j])
+			}
+			mx = math.Max(mx, e[t])
+		}
+		var z float64
+		for t := range e {
+			e[t] = math.Exp(e[t] - mx)
+			z += e[t]
+		}
+		ctx := make([]float64, 2*a.EncoderHidden)
+		for t := range src {
+			for j := range ctx {
+				ctx[j] += e[t] / z * xs[t][j]
+			}
+		}
+		s, c = lstm(cellParams{m.Cell}, append(append([]float64(nil), row(m.TgtEmb.W, prev)...), ctx...), s, c)
+		o := linear(m.Combine.W, m.Combine.B, append(append([]float64(nil), s...), ctx...))
+		for i := range o {
+			o[i] = math.Tanh(o[i])
+		}
+		logits := linear(m.Out.W, m.Out.B, o)
+		out = append(out, logits)
+		prev = 0
+		for i, v := range logits {
+			if v > logits[prev] {
+				prev = i
+			}
+		}
+		if prev == m.Cfg.EOS {
+			break
+		}
+	}
+	return out
+}
+
+type cellParams struct {
+	c interface {
+		Params() []*ad.Param[float64]
+	}
+}
+
+func (p cellParams) params() (wih, whh, bih, bhh *ad.Param[float64]) {
+	ps := p.c.Params()
+	return ps[0], ps[1], ps[2], ps[3]
+}
+
+// TestTranslatorMatchesNaive: batched greedy decoding (sources of
+// different lengths padded together, finished rows dropped from the batch)
+// gives every row the logits and tokens of the scalar one-sequence
+// reference; token, one-hot (Soft) and embedding inputs agree.
+func TestTranslatorMatchesNaive(t *testing.T) {
+	for _, layers := range []int{1, 2} {
+		m := tinyTranslator(t, layers, uint64(10+layers))
+		var logits [][][]float64
+		tp := ad.NewTape[float64](false)
+		res, err := Greedy(tp, m, Input[float64]{Tokens: tinySources}, GreedyOptions[float64]{MaxSteps: 8,
+			OnStep: func(step int, o *ad.Node[float64], rows []int, live []bool) {
+				if logits == nil {
+					logits = make([][][]float64, len(tinySources))
+				}
+				v := o.Value.Cols()
+				for k, r := range rows {
+					if live[k] {
+						logits[r] = append(logits[r], slices.Clone(o.Value.Data[k*v:(k+1)*v]))
+					}
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r, src := range tinySources {
+			want := naiveTranslate(m, src, 8)
+			if len(want) != len(logits[r]) {
+				t.Fatalf("layers %d, row %d: %d steps batched, %d alone", layers, r, len(logits[r]), len(want))
+			}
+			for step := range want {
+				for j := range want[step] {
+					if d := math.Abs(want[step][j] - logits[r][step][j]); d > 1e-12*(1+math.Abs(want[step][j])) {
+						t.Fatalf("layers %d, row %d, step %d, logit %d: batched %v, alone %v", layers, r, step, j, logits[r][step][j], want[step][j])
+					}
+				}
+			}
+			if res[r].Stopped != (len(res[r].Tokens) < 8) {
+				t.Fatalf("row %d: %+v", r, res[r])
+			}
+		}
+
+		// The same sources as one-hot rows and as embedding rows.
+		var soft, emb []float64
+		for _, src := range tinySources {
+			for _, id := range src {
+				oh := make([]float64, m.Vocab())
+				oh[id] = 1
+				soft = append(soft, oh...)
+				emb = append(emb, m.SrcEmb.W.W.Data[id*m.Arch.Embedding:(id+1)*m.Arch.Embedding]...)
+			}
+		}
+		n := len(soft) / m.Vocab()
+		for name, in := range map[string]Input[float64]{
+			"soft":     {Tokens: tinySources, Soft: tp.Const(ad.FromSlice(soft, n, m.Vocab()))},
+			"embedded": {Tokens: tinySources, Embedded: tp.Const(ad.FromSlice(emb, n, m.Arch.Embedding))},
+		} {
+			got, err := Greedy(ad.NewTape[float64](false), m, in, GreedyOptions[float64]{MaxSteps: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := range res {
+				if !slices.Equal(got[r].Tokens, res[r].Tokens) || math.Abs(got[r].MinMargin-res[r].MinMargin) > 1e-12 {
+					t.Fatalf("layers %d, %s input, row %d: %+v, tokens %+v", layers, name, r, got[r], res[r])
+				}
+			}
+		}
+	}
+}
+
+// TestTranslatorRejectsBadInput: wrong kinds, lengths and ids are errors,
+// never panics.
+func TestTranslatorRejectsBadInput(t *testing.T) {
+	m := tinyTranslator(t, 1, 1)
+	tp := ad.NewTape[float64](false)
+	for name, in := range map[string]Input[float64]{
+		"continuous":   {X: tp.Const(ad.New[float64](1, 3))},
+		"empty batch":  {},
+		"empty source": {Tokens: [][]int{{4}, {}}},
+		"too long":     {Tokens: [][]int{make([]int, 13)}},
+		"bad id":       {Tokens: [][]int{{4, 11}}},
+		"negative id":  {Tokens: [][]int{{-1}}},
+		"soft shape":   {Tokens: [][]int{{4, 5}}, Soft: tp.Const(ad.New[float64](2, 3))},
+		"emb shape":    {Tokens: [][]int{{4, 5}}, Embedded: tp.Const(ad.New[float64](3, 4))},
+		"dropout rng":  {Tokens: [][]int{{4}}, Dropout: 0.5},
+	} {
+		if _, err := m.Start(tp, in); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// TestTranslatorSaveLoad: a translator saved with its tokenizer loads back
+// with the same weights, tokenizer and digest inputs; a tokenizer that does
+// not match config.json is refused, naming the file.
+func TestTranslatorSaveLoad(t *testing.T) {
+	tok, err := bpe.Train([]string{"das haus ist klein", "the house is small", "ein kleines haus"}, bpe.TrainOptions{VocabSize: 300, MinFrequency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultTranslatorConfig(tok.Size(), bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID)
+	a := cfg.Arch.(*TranslatorConfig)
+	a.Embedding, a.EncoderHidden, a.DecoderHidden, a.Attention, a.Combine = 4, 3, 5, 4, 6
+	cfg.Tokenizer = tok
+	m, err := NewTranslator[float32](&cfg, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := Save[float32](dir, m); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load[float32](dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Config().Tokenizer == nil || back.Config().Tokenizer.Size() != tok.Size() || len(back.Config().Vocab) != 0 {
+		t.Fatal("tokenizer not restored")
+	}
+	for i, p := range back.Params() {
+		if !slices.Equal(p.W.Data, m.Params()[i].W.Data) {
+			t.Fatalf("%s differs after loading", p.Name)
+		}
+	}
+	ids := tok.Encode("das kleine haus")
+	r1, _ := Decode(context.Background(), Decoder[float32](m), Batch[float32]{Tokens: [][]int{ids}}, 5)
+	r2, _ := Decode(context.Background(), back, Batch[float32]{Tokens: [][]int{ids}}, 5)
+	if !slices.Equal(r1[0].Tokens, r2[0].Tokens) {
+		t.Fatal("loaded model decodes differently")
+	}
+	// A config whose vocab_size differs from vocab.json's.
+	if err := rewriteConfig(dir, func(c *Config) { c.Arch.(*TranslatorConfig).Vocab++ }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load[float32](dir); err == nil || !strings.Contains(err.Error(), "vocab.json") {
+		t.Fatalf("mismatched vocabulary: error %v", err)
+	}
+}

@@ -1,0 +1,88 @@
+package train
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lenspec/lenspec/bleu"
+	"github.com/lenspec/lenspec/bpe"
+	"github.com/lenspec/lenspec/corpus"
+	"github.com/lenspec/lenspec/model"
+)
+
+// EncodePairs encodes sentence pairs for training a translator with tok
+// (model.EncodeText on both sides). Pairs whose source is longer than
+// maxSource tokens or whose target is longer than maxTarget are left out
+// and counted: the paper caps training targets at 50 tokens, and a target
+// cut short would teach the model to stop mid-sentence.
+func EncodePairs(tok *bpe.Tokenizer, pairs []corpus.Pair, maxSource, maxTarget int) (src, tgt [][]int, dropped int) {
+	for _, p := range pairs {
+		s, t := model.EncodeText(tok, p.Src), model.EncodeText(tok, p.Tgt)
+		if len(s) == 0 || len(s) > maxSource || len(t) > maxTarget {
+			dropped++
+			continue
+		}
+		src, tgt = append(src, s), append(tgt, t)
+	}
+	return src, tgt, dropped
+}
+
+// TranslationEval is a translator measured on a set of pairs.
+type TranslationEval struct {
+	// BLEU is corpus BLEU-4 of the detokenised outputs against the
+	// references, both tokenised by bleu.Tokenize (sacreBLEU's 13a).
+	BLEU    bleu.Score `json:"-"`
+	Samples int        `json:"samples"`
+	// MaxLen is the longest output in tokens, Unstopped the outputs that
+	// reached the step cap without end of sequence; Lengths counts outputs
+	// by length.
+	MaxLen    int   `json:"max_len"`
+	Unstopped int   `json:"unstopped"`
+	Lengths   []int `json:"length_histogram"`
+	// Outputs are the translations, in the pairs' order.
+	Outputs []model.Translation `json:"-"`
+}
+
+// EvaluateTranslation translates the pairs' sources greedily (maxSteps ≤ 0:
+// the model's cap) and scores the outputs against their targets.
+func EvaluateTranslation(ctx context.Context, d model.Decoder[float32], pairs []corpus.Pair, maxSteps int) (*TranslationEval, error) {
+	if len(pairs) == 0 {
+		return nil, fmt.Errorf("evaluate: no pairs")
+	}
+	srcs, refs := make([]string, len(pairs)), make([]string, len(pairs))
+	for i, p := range pairs {
+		srcs[i], refs[i] = p.Src, p.Tgt
+	}
+	out, err := model.Translate(ctx, d, srcs, maxSteps)
+	if err != nil {
+		return nil, fmt.Errorf("evaluate: %w", err)
+	}
+	ev := &TranslationEval{Samples: len(pairs), Outputs: out}
+	hyps := make([]string, len(out))
+	for i, t := range out {
+		hyps[i] = t.Text
+		ev.MaxLen = max(ev.MaxLen, t.Length)
+		if !t.Stopped {
+			ev.Unstopped++
+		}
+		for len(ev.Lengths) <= t.Length {
+			ev.Lengths = append(ev.Lengths, 0)
+		}
+		ev.Lengths[t.Length]++
+	}
+	if ev.BLEU, err = bleu.Corpus(hyps, refs); err != nil {
+		return nil, fmt.Errorf("evaluate: %w", err)
+	}
+	return ev, nil
+}
+
+// BaselineBLEU is the word-by-word dictionary lookup baseline's BLEU on
+// test: corpus.Lexicon (IBM Model 1) trained on the training split.
+func BaselineBLEU(trainPairs, test []corpus.Pair) (bleu.Score, error) {
+	lex := corpus.TrainLexicon(trainPairs, corpus.LexiconOptions{})
+	hyps, refs := make([]string, len(test)), make([]string, len(test))
+	for i, p := range test {
+		hyps[i], refs[i] = lex.Translate(p.Src), p.Tgt
+	}
+	return bleu.Corpus(hyps, refs)
+}
