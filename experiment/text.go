@@ -301,7 +301,9 @@ func (r *textRun) fail(u unit, cause error) error {
 	return r.finish(u.key, rec)
 }
 
-func (r *textRun) finish(key string, rec TextAttackRecord) error { return record(r.f, r.emit, key, rec) }
+func (r *textRun) finish(key string, rec TextAttackRecord) error {
+	return record(r.f, r.emit, key, rec)
+}
 
 func (r *textRun) attack(ctx context.Context, us []unit) error {
 	c, m := r.c, r.c.Model
