@@ -12,6 +12,7 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime/cgo"
@@ -109,7 +110,7 @@ func lsCbcEvent(h C.uintptr_t, kind C.int, obj, bound C.double, nodes C.int64_t,
 			}
 			ev.silent = true
 			ev.mu.Unlock()
-			C.ls_ctx_cancel(ev.c)
+			C.ls_ctx_cancel(ev.c, 1, 0)
 		}
 	}()
 	ev.sink.Send(mip.Event{
@@ -287,11 +288,24 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 	}
 	done := make(chan struct{})
 	watcher := make(chan struct{})
+	// The watcher stops the solve when ctx is done, and at the time limit:
+	// CBC's own clock is not looked at inside an LP or preprocessing.
+	var limit <-chan time.Time
+	if opt.TimeLimit > 0 {
+		tm := time.NewTimer(opt.TimeLimit - time.Since(t0))
+		defer tm.Stop()
+		limit = tm.C
+	}
 	go func() {
 		defer close(watcher)
 		select {
 		case <-ctx.Done():
-			C.ls_ctx_cancel(c)
+			// A deadline is a time limit too; a plain cancellation
+			// (such as a stop at the first good incumbent) lets the LP
+			// under way finish, or CBC could drop that incumbent.
+			C.ls_ctx_cancel(c, 1, C.int(btoi(errors.Is(ctx.Err(), context.DeadlineExceeded))))
+		case <-limit:
+			C.ls_ctx_cancel(c, 2, 1)
 		case <-done:
 		}
 	}()
@@ -329,6 +343,8 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 	res.Status, boundOK = status(&r, res.HasSolution, opt.ReachedLimit(res.Wall))
 	if bound := float64(r.bound); boundOK && coin.Finite(bound) {
 		res.Bound = bound + constant
+	} else if bound := float64(r.stop_bound); r.lp_stopped != 0 && coin.Finite(bound) {
+		res.Bound = bound + constant // proven before an LP was cut short
 	}
 	if res.Status == mip.Optimal && !boundOK {
 		res.Bound = math.Inf(1) // lowered to the incumbent below
@@ -358,22 +374,40 @@ func btoi(b bool) int {
 // status maps CBC's status and secondary status to a mip.Status and says
 // whether CBC's bound can be used.
 func status(r *C.ls_result, hasSol, atLimit bool) (st mip.Status, boundOK bool) {
-	cancelled := r.cancelled != 0
+	st, boundOK = cbcStatus(r, hasSol, atLimit)
+	if r.lp_stopped != 0 {
+		// An LP was cut short: CBC may have taken it for optimal or
+		// infeasible and pruned on it. Nothing it concluded after the
+		// stop stands; the caller uses the bound proven before it.
+		boundOK = false
+		if r.cancelled == 1 {
+			st = mip.Cancelled
+		} else {
+			st = mip.TimeLimit
+		}
+	}
+	return st, boundOK
+}
+
+func cbcStatus(r *C.ls_result, hasSol, atLimit bool) (mip.Status, bool) {
+	cancelled := r.cancelled == 1
+	atLimit = atLimit || r.cancelled == 2
+	stopped := mip.TimeLimit // how a stop that was asked for reads
+	if cancelled {
+		stopped = mip.Cancelled
+	}
 	if r.status == 0 && (cancelled || atLimit) {
 		// "Completed" while being stopped: preprocessing and cut
 		// generation, interrupted by the (real or cancellation) time
 		// limit, report infeasibility they did not prove.
-		if cancelled {
-			return mip.Cancelled, false
-		}
-		return mip.TimeLimit, false
+		return stopped, false
 	}
 	switch r.status {
 	case -1:
 		// CbcMain1 stopped before branch and bound (the callback does
-		// that when cancelled during preprocessing).
-		if cancelled {
-			return mip.Cancelled, false
+		// that when asked to stop during preprocessing).
+		if r.cancelled != 0 {
+			return stopped, false
 		}
 		return mip.Error, false
 	case 0:
@@ -399,14 +433,14 @@ func status(r *C.ls_result, hasSol, atLimit bool) (st mip.Status, boundOK bool) 
 			return mip.Cancelled, true
 		case r.secondary == 2:
 			return mip.Optimal, true // stopped on the requested gap
-		case r.secondary == 4:
+		case r.secondary == 4 || r.cancelled == 2:
 			return mip.TimeLimit, true
 		case r.secondary == 6:
 			return mip.SolutionLimit, true
 		}
 	case 5:
-		if cancelled {
-			return mip.Cancelled, true
+		if r.cancelled != 0 {
+			return stopped, true
 		}
 	}
 	return mip.Error, false

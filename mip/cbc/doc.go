@@ -30,17 +30,23 @@
 // goroutine with an error that wraps the original value (if it was an
 // error) and shows its stack.
 //
-// Cancellation: when the context is done, the handler makes CBC's time
+// Cancellation and time limits: when the context is done, or when the
+// time limit passes on the Go side's clock, the handler makes CBC's time
 // limit look reached at its next event. CBC then stops along its usual
 // time-limit path, which keeps the incumbent and an honest bound; in
 // branch and bound it returns within milliseconds. (Telling CBC to "stop"
 // instead ends the search as if it had completed, which reads as proven
 // optimality: never do that.) Before branch and bound, in preprocessing,
-// root cuts and the root LP, CBC looks at its clock and raises events only
-// between steps, so both its time limit and a cancellation can take
-// effect late: by 0.6–1.2 s on a 2 s limit for the 400-binary ReLU model
-// of the tests, by more on larger models. This backend cannot kill CBC;
-// where a limit must hold, mip/external can.
+// root cuts and the root LP, CBC looks at its clock only between steps; a
+// ClpEventHandler cloned into every LP solver CBC makes therefore ends
+// the LP under way at its next simplex iteration. CBC takes such an LP for
+// finished (optimal, or infeasible, which prunes), so once one was cut
+// short nothing CBC concludes stands: the result is TimeLimit (or
+// Cancelled) with the bound proven before the stop. On the 400-binary
+// ReLU model of the tests a 2 s limit now ends within 1–3 % of it (CBC
+// alone: 2.6 s); what remains is work between simplex iterations
+// (probing, copying a large model), about 0.7 s on a 4,000 × 400 dense
+// knapsack.
 //
 // Silence: CBC's log level is 0 and, for the duration of a solve, the C
 // stdio stdout and stderr pointers and the C++ standard streams point to

@@ -9,6 +9,7 @@
 #include "shim.h"
 
 #include <coin/CbcEventHandler.hpp>
+#include <coin/ClpEventHandler.hpp>
 #include <coin/CbcModel.hpp>
 #include <coin/CbcSolver.hpp>
 #include <coin/CoinError.hpp>
@@ -40,7 +41,25 @@ static const double kNoSolution = 1e49;
 struct ls_ctx {
 	uintptr_t handle;
 	int events;
+	// cancel is 0, or why the solve is asked to stop: 1 cancelled, 2 the
+	// time limit (the Go side's clock, which also runs while CLP is in an
+	// LP, where CBC does not look at its own).
 	std::atomic<int> cancel;
+	// cut says whether LPs under way are to be cut short: for a time
+	// limit or a deadline, not for a plain cancellation (a caller that
+	// stops at the first incumbent would lose it: CBC validates a
+	// heuristic's solution with an LP).
+	std::atomic<int> cut;
+	// lp_stopped is set once an LP was cut short: CBC then takes the
+	// unfinished LP for what it is not (optimal, or infeasible — which
+	// prunes), so nothing it concludes afterwards is trusted; the bound
+	// proven before the stop is: report stops updating last_bound once
+	// cancel is set, and reads the model's bound before it looks.
+	std::atomic<int> lp_stopped;
+	// post is set when branch and bound has ended: postprocessing
+	// re-solves an LP to map the incumbent back to the original problem,
+	// and cutting that one short would lose the incumbent.
+	std::atomic<int> post;
 	double t0;
 	// main is the model branch and bound runs on (set just before it
 	// starts); events read the incumbent and bound from it, since the
@@ -59,6 +78,9 @@ extern "C" ls_ctx *ls_ctx_new(uintptr_t h, int events) {
 	c->cancel.store(0);
 	c->t0 = CoinGetTimeOfDay();
 	c->main.store(nullptr);
+	c->lp_stopped.store(0);
+	c->cut.store(0);
+	c->post.store(0);
 	c->last_obj = HUGE_VAL;
 	c->last_bound = -HUGE_VAL;
 	c->last_report = c->t0;
@@ -66,7 +88,15 @@ extern "C" ls_ctx *ls_ctx_new(uintptr_t h, int events) {
 	return c;
 }
 
-extern "C" void ls_ctx_cancel(ls_ctx *c) { c->cancel.store(1); }
+// ls_ctx_cancel takes no lock: it is called from Go inside report's
+// critical section (a panicking event callback).
+extern "C" void ls_ctx_cancel(ls_ctx *c, int why, int cut) {
+	if (cut) {
+		c->cut.store(1);
+	}
+	int none = 0;
+	c->cancel.compare_exchange_strong(none, why);
+}
 
 extern "C" void ls_ctx_free(ls_ctx *c) { delete c; }
 
@@ -74,7 +104,7 @@ extern "C" void ls_ctx_free(ls_ctx *c) { delete c; }
 // or if a progress heartbeat is due.
 static void report(ls_ctx *c) {
 	CbcModel *m = c->main.load();
-	if (!c->events || m == nullptr) {
+	if (m == nullptr) {
 		return;
 	}
 	double obj = m->bestSolution() != nullptr ? m->getObjValue() : HUGE_VAL;
@@ -87,6 +117,11 @@ static void report(ls_ctx *c) {
 	}
 	int64_t nodes = m->getNodeCount();
 	std::lock_guard<std::mutex> lock(c->mu);
+	if (c->cancel.load() != 0) {
+		// Once stopping, an LP may have been cut short: what the model
+		// reports from here on is not a bound.
+		return;
+	}
 	double now = CoinGetTimeOfDay();
 	int kind;
 	if (obj < c->last_obj) {
@@ -103,8 +138,33 @@ static void report(ls_ctx *c) {
 		c->last_bound = std::fmax(c->last_bound, bound);
 	}
 	c->last_report = now;
-	lsCbcEvent(c->handle, kind, obj, bound, nodes, now - c->t0);
+	if (c->events) {
+		lsCbcEvent(c->handle, kind, obj, bound, nodes, now - c->t0);
+	}
 }
+
+// LPStop ends an LP at CLP's next iteration once the solve is asked to
+// stop at a time limit or deadline (until postprocessing). CBC looks at its clock and its events only
+// between its steps, not inside the initial LP, preprocessing or the root
+// cut loop, where a solve could run far past its time limit. Set on the solver before CBC copies it, it is cloned into
+// every copy (preprocessing's, heuristics', the tree's).
+class LPStop : public ClpEventHandler {
+public:
+	explicit LPStop(ls_ctx *c) : ClpEventHandler(), ctx_(c) {}
+	LPStop(const LPStop &o) : ClpEventHandler(o), ctx_(o.ctx_) {}
+	ClpEventHandler *clone() const override { return new LPStop(*this); }
+
+	int event(Event e) override {
+		if (e == endOfIteration && ctx_->cut.load() && !ctx_->post.load()) {
+			ctx_->lp_stopped.store(1);
+			return 0; // stop: the LP returns with status 5
+		}
+		return -1;
+	}
+
+private:
+	ls_ctx *ctx_;
+};
 
 // Handler is cloned into every model CBC creates from the one it is
 // passed in to; all clones share the context.
@@ -150,6 +210,7 @@ static int callback(CbcModel *model, int whereFrom) {
 		c->main.store(model);
 		report(c);
 	} else if (whereFrom == 4) {
+		c->post.store(1);
 		c->increment = std::fmax(c->increment, model->getCutoffIncrement());
 		report(c);
 		c->main.store(nullptr);
@@ -231,6 +292,8 @@ static void solve(const ls_problem *p, ls_ctx *c, ls_result *r, double *x) {
 	}
 	solver.messageHandler()->setLogLevel(0);
 	solver.getModelPtr()->messageHandler()->setLogLevel(0);
+	LPStop lpStop(c);
+	solver.getModelPtr()->passInEventHandler(&lpStop);
 
 	CbcModel model(solver);
 	model.setLogLevel(0);
@@ -363,6 +426,8 @@ extern "C" void ls_solve(const ls_problem *p, ls_ctx *c, ls_result *r, double *x
 	current = nullptr;
 	c->main.store(nullptr);
 	r->cancelled = c->cancel.load();
+	r->lp_stopped = c->lp_stopped.load();
+	r->stop_bound = c->last_bound;
 	r->increment = c->increment;
 }
 

@@ -43,7 +43,9 @@ typedef struct {
 	double objective;   // CBC's objective of the solution
 	double bound;       // CBC's best possible objective value
 	int64_t nodes;
-	int cancelled;      // the cancel flag was seen set
+	int cancelled;      // the stop request: 0 none, 1 cancelled, 2 time limit
+	int lp_stopped;     // an LP was cut short: CBC's conclusions are not trusted
+	double stop_bound;  // the bound proven when the stop was asked (-HUGE_VAL: none)
 	int main_return;    // CbcMain1's return code
 	int exception;      // a C++ exception was caught
 	double increment;   // CBC's cutoff increment during branch and bound
@@ -55,8 +57,10 @@ typedef struct ls_ctx ls_ctx;
 // ls_ctx_new returns a context reporting events to the Go handle h if
 // events is nonzero.
 ls_ctx *ls_ctx_new(uintptr_t h, int events);
-// ls_ctx_cancel asks the solve using c to stop; safe from any thread.
-void ls_ctx_cancel(ls_ctx *c);
+// ls_ctx_cancel asks the solve using c to stop, why being 1 (cancelled)
+// or 2 (time limit); cut nonzero also cuts short the LP under way (see
+// shim.cpp). Safe from any thread.
+void ls_ctx_cancel(ls_ctx *c, int why, int cut);
 void ls_ctx_free(ls_ctx *c);
 
 // ls_solve solves p, writing the solution (if any) into x (ncols values).

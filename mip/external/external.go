@@ -84,12 +84,25 @@ var ErrNoBinary = errors.New("external: solver program not found (for cbc: apt-g
 // only if m or opt is invalid, cbc cannot be found or started, or the
 // model cannot be written. cbc never outlives Solve, even if OnEvent
 // panics (the panic propagates after cbc is killed).
-func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.Result, error) {
+func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (res *mip.Result, err error) {
 	// The time limit runs from here: writing a large model takes time
 	// too, and callers divide a deadline into limits.
 	tStart := time.Now()
 	if err := opt.Validate(m); err != nil {
 		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok && (opt.TimeLimit == 0 || dl.Before(tStart.Add(opt.TimeLimit))) {
+		// A context deadline works as a time limit: cbc gets it as its
+		// own limit and the grace is sized by it, or a solve in
+		// preprocessing would overrun by the full grace of a solve
+		// without a limit. It still reads as the context's stop, as on
+		// the in-process backend.
+		opt.TimeLimit = max(dl.Sub(tStart), time.Nanosecond)
+		defer func() {
+			if res != nil && res.Status == mip.TimeLimit {
+				res.Status = mip.Cancelled
+			}
+		}()
 	}
 	if m.NumVars() == 0 {
 		return nil, fmt.Errorf("external: model %q has no variables", m.Name())
@@ -162,7 +175,7 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 	}
 	args = append(args, "-solve", "-solution", solFile, "-saveSolution", binSolFile, "-quit")
 
-	res := &mip.Result{Solver: s.Name(), Bound: math.NaN()}
+	res = &mip.Result{Solver: s.Name(), Bound: math.NaN()}
 	if ctx.Err() != nil {
 		res.Status = mip.Cancelled
 		res.Wall = time.Since(tStart)

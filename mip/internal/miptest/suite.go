@@ -26,6 +26,7 @@ func Run(t *testing.T, s mip.Solver) {
 	t.Run("Statuses", func(t *testing.T) { testStatuses(t, s) })
 	t.Run("TimeLimit", func(t *testing.T) { testTimeLimit(t, s) })
 	t.Run("ShortLimitNeverInfeasible", func(t *testing.T) { testShortLimit(t, s) })
+	t.Run("LimitHolds", func(t *testing.T) { testLimitHolds(t, s) })
 	t.Run("Cancel", func(t *testing.T) { testCancel(t, s) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, s) })
 }
@@ -424,6 +425,41 @@ func testEvents(t *testing.T, s mip.Solver) {
 	}
 	if res.Status != mip.Optimal || math.Abs(last-res.Objective) > Tol {
 		t.Errorf("last incumbent event %g, result %s %g", last, res.Status, res.Objective)
+	}
+}
+
+// testLimitHolds: a solve whose limit lands in preprocessing, root cuts
+// and root LPs still ends within 5 % of it (plus 100 ms for a loaded
+// machine's scheduling). CBC 2.10 alone looks at its clock only between
+// those steps: a 2 s limit on this model ended after 2.6 s.
+func testLimitHolds(t *testing.T, s mip.Solver) {
+	m, n := ShortLimitReLU()
+	cutoff := -n.Eval(make([]float64, len(n.W1[0]))) + 1e-3
+	for _, limit := range []time.Duration{700 * time.Millisecond, 2 * time.Second} {
+		// The limit as an option, and as a context deadline (how verify
+		// bounds a whole sample).
+		for _, deadline := range []bool{false, true} {
+			ctx, opt := context.Background(), mip.Options{TimeLimit: limit, UseCutoff: true, Cutoff: cutoff}
+			if deadline {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, limit)
+				defer cancel()
+				opt.TimeLimit = 0
+			}
+			t0 := time.Now()
+			res, err := s.Solve(ctx, m, opt)
+			wall := time.Since(t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			CheckResult(t, m, &opt, res)
+			if res.Status == mip.Infeasible || res.Status == mip.Optimal {
+				t.Fatalf("%v limit (deadline %v): %s on a model that takes seconds", limit, deadline, res.Status)
+			}
+			if max := limit + limit/20 + 100*time.Millisecond; wall > max {
+				t.Errorf("%v limit (deadline %v): returned after %v (status %s), over %v", limit, deadline, wall, res.Status, max)
+			}
+		}
 	}
 }
 
