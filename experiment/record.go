@@ -109,6 +109,20 @@ type VerifySettings struct {
 	AttackRestarts int     `json:"attack_restarts"`
 	AttackLR       float64 `json:"attack_lr"`
 	Seed           uint64  `json:"seed"`
+	// Bound searches the worst-case output length (verify.Bound) instead
+	// of deciding one K̂; MaxLen is then the largest K̂ tried (−1:
+	// verify.MaxK) and Timeout applies to each K̂ tried.
+	Bound bool `json:"bound,omitempty"`
+}
+
+// BoundResult is a worst-case length search's outcome: some input of the
+// set decodes Lower tokens (replayed), none more than Upper (proven; null:
+// no K̂ tried was proven).
+type BoundResult struct {
+	Lower     int                `json:"lower"`
+	Upper     *int               `json:"upper"`
+	Certified bool               `json:"certified"`
+	Steps     []verify.BoundStep `json:"steps"`
 }
 
 // VerifyRecord is one line of a verification results file.
@@ -143,6 +157,9 @@ type VerifyRecord struct {
 	Reason           string         `json:"reason,omitempty"`
 	MPS              string         `json:"mps,omitempty"`
 	Phases           []verify.Phase `json:"phases,omitempty"`
+	// Bound is the worst-case length search's outcome (Settings.Bound);
+	// Verdict is then "certified" or "open".
+	Bound *BoundResult `json:"bound,omitempty"`
 	// Error, if set, says why the unit failed (a solver error, a panic, a
 	// crash); the verdict is then unknown.
 	Error string `json:"error,omitempty"`

@@ -143,10 +143,53 @@ func (c *VerifyConfig) base() VerifyRecord {
 	return VerifyRecord{SchemaVersion: SchemaVersion, Model: c.Model.Dir, ModelSHA256: c.Model.Digest, Data: c.Data.Ref, Settings: c.Settings}
 }
 
+// Verdicts of a worst-case length search.
+const (
+	VerdictCertified = "certified" // lower = upper
+	VerdictOpen      = "open"      // an interval, or no upper bound
+)
+
+// bound runs the worst-case length search on one unit.
+func (c *VerifyConfig) bound(ctx context.Context, net *verify.Net, opt verify.Options, u unit, ball spec.Ball, label []int) (VerifyRecord, error) {
+	t0 := time.Now()
+	maxK := c.k(label)
+	b, err := verify.Bound(ctx, net, c.Model.D64, ball, uint64(u.sample), verify.BoundOptions{Options: opt, MaxK: maxK})
+	if err != nil {
+		return VerifyRecord{}, err
+	}
+	r := c.base()
+	r.Sample, r.Eps, r.K, r.Label = u.sample, u.eps, maxK, nonNil(label)
+	r.Seconds = time.Since(t0).Seconds()
+	br := &BoundResult{Lower: b.Lower, Certified: b.Certified(), Steps: b.Steps}
+	if b.Upper >= 0 {
+		up := b.Upper
+		br.Upper = &up
+	}
+	r.Bound, r.Verdict = br, VerdictOpen
+	if br.Certified {
+		r.Verdict = VerdictCertified
+	}
+	if b.Witness != nil {
+		l := len(b.WitnessResult.Tokens)
+		r.WitnessLength, r.WitnessTokens = &l, nonNil(b.WitnessResult.Tokens)
+		meta := map[string]string{"key": u.key, "model": c.Model.Dir, "model_sha256": c.Model.Digest, "length": fmt.Sprint(l),
+			"stopped": fmt.Sprint(b.WitnessResult.Stopped), "tokens": fmt.Sprint(r.WitnessTokens), "stage": "bound"}
+		in := c.Model.D64.Input()
+		if r.Witness, _, err = saveWitness(c.WitnessDir, witnessName(c.Data.Ref, u.sample, u.eps, "bound", u.key), meta, b.Witness, in); err != nil {
+			return VerifyRecord{}, recordError{err}
+		}
+	}
+	return r, nil
+}
+
 // k is K̂ for a sample.
+// In a worst-case length search it is the largest K̂ tried.
 func (c *VerifyConfig) k(label []int) int {
-	if c.Settings.MaxLen >= 0 {
+	switch {
+	case c.Settings.MaxLen >= 0:
 		return c.Settings.MaxLen
+	case c.Settings.Bound:
+		return verify.MaxK
 	}
 	return len(label)
 }
@@ -214,7 +257,11 @@ func RunVerify(ctx context.Context, c VerifyConfig, emit func(VerifyRecord) erro
 		}
 		counts[rec.Verdict]++
 		if c.Progress != nil {
-			c.Progress("verify", i+1, len(units), fmt.Sprintf("robust %d vulnerable %d unknown %d", counts[string(verify.Robust)], counts[string(verify.Vulnerable)], counts[string(verify.Unknown)]))
+			detail := fmt.Sprintf("robust %d vulnerable %d unknown %d", counts[string(verify.Robust)], counts[string(verify.Vulnerable)], counts[string(verify.Unknown)])
+			if c.Settings.Bound {
+				detail = fmt.Sprintf("certified %d open %d", counts[VerdictCertified], counts[VerdictOpen])
+			}
+			c.Progress("verify", i+1, len(units), detail)
 		}
 		if emit != nil {
 			if err := emit(rec); err != nil {
@@ -243,6 +290,9 @@ func (c *VerifyConfig) verify(ctx context.Context, net *verify.Net, opt verify.O
 		return VerifyRecord{}, err
 	}
 	k := c.k(label)
+	if c.Settings.Bound {
+		return c.bound(ctx, net, opt, u, ball, label)
+	}
 	name := fmt.Sprintf("%s-%d-eps%g-k%d-%s", c.Data.Ref.Split, u.sample, u.eps, k, keyHash(u.key))
 	res, err := verify.Verify(ctx, net, c.Model.D64, verify.Sample{Name: name, Set: ball, K: k, Stream: uint64(u.sample)}, opt)
 	if err != nil {

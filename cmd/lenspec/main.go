@@ -100,7 +100,7 @@ SIGINT/SIGTERM (finished work is kept; rerunning resumes).`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.RunE = needsSubcommand
 	root.AddCommand(newDataCmd(a), newTrainCmd(a), newDecodeCmd(a), newEvalCmd(a), newBenchCmd(a), newAttackCmd(a),
-		newExperimentCmd(a), newVerifyCmd(a), newResultsCmd(a), newTranslateCmd(a))
+		newExperimentCmd(a), newVerifyCmd(a), newBoundCmd(a), newResultsCmd(a), newTranslateCmd(a))
 	return root
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/lenspec/lenspec/experiment"
@@ -102,4 +104,75 @@ solver fails is recorded as unknown with the error, and the run goes on.`,
 	}
 	f.register(c, true)
 	return c
+}
+
+func newBoundCmd(a *app) *cobra.Command {
+	f := &verifyFlags{}
+	c := &cobra.Command{
+		Use:   "bound",
+		Short: "Certify the worst-case output length: no input within δ decodes more than N tokens",
+		Long: `For each image and radius δ, search the largest output length any input of
+S(x, δ) can produce. Starting from the image's own length, verify K̂ = the longest
+length found so far: a witness (replayed in float64) raises the lower bound to its
+length, a proof ends the search (upper = K̂), an unknown moves K̂ up by one. The
+answer is certified when lower = upper, an interval [lower, upper] otherwise, and
+upper is null when no K̂ up to --max-len was proven. --timeout applies to each K̂
+tried. One line per sample on stdout ({"lower":…, "upper":…} with --json); with
+--out, one JSON record per (image, δ) and the witnesses, resumable like verify's.`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			f.s.Bound = true
+			if f.out == "" {
+				// Without --out nothing is kept: the records and witnesses
+				// go to a directory removed at the end.
+				tmp, err := os.MkdirTemp("", "lenspec-bound-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(tmp)
+				f.out = filepath.Join(tmp, "bound.jsonl")
+			}
+			cfg, err := f.prepare(c, a)
+			if err != nil {
+				return err
+			}
+			progress, finish := a.bars()
+			defer finish()
+			cfg.Progress = progress
+			return experiment.RunVerify(c.Context(), cfg, func(r experiment.VerifyRecord) error {
+				return a.emit(boundLine(r), func(w io.Writer) {
+					b := boundLine(r)
+					up := "unproven"
+					if b.Upper != nil {
+						up = fmt.Sprint(*b.Upper)
+					}
+					fmt.Fprintf(w, "image %d eps %g: %s lower %d upper %s\n", b.Sample, b.Eps, r.Verdict, b.Lower, up)
+				})
+			})
+		},
+	}
+	f.register(c, true)
+	c.Flags().Lookup("max-len").Usage = fmt.Sprintf("the largest K̂ the search tries, 0..%d (default %d)", verify.MaxK, verify.MaxK)
+	return c
+}
+
+// boundOutput is what bound prints per sample.
+type boundOutput struct {
+	Sample    int                `json:"sample"`
+	Eps       float64            `json:"eps"`
+	Lower     int                `json:"lower"`
+	Upper     *int               `json:"upper"`
+	Certified bool               `json:"certified"`
+	Witness   string             `json:"witness,omitempty"`
+	Seconds   float64            `json:"seconds"`
+	Steps     []verify.BoundStep `json:"steps"`
+	Error     string             `json:"error,omitempty"`
+}
+
+func boundLine(r experiment.VerifyRecord) boundOutput {
+	out := boundOutput{Sample: r.Sample, Eps: r.Eps, Witness: r.Witness, Seconds: r.Seconds, Error: r.Error}
+	if b := r.Bound; b != nil {
+		out.Lower, out.Upper, out.Certified, out.Steps = b.Lower, b.Upper, b.Certified, b.Steps
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,5 +115,36 @@ func TestResultsSummaryOfShippedFiles(t *testing.T) {
 		if code != 0 || !strings.Contains(stdout, " 0.5 |") {
 			t.Fatalf("%s: exit %d: %s %s", f, code, stdout, stderr)
 		}
+	}
+}
+
+// TestBoundCommand: bound prints {"lower", "upper"} per sample, certified
+// where they meet; with --out it keeps resumable records; bad flags are
+// usage errors.
+func TestBoundCommand(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "b.jsonl")
+	code, stdout, stderr := runCLI(t, "bound", "--model", "../../models/mmnist-rnn-rs", "--eps", "0.01", "--index", "0", "--timeout", "20s", "--json", "-q")
+	if code != 0 {
+		t.Fatalf("bound: exit %d: %s", code, stderr)
+	}
+	var b struct {
+		Lower     int
+		Upper     *int
+		Certified bool
+	}
+	if err := json.Unmarshal([]byte(stdout), &b); err != nil || b.Upper == nil || !b.Certified || *b.Upper != b.Lower || b.Lower < 1 {
+		t.Fatalf("bound --json: %q (%v)", stdout, err)
+	}
+	for i := 0; i < 2; i++ { // the second run resumes: nothing new
+		if code, _, stderr := runCLI(t, "bound", "--model", "../../models/mmnist-rnn-rs", "--eps", "0.01", "--index", "0", "--timeout", "20s", "--out", out, "-q"); code != 0 {
+			t.Fatalf("bound --out: exit %d: %s", code, stderr)
+		}
+	}
+	recs, err := experiment.ReadVerifyRecords(out)
+	if err != nil || len(recs) != 1 || recs[0].Bound == nil || recs[0].Verdict != experiment.VerdictCertified {
+		t.Fatalf("records %+v (%v)", recs, err)
+	}
+	if code, _, stderr := runCLI(t, "bound", "--model", "../../models/mmnist-rnn-rs", "--eps", "0.01", "--index", "0", "--max-len", "-3"); code != 2 {
+		t.Fatalf("--max-len -3: exit %d: %s", code, stderr)
 	}
 }
