@@ -21,6 +21,8 @@ type DataRef struct {
 	Name  string `json:"name"`
 	Split string `json:"split"`
 	Seed  uint64 `json:"seed"`
+	// SHA256 identifies data given as files (Inputs): their values.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // AttackSettings are the settings that change an attack's result, besides

@@ -22,6 +22,7 @@ type runFlags struct {
 	eps                         []float64
 	images                      int
 	indices                     []int
+	pngs, inputs                []string // the user's own inputs
 	seed, dataSeed              uint64
 	maxLen, maxSteps            int
 }
@@ -33,6 +34,8 @@ func (r *runFlags) register(c *cobra.Command, samples bool) {
 		f.Float64SliceVar(&r.eps, "eps", nil, "L∞ radius δ (repeatable or comma-separated)")
 		f.IntVar(&r.images, "images", 0, "this many test images, drawn at random with --seed")
 		f.IntSliceVar(&r.indices, "index", nil, "these canvas indices")
+		f.StringArrayVar(&r.pngs, "image", nil, "a PNG image of the model's input size (repeatable): your own input; its own output's length stands in for the label")
+		f.StringArrayVar(&r.inputs, "input", nil, "a safetensors file holding one input tensor (repeatable), e.g. a witness: your own input")
 		f.StringVar(&r.out, "out", "", "results file (JSONL); rerunning with the same file skips finished records")
 	}
 	f.IntVar(&r.maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
@@ -61,8 +64,14 @@ func (r *runFlags) check(c *cobra.Command, a *app) (experiment.Shard, error) {
 	if r.images < 0 {
 		return experiment.Shard{}, usagef("--images %d: want a positive number", r.images)
 	}
-	if (r.images > 0) == (len(r.indices) > 0) {
-		return experiment.Shard{}, usagef("give exactly one of --images N or --index I")
+	given := 0
+	for _, g := range []bool{r.images > 0, len(r.indices) > 0, len(r.pngs)+len(r.inputs) > 0} {
+		if g {
+			given++
+		}
+	}
+	if given != 1 {
+		return experiment.Shard{}, usagef("give exactly one of --images N, --index I, or --image/--input files")
 	}
 	if err := checkSteps(c, r.maxSteps); err != nil {
 		return experiment.Shard{}, err
@@ -114,6 +123,17 @@ func (r *runFlags) loadModel(c *cobra.Command, a *app) (experiment.Shard, *exper
 
 // loadData loads the data for model m, and picks the samples.
 func (r *runFlags) loadData(ctx context.Context, a *app, m *experiment.Model) (experiment.Data, []int, error) {
+	if files := append(append([]string(nil), r.pngs...), r.inputs...); len(files) > 0 {
+		data, err := experiment.Inputs(ctx, m.D64, files, r.maxSteps)
+		if err != nil {
+			return experiment.Data{}, nil, err
+		}
+		samples := make([]int, len(files))
+		for i := range samples {
+			samples[i] = i
+		}
+		return data, samples, nil
+	}
 	data, err := a.modelData(ctx, m.D32.Input(), r.dataSeed, r.split)
 	if err != nil {
 		return experiment.Data{}, nil, err

@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lenspec/lenspec/experiment"
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/safetensors"
 )
 
 func TestVerifyCLI(t *testing.T) {
@@ -146,5 +152,101 @@ func TestBoundCommand(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "bound", "--model", "../../models/mmnist-rnn-rs", "--eps", "0.01", "--index", "0", "--max-len", "-3"); code != 2 {
 		t.Fatalf("--max-len -3: exit %d: %s", code, stderr)
+	}
+}
+
+// TestVerifyOwnInput: verify and bound take a user's own input file on a
+// model that is not Multi-MNIST-shaped (three pixels, no convolution). The
+// bound's upper end is never below what a grid over the box finds, verify
+// agrees with it at K̂ = upper (robust) and, below the lower end, finds a
+// witness; a file of the wrong shape is refused naming the file.
+func TestVerifyOwnInput(t *testing.T) {
+	cfg := model.DefaultCaptionerConfig()
+	a := cfg.Arch.(*model.CaptionerConfig)
+	a.Input = model.InputConfig{Channels: 1, Height: 1, Width: 3, Min: -1, Max: 1}
+	a.Conv = nil
+	a.FCHidden, a.Embedding, a.Hidden = 4, 3, 5
+	cfg.Vocab = []string{"a", "b", "<eos>"}
+	cfg.EOS, cfg.MaxSteps = 2, 12
+	m, err := model.New[float64](&cfg, rand.New(rand.NewPCG(4, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(4, 5))
+	for _, p := range m.Params() {
+		if len(p.W.Shape) == 1 {
+			for i := range p.W.Data {
+				p.W.Data[i] = 0.3 * rng.NormFloat64()
+			}
+		}
+	}
+	dir := t.TempDir()
+	if err := model.Save(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	m, err = model.Load[float64](dir) // what the CLI sees (weights stored as float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := []float64{0.25, -0.5, 0.125}
+	input := filepath.Join(t.TempDir(), "mine.safetensors")
+	if err := safetensors.WriteFile(input, &safetensors.File{Tensors: []safetensors.Tensor{safetensors.F64("input", []int{1, 1, 3}, x)}}); err != nil {
+		t.Fatal(err)
+	}
+	const eps = 0.3
+	code, stdout, stderr := runCLI(t, "bound", "--model", dir, "--eps", fmt.Sprint(eps), "--input", input, "--max-len", "10", "--timeout", "20s", "--json", "-q")
+	if code != 0 {
+		t.Fatalf("bound --input: exit %d: %s", code, stderr)
+	}
+	var b struct {
+		Lower int
+		Upper *int
+	}
+	if err := json.Unmarshal([]byte(stdout), &b); err != nil || b.Upper == nil {
+		t.Fatalf("bound: %q (%v)", stdout, err)
+	}
+	// A grid over the box: nothing may decode more than upper.
+	longest := 0
+	const per = 21
+	for i := 0; i < per*per*per; i++ {
+		g := make([]float64, 3)
+		for c, j := 0, i; c < 3; c, j = c+1, j/per {
+			g[c] = math.Min(math.Max(x[c]-eps+2*eps*float64(j%per)/(per-1), -1), 1)
+		}
+		res, err := model.Decode(context.Background(), m, model.Batch[float64]{X: g}, 12)
+		if err != nil {
+			t.Fatal(err)
+		}
+		longest = max(longest, len(res[0].Tokens))
+	}
+	if longest > *b.Upper || b.Lower > *b.Upper {
+		t.Fatalf("bound [%d, %d], but the grid finds %d tokens", b.Lower, *b.Upper, longest)
+	}
+	t.Logf("bound [%d, %d], grid %d", b.Lower, *b.Upper, longest)
+	verdict := func(k int) string {
+		code, stdout, stderr := runCLI(t, "verify", "--model", dir, "--eps", fmt.Sprint(eps), "--input", input, "--max-len", fmt.Sprint(k),
+			"--timeout", "20s", "--out", filepath.Join(t.TempDir(), "v.jsonl"), "-q")
+		if code != 0 {
+			t.Fatalf("verify --input: exit %d: %s", code, stderr)
+		}
+		return strings.TrimSpace(stdout)
+	}
+	if v := verdict(*b.Upper); v != "robust" {
+		t.Fatalf("verify at K̂ = upper %d: %s", *b.Upper, v)
+	}
+	if b.Lower > 0 {
+		if v := verdict(b.Lower - 1); v != "vulnerable" {
+			t.Fatalf("verify at K̂ = lower−1 = %d: %s", b.Lower-1, v)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad.safetensors")
+	if err := safetensors.WriteFile(bad, &safetensors.File{Tensors: []safetensors.Tensor{safetensors.F64("input", []int{1, 1, 4}, make([]float64, 4))}}); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, "verify", "--model", dir, "--eps", "0.1", "--input", bad, "--out", filepath.Join(t.TempDir(), "v.jsonl")); code != 1 || !strings.Contains(stderr, "bad.safetensors") {
+		t.Fatalf("a wrong-shape input: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "verify", "--model", dir, "--eps", "0.1", "--input", input, "--index", "0", "--out", filepath.Join(t.TempDir(), "v.jsonl")); code != 2 || !strings.Contains(stderr, "exactly one") {
+		t.Fatalf("--input with --index: exit %d: %s", code, stderr)
 	}
 }
