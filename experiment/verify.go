@@ -150,7 +150,7 @@ const (
 )
 
 // bound runs the worst-case length search on one unit.
-func (c *VerifyConfig) bound(ctx context.Context, net *verify.Net, opt verify.Options, u unit, ball spec.Ball, label []int) (VerifyRecord, error) {
+func (c *VerifyConfig) bound(ctx context.Context, net *verify.Net, opt verify.Options, u unit, ball spec.Region, label []int) (VerifyRecord, error) {
 	t0 := time.Now()
 	maxK := c.k(label)
 	b, err := verify.Bound(ctx, net, c.Model.D64, ball, uint64(u.sample), verify.BoundOptions{Options: opt, MaxK: maxK})
@@ -289,6 +289,12 @@ func (c *VerifyConfig) verify(ctx context.Context, net *verify.Net, opt verify.O
 	if err != nil {
 		return VerifyRecord{}, err
 	}
+	return c.verifyIn(ctx, net, opt, u, ball, label)
+}
+
+// verifyIn verifies (or bounds) one unit over set.
+func (c *VerifyConfig) verifyIn(ctx context.Context, net *verify.Net, opt verify.Options, u unit, ball spec.Region, label []int) (VerifyRecord, error) {
+	in := c.Model.D64.Input()
 	k := c.k(label)
 	if c.Settings.Bound {
 		return c.bound(ctx, net, opt, u, ball, label)

@@ -127,18 +127,30 @@ func (b Ball) Sample(rng *rand.Rand, x []float64) { sample(b, rng, x) }
 
 // Float32 is the ball for float32 iterates. Its inward-rounded bounds are
 // computed here, once: an attack projects thousands of times.
-func (b Ball) Float32() Set[[]float32] {
-	s := &ball32{b: b, lo: make([]float32, len(b.X)), hi: make([]float32, len(b.X)), mid: make([]float32, len(b.X))}
-	for i := range b.X {
+func (b Ball) Float32() Set[[]float32] { return newBall32(b) }
+
+// boxed is what the shared set arithmetic needs: a centre and exact
+// per-coordinate bounds.
+type boxed interface {
+	Dim() int
+	Center() []float64
+	Bounds(i int) (lo, hi float64)
+	Describe() string
+}
+
+func newBall32(b boxed) *ball32 {
+	n := b.Dim()
+	s := &ball32{b: b, lo: make([]float32, n), hi: make([]float32, n), mid: make([]float32, n)}
+	for i := range n {
 		s.lo[i], s.hi[i] = inward[float32](b.Bounds(i))
-		s.mid[i] = min(max(float32(b.X[i]), s.lo[i]), s.hi[i])
+		s.mid[i] = min(max(float32(b.Center()[i]), s.lo[i]), s.hi[i])
 	}
 	return s
 }
 
-// ball32 is a Ball seen by float32 code, with its float32 box.
+// ball32 is a set seen by float32 code, with its float32 box.
 type ball32 struct {
-	b           Ball
+	b           boxed
 	lo, hi, mid []float32
 }
 
@@ -171,8 +183,8 @@ func (s *ball32) Sample(rng *rand.Rand, x []float32) {
 	s.Project(x) // float32 rounding may step outside by an ulp
 }
 
-func contains[T float32 | float64](b Ball, x []T) bool {
-	if len(x) != len(b.X) {
+func contains[T float32 | float64](b boxed, x []T) bool {
+	if len(x) != b.Dim() {
 		return false
 	}
 	for i, v := range x {
@@ -190,12 +202,12 @@ func contains[T float32 | float64](b Ball, x []T) bool {
 // float32 value at all (radius 0 around a centre float32 cannot represent),
 // where the nearest float32 is used: replay therefore projects witnesses
 // again in float64. NaN coordinates go to the centre.
-func project[T float32 | float64](b Ball, x []T) {
+func project[T float32 | float64](b boxed, x []T) {
 	for i := range x {
 		lo, hi := inward[T](b.Bounds(i))
 		switch v := x[i]; {
 		case v != v:
-			x[i] = min(max(T(b.X[i]), lo), hi)
+			x[i] = min(max(T(b.Center()[i]), lo), hi)
 		case v < lo:
 			x[i] = lo
 		case v > hi:
@@ -204,7 +216,7 @@ func project[T float32 | float64](b Ball, x []T) {
 	}
 }
 
-func sample[T float32 | float64](b Ball, rng *rand.Rand, x []T) {
+func sample[T float32 | float64](b boxed, rng *rand.Rand, x []T) {
 	for i := range x {
 		lo, hi := b.Bounds(i)
 		x[i] = T(lo + (hi-lo)*rng.Float64())
@@ -245,3 +257,59 @@ func next[T float32 | float64](v T, up bool) T {
 // did not stop within the step cap has ℓ ≥ len(Tokens), so len(Tokens) > k
 // decides both cases; a cap of k or less can never show a violation.
 func Exceeds(r model.Result, k int) bool { return len(r.Tokens) > k }
+
+// Box is a per-coordinate perturbation set {x' : Lo ≤ x' ≤ Hi} around an
+// input X inside it: what a user's own specification gives when the
+// allowed change differs between coordinates (a region of an image, a
+// sensor's tolerance).
+type Box struct {
+	X, Lo, Hi []float64
+}
+
+var _ Region = Box{}
+
+// NewBox validates and returns the box [lo, hi] around center, within the
+// input range [min, max] (the bounds are clipped to it).
+func NewBox(center, lo, hi []float64, min, max float64) (Box, error) {
+	if len(lo) != len(center) || len(hi) != len(center) {
+		return Box{}, fmt.Errorf("spec: %d lower and %d upper bounds for an input of %d values", len(lo), len(hi), len(center))
+	}
+	b := Box{X: center, Lo: make([]float64, len(center)), Hi: make([]float64, len(center))}
+	for i, v := range center {
+		l, h := math.Max(lo[i], min), math.Min(hi[i], max)
+		if math.IsNaN(lo[i]) || math.IsNaN(hi[i]) || !(l <= v && v <= h) {
+			return Box{}, fmt.Errorf("spec: value %d is %v, outside its bounds [%v, %v] ∩ [%v, %v]", i, v, lo[i], hi[i], min, max)
+		}
+		b.Lo[i], b.Hi[i] = l, h
+	}
+	return b, nil
+}
+
+// Dim is the number of coordinates.
+func (b Box) Dim() int { return len(b.X) }
+
+// Center is the unperturbed input.
+func (b Box) Center() []float64 { return b.X }
+
+// Describe names the box.
+func (b Box) Describe() string { return fmt.Sprintf("box of %d per-coordinate intervals", len(b.X)) }
+
+// Bounds returns the interval of coordinate i (exact: given as float64).
+func (b Box) Bounds(i int) (lo, hi float64) { return b.Lo[i], b.Hi[i] }
+
+// Box returns the per-coordinate bounds.
+func (b Box) Box() (lo, hi []float64) {
+	return append([]float64(nil), b.Lo...), append([]float64(nil), b.Hi...)
+}
+
+// Contains reports whether x lies in the box.
+func (b Box) Contains(x []float64) bool { return contains(b, x) }
+
+// Project clamps x onto the box in place; NaN coordinates go to the centre.
+func (b Box) Project(x []float64) { project(b, x) }
+
+// Sample fills x with a point drawn uniformly from the box.
+func (b Box) Sample(rng *rand.Rand, x []float64) { sample(b, rng, x) }
+
+// Float32 is the box for float32 iterates (bounds rounded inward).
+func (b Box) Float32() Set[[]float32] { return newBall32(b) }

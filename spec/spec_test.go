@@ -217,3 +217,40 @@ func TestBallBoundsExact(t *testing.T) {
 		t.Fatal("no end needed moving: the test does not exercise rounding")
 	}
 }
+
+// TestBox: a per-coordinate box clips to the input range, refuses a centre
+// outside it, and its projections and samples (float64 and float32) lie in
+// it exactly.
+func TestBox(t *testing.T) {
+	b, err := NewBox([]float64{0.1, 0.5, -0.9}, []float64{0, 0.5, -2}, []float64{0.3, 0.5, -0.8}, -1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lo, hi := b.Box(); lo[2] != -1 || hi[2] != -0.8 || lo[1] != 0.5 || hi[1] != 0.5 {
+		t.Fatalf("box %v %v", lo, hi)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	f32 := b.Float32()
+	for i := 0; i < 1000; i++ {
+		x := []float64{rng.NormFloat64(), rng.NormFloat64(), math.NaN()}
+		b.Project(x)
+		if !b.Contains(x) {
+			t.Fatalf("projected %v outside the box", x)
+		}
+		b.Sample(rng, x)
+		y := []float32{float32(rng.NormFloat64()), 0.3, float32(math.NaN())}
+		f32.Project(y)
+		if !b.Contains(x) || !b.Contains([]float64{float64(y[0]), float64(y[1]), float64(y[2])}) {
+			t.Fatalf("sample %v or float32 projection %v outside the box", x, y)
+		}
+	}
+	for _, c := range []struct{ x, lo, hi []float64 }{
+		{[]float64{0.5}, []float64{0.6}, []float64{0.7}},
+		{[]float64{0.5}, []float64{math.NaN()}, []float64{0.7}},
+		{[]float64{0.5, 0}, []float64{0}, []float64{1}},
+	} {
+		if _, err := NewBox(c.x, c.lo, c.hi, -1, 1); err == nil {
+			t.Errorf("NewBox(%v, %v, %v) accepted", c.x, c.lo, c.hi)
+		}
+	}
+}

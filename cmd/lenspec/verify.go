@@ -19,6 +19,7 @@ type verifyFlags struct {
 	timeout  time.Duration
 	noMIP    bool
 	writeMPS string
+	specPath string
 }
 
 func (f *verifyFlags) register(c *cobra.Command, samples bool) {
@@ -42,6 +43,37 @@ func (f *verifyFlags) register(c *cobra.Command, samples bool) {
 	fl.StringArrayVar(&f.s.SolverParams, "solver-param", nil, "parameter passed to the solver verbatim, repeatable (CBC: --solver-param=-cuts --solver-param=off)")
 	fl.StringVar(&f.s.Solver, "solver", f.s.Solver, "cbc (in process) or external (a solver binary on an MPS file)")
 	fl.StringVar(&f.s.SolverBinary, "solver-binary", "cbc", "binary for --solver external")
+	if samples {
+		fl.StringVar(&f.specPath, "spec", "", `a spec file (JSON: "model", "input" file or "values", "eps" or "lower"/"upper", "max_len") instead of --model and the data flags`)
+	}
+}
+
+// runSpec verifies (or bounds) the problem of a spec file: the answer on
+// stdout, the JSON record with --json.
+func (f *verifyFlags) runSpec(c *cobra.Command, a *app, line func(experiment.VerifyRecord) any, text func(io.Writer, experiment.VerifyRecord)) error {
+	for _, name := range []string{"model", "eps", "images", "index", "image", "input", "out", "shard", "max-len"} {
+		if c.Flags().Changed(name) {
+			return usagef("--spec gives the model, the input, the set and K̂: drop --%s", name)
+		}
+	}
+	sp, err := experiment.ReadSpecFile(f.specPath)
+	if err != nil {
+		return err
+	}
+	m, err := experiment.LoadModel(sp.Model)
+	if err != nil {
+		return err
+	}
+	f.eps = []float64{0}
+	cfg, err := f.config(c, a, experiment.Whole, m)
+	if err != nil {
+		return err
+	}
+	rec, err := experiment.RunSpec(c.Context(), cfg, sp)
+	if err != nil {
+		return err
+	}
+	return a.emit(line(rec), func(w io.Writer) { text(w, rec) })
 }
 
 // config builds the experiment's configuration from the flags and checks
@@ -90,6 +122,10 @@ One word per sample on stdout; one JSON line per (image, δ) in --out. A sample 
 solver fails is recorded as unknown with the error, and the run goes on.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			verdict := func(w io.Writer, r experiment.VerifyRecord) { fmt.Fprintln(w, r.Verdict) }
+			if f.specPath != "" {
+				return f.runSpec(c, a, func(r experiment.VerifyRecord) any { return r }, verdict)
+			}
 			cfg, err := f.prepare(c, a)
 			if err != nil {
 				return err
@@ -98,7 +134,7 @@ solver fails is recorded as unknown with the error, and the run goes on.`,
 			defer finish()
 			cfg.Progress = progress
 			return experiment.RunVerify(c.Context(), cfg, func(r experiment.VerifyRecord) error {
-				return a.emit(r, func(w io.Writer) { fmt.Fprintln(w, r.Verdict) })
+				return a.emit(r, func(w io.Writer) { verdict(w, r) })
 			})
 		},
 	}
@@ -122,6 +158,9 @@ tried. One line per sample on stdout ({"lower":…, "upper":…} with --json); w
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			f.s.Bound = true
+			if f.specPath != "" {
+				return f.runSpec(c, a, func(r experiment.VerifyRecord) any { return boundLine(r) }, boundText)
+			}
 			if f.out == "" {
 				// Without --out nothing is kept: the records and witnesses
 				// go to a directory removed at the end.
@@ -140,14 +179,7 @@ tried. One line per sample on stdout ({"lower":…, "upper":…} with --json); w
 			defer finish()
 			cfg.Progress = progress
 			return experiment.RunVerify(c.Context(), cfg, func(r experiment.VerifyRecord) error {
-				return a.emit(boundLine(r), func(w io.Writer) {
-					b := boundLine(r)
-					up := "unproven"
-					if b.Upper != nil {
-						up = fmt.Sprint(*b.Upper)
-					}
-					fmt.Fprintf(w, "image %d eps %g: %s lower %d upper %s\n", b.Sample, b.Eps, r.Verdict, b.Lower, up)
-				})
+				return a.emit(boundLine(r), func(w io.Writer) { boundText(w, r) })
 			})
 		},
 	}
@@ -167,6 +199,15 @@ type boundOutput struct {
 	Seconds   float64            `json:"seconds"`
 	Steps     []verify.BoundStep `json:"steps"`
 	Error     string             `json:"error,omitempty"`
+}
+
+func boundText(w io.Writer, r experiment.VerifyRecord) {
+	b := boundLine(r)
+	up := "unproven"
+	if b.Upper != nil {
+		up = fmt.Sprint(*b.Upper)
+	}
+	fmt.Fprintf(w, "sample %d eps %g: %s lower %d upper %s\n", b.Sample, b.Eps, r.Verdict, b.Lower, up)
 }
 
 func boundLine(r experiment.VerifyRecord) boundOutput {

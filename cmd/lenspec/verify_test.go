@@ -239,6 +239,44 @@ func TestVerifyOwnInput(t *testing.T) {
 			t.Fatalf("verify at K̂ = lower−1 = %d: %s", b.Lower-1, v)
 		}
 	}
+	// The same problem as a spec file, and a box inside the ball (one
+	// coordinate fixed) whose worst case cannot be longer.
+	specDir := t.TempDir()
+	writeSpec := func(name, body string) string {
+		p := filepath.Join(specDir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ballSpec := writeSpec("ball.json", fmt.Sprintf(`{"model": %q, "input": %q, "eps": %v, "max_len": %d}`, dir, input, eps, *b.Upper))
+	if code, stdout, stderr := runCLI(t, "verify", "--spec", ballSpec, "--timeout", "20s", "-q"); code != 0 || strings.TrimSpace(stdout) != "robust" {
+		t.Fatalf("verify --spec (ball, K̂ = upper): exit %d: %q %s", code, stdout, stderr)
+	}
+	boxSpec := writeSpec("box.json", fmt.Sprintf(`{"model": %q, "values": [0.25, -0.5, 0.125], "lower": [-0.05, -0.5, -0.175], "upper": [0.55, -0.5, 0.425], "max_len": 10}`, dir))
+	code, stdout, stderr = runCLI(t, "bound", "--spec", boxSpec, "--timeout", "20s", "--json", "-q")
+	var bb struct {
+		Lower int
+		Upper *int
+	}
+	if err := json.Unmarshal([]byte(stdout), &bb); code != 0 || err != nil || bb.Upper == nil || *bb.Upper > *b.Upper || bb.Lower > *bb.Upper {
+		t.Fatalf("bound --spec (box inside the ball): exit %d: %q %s (ball: [%d, %d])", code, stdout, stderr, b.Lower, *b.Upper)
+	}
+	for _, c := range []struct{ name, body, want string }{
+		{"unknown.json", fmt.Sprintf(`{"model": %q, "values": [0, 0, 0], "eps": 0.1, "radius": 1}`, dir), "radius"},
+		{"both.json", fmt.Sprintf(`{"model": %q, "values": [0, 0, 0], "eps": 0.1, "lower": [0, 0, 0], "upper": [0, 0, 0]}`, dir), "exactly one"},
+		{"short.json", fmt.Sprintf(`{"model": %q, "values": [0, 0], "eps": 0.1}`, dir), "2 values"},
+		{"outside.json", fmt.Sprintf(`{"model": %q, "values": [0, 0, 0], "lower": [0.1, 0, 0], "upper": [0.2, 0, 0]}`, dir), "outside its bounds"},
+	} {
+		p := writeSpec(c.name, c.body)
+		if code, _, stderr := runCLI(t, "verify", "--spec", p); code != 1 || !strings.Contains(stderr, c.name) || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s: exit %d: %s", c.name, code, stderr)
+		}
+	}
+	if code, _, stderr := runCLI(t, "verify", "--spec", ballSpec, "--eps", "0.1"); code != 2 {
+		t.Errorf("--spec with --eps: exit %d: %s", code, stderr)
+	}
+
 	bad := filepath.Join(t.TempDir(), "bad.safetensors")
 	if err := safetensors.WriteFile(bad, &safetensors.File{Tensors: []safetensors.Tensor{safetensors.F64("input", []int{1, 1, 4}, make([]float64, 4))}}); err != nil {
 		t.Fatal(err)

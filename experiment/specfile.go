@@ -1,0 +1,154 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+
+	"github.com/lenspec/lenspec/internal/fileio"
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/spec"
+	"github.com/lenspec/lenspec/verify"
+)
+
+// SpecFile is a user's own verification problem, read from JSON: a model,
+// an input (a file, or the values themselves), the set around it (a
+// radius, or per-coordinate bounds) and K̂. Relative paths are relative
+// to the spec file.
+//
+//	{"model": "my-model", "input": "x.safetensors", "eps": 0.05, "max_len": 3}
+//	{"model": "my-model", "values": [0.1, 0.2], "lower": [0, 0.2], "upper": [0.3, 0.2]}
+type SpecFile struct {
+	Model  string    `json:"model"`
+	Input  string    `json:"input,omitempty"`
+	Values []float64 `json:"values,omitempty"`
+	Eps    *float64  `json:"eps,omitempty"`
+	Lower  []float64 `json:"lower,omitempty"`
+	Upper  []float64 `json:"upper,omitempty"`
+	// MaxLen is K̂ (absent: the input's own output length); for a
+	// worst-case search, the largest K̂ tried.
+	MaxLen *int `json:"max_len,omitempty"`
+
+	path string
+}
+
+// maxSpecBytes caps a spec file: values for a large input fit well within.
+const maxSpecBytes = 64 << 20
+
+// ReadSpecFile reads and checks a spec file (unknown fields refused).
+func ReadSpecFile(path string) (*SpecFile, error) {
+	data, err := fileio.ReadRegular(path, maxSpecBytes)
+	if err != nil {
+		return nil, err
+	}
+	var sp SpecFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sp); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s: more than one JSON value", path)
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%s: "+format, append([]any{path}, args...)...)
+	}
+	switch {
+	case sp.Model == "":
+		return nil, bad(`no "model"`)
+	case (sp.Input == "") == (sp.Values == nil):
+		return nil, bad(`give exactly one of "input" (a file) or "values"`)
+	case (sp.Eps != nil) == (sp.Lower != nil || sp.Upper != nil):
+		return nil, bad(`give exactly one of "eps" or "lower" and "upper"`)
+	case sp.Eps == nil && (sp.Lower == nil || sp.Upper == nil):
+		return nil, bad(`"lower" and "upper" go together`)
+	case sp.Eps != nil && (!(*sp.Eps >= 0) || math.IsInf(*sp.Eps, 0)):
+		return nil, bad(`"eps" %v must be finite and non-negative`, *sp.Eps)
+	case sp.MaxLen != nil && (*sp.MaxLen < 0 || *sp.MaxLen > verify.MaxK):
+		return nil, bad(`"max_len" %d must be in 0..%d`, *sp.MaxLen, verify.MaxK)
+	}
+	dir := filepath.Dir(path)
+	if !filepath.IsAbs(sp.Model) {
+		sp.Model = filepath.Join(dir, sp.Model)
+	}
+	if sp.Input != "" && !filepath.IsAbs(sp.Input) {
+		sp.Input = filepath.Join(dir, sp.Input)
+	}
+	sp.path = path
+	return &sp, nil
+}
+
+// RunSpec verifies (or, with c.Settings.Bound, bounds) the problem of a
+// spec file with c's settings; c.Model is the spec's model, and c's data,
+// samples, radii and results file are not used. The record is returned,
+// not written; a witness goes beside the spec file, in NAME.witnesses/.
+func RunSpec(ctx context.Context, c VerifyConfig, sp *SpecFile) (VerifyRecord, error) {
+	if c.Model == nil {
+		return VerifyRecord{}, errors.New("spec: no model")
+	}
+	c.Eps = []float64{0}
+	if sp.Eps != nil {
+		c.Eps[0] = *sp.Eps
+	}
+	if sp.MaxLen != nil {
+		c.Settings.MaxLen = *sp.MaxLen
+	}
+	// Witnesses go beside the spec file (a spec run has no results file
+	// to put them beside).
+	c.Out, c.WitnessDir = "", filepath.Join(filepath.Dir(sp.path), stem(filepath.Base(sp.path))+".witnesses")
+	if err := c.Validate(); err != nil {
+		return VerifyRecord{}, fmt.Errorf("%s: %w", sp.path, err)
+	}
+	d := c.Model.D64
+	in := d.Input()
+	x := sp.Values
+	if sp.Input != "" {
+		data, err := Inputs(ctx, d, []string{sp.Input}, c.Settings.MaxSteps)
+		if err != nil {
+			return VerifyRecord{}, err
+		}
+		x, _, _ = data.Source.Batch([]int{0}, nil)
+	} else if len(x) != in.Size() {
+		return VerifyRecord{}, fmt.Errorf("%s: %d values, the model reads %d", sp.path, len(x), in.Size())
+	}
+	var set spec.Region
+	var err error
+	if sp.Eps != nil {
+		set, err = spec.NewBall(x, *sp.Eps, in.Min, in.Max)
+	} else {
+		set, err = spec.NewBox(x, sp.Lower, sp.Upper, in.Min, in.Max)
+	}
+	if err != nil {
+		return VerifyRecord{}, fmt.Errorf("%s: %w", sp.path, err)
+	}
+	own, err := model.Decode(ctx, d, model.Batch[float64]{X: x}, c.Settings.MaxSteps)
+	if err != nil {
+		return VerifyRecord{}, err
+	}
+	// The data's identity: the spec file's name and the set's exact values.
+	h := sha256.New()
+	lo, hi := set.Box()
+	for _, v := range [][]float64{x, lo, hi} {
+		for _, f := range v {
+			var b [8]byte
+			binary.LittleEndian.PutUint64(b[:], math.Float64bits(f))
+			h.Write(b[:])
+		}
+	}
+	c.Data = Data{Ref: DataRef{Name: "spec", Split: filepath.Base(sp.path), SHA256: hex.EncodeToString(h.Sum(nil))}}
+	net, err := verify.Lower(d)
+	if err != nil {
+		return VerifyRecord{}, err
+	}
+	r := c.base()
+	r.Sample, r.Eps, r.K = 0, c.Eps[0], c.k(own[0].Tokens)
+	u := unit{sample: 0, eps: c.Eps[0], key: VerifyKey(r)}
+	return c.verifyIn(ctx, net, c.options(), u, set, own[0].Tokens)
+}
