@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/spec"
@@ -21,9 +23,9 @@ type TextTarget struct {
 	// Seed and Stream seed every random choice made for this target, as
 	// Target's do.
 	Seed, Stream uint64
-	// Textual, if set, tells the token sequences that are texts: those the
-	// model's tokenizer gives back when the sequence is decoded to text
-	// and encoded again. Attacks only report such sequences, so that every
+	// Textual, if set, tells the token sequences that are texts: those
+	// that decode to valid UTF-8 on one line, which the model's tokenizer
+	// gives back when encoded again. Attacks only report such sequences, so that every
 	// witness replays from its text (lenspec translate); candidates that
 	// are not are skipped (random search draws again).
 	Textual func([]int) bool
@@ -38,7 +40,10 @@ func textual(d model.Decoder[float64]) func([]int) bool {
 	}
 	return func(ids []int) bool {
 		s, err := model.DecodeText(tok, ids)
-		return err == nil && slices.Equal(model.EncodeText(tok, s), ids)
+		// Valid UTF-8 on one line: a JSON record keeps it exactly and
+		// translate reads it back as one text, from arguments or stdin.
+		return err == nil && utf8.ValidString(s) && !strings.ContainsAny(s, "\r\n") &&
+			slices.Equal(model.EncodeText(tok, s), ids)
 	}
 }
 

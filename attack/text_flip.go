@@ -80,7 +80,8 @@ func (a flipCand) better(b flipCand) bool {
 // sentence that stay in S(x, δ) are decoded exactly, and the Beam best
 // sentences — longest float32 output first, then lowest J̃ — go on. After
 // Patience rounds without progress the beam restarts from a random point
-// of the set; the best sentence seen is replayed in float64.
+// of the set; the best sentence seen is replayed in float64. The search
+// ends early once an output runs to the step cap.
 func Flip(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[float64], tg TextTarget, opt FlipOptions) (TextOutcome, error) {
 	if err := opt.Validate(); err != nil {
 		return TextOutcome{}, fmt.Errorf("attack: %w", err)
@@ -188,6 +189,9 @@ func Flip(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[flo
 		}
 		if opt.Progress != nil {
 			opt.Progress(int(evals), best.rank)
+		}
+		if best.rank > maxSteps {
+			break // the output runs to the step cap: nothing longer exists
 		}
 	}
 	out, err := ReplayText(ctx, d64, tg, best.x, maxSteps)
