@@ -40,3 +40,11 @@ $bin translate --model models/nmt-de-en "Ich werde mein Äußerstes tun." "Das W
 printf 'Er hat keine Zeit.\nWir sehen uns morgen.\n' | $bin translate --model models/nmt-de-en --json
 echo "== BLEU on its test split (the Ding dictionary's sentences) against a word-by-word dictionary baseline"
 $bin eval --model models/nmt-de-en --split test -q
+
+echo
+echo "== Text attack on the translator: gradient-guided token substitutions (flip), δ = 0.5, 2 dev sentences"
+$bin attack --model models/nmt-de-en --method flip --eps 0.5 --sentences 2 --budget 300 --out "$out/flip.jsonl"
+
+echo
+echo "== Certified worst-case output length of image 1 at δ = 0.03 (models/mmnist-rnn-rs)"
+$bin bound --model models/mmnist-rnn-rs --eps 0.03 --index 1 --timeout 20s
