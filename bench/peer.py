@@ -23,12 +23,12 @@ dependency of lenspec.
 """
 import json
 import struct
-import sys
-import time
 
 import numpy as np
 import torch
 import torch.nn as nn
+
+from peerproto import serve
 
 torch.set_num_threads(1)
 torch.set_num_interop_threads(1)
@@ -201,50 +201,10 @@ class Peer:
         with torch.no_grad():
             x.copy_(torch.max(torch.min(x, self.box_hi), self.box_lo))
 
-    def time(self, op, reps):
-        f = {"decode": self.decode, "train-step": self.train_step, "pgd": self.pgd}[op]
-        f()  # warm up
-        ts = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            f()
-            ts.append(time.perf_counter() - t0)
-        return ts
-
-
-def blas_core():
-    """The OpenBLAS kernels this process runs (PyTorch's BLAS on Debian)."""
-    try:
-        import ctypes
-        lib = ctypes.CDLL("libopenblas.so.0")
-        lib.openblas_get_corename.restype = ctypes.c_char_p
-        return "openblas (%s)" % lib.openblas_get_corename().decode()
-    except (OSError, AttributeError):
-        return "unknown"
-
 
 def main():
     peer = Peer()
-    for line in sys.stdin:
-        cmd = line.split()
-        if not cmd:
-            continue
-        try:
-            if cmd[0] == "load":
-                peer.load(cmd[1], cmd[2])
-                ans = {"ok": True, "torch": torch.__version__, "threads": torch.get_num_threads(), "blas": blas_core()}
-            elif cmd[0] == "time":
-                ans = {"seconds": peer.time(cmd[1], int(cmd[2]))}
-            elif cmd[0] == "tokens":
-                ans = {"tokens": peer.tokens()}
-            elif cmd[0] == "quit":
-                return
-            else:
-                ans = {"error": "unknown command %r" % cmd[0]}
-        except Exception as e:  # reported to lenspec, which fails with it
-            ans = {"error": "%s: %s" % (type(e).__name__, e)}
-        sys.stdout.write(json.dumps(ans) + "\n")
-        sys.stdout.flush()
+    serve(peer, {"decode": peer.decode, "train-step": peer.train_step, "pgd": peer.pgd})
 
 
 if __name__ == "__main__":

@@ -58,12 +58,12 @@ dependency of lenspec.
 """
 import json
 import struct
-import sys
-import time
 
 import numpy as np
 import torch
 import torch.nn as nn
+
+from peerproto import serve
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
@@ -271,55 +271,10 @@ class Peer:
     def train_step(self):
         return train_step(self.m, self.opt, self.train_src, self.train_len, self.train_tgt)
 
-    def time(self, op, reps):
-        ops = {"translate": self.translate, "nmt-train-step": self.train_step}
-        if op not in ops:
-            raise ValueError("unknown op %r (want translate or nmt-train-step)" % op)
-        f = ops[op]
-        f()  # warm up
-        ts = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            f()
-            ts.append(time.perf_counter() - t0)
-        return ts
-
-
-def blas_core():
-    """The OpenBLAS kernels this process runs (PyTorch's BLAS on Debian)."""
-    try:
-        import ctypes
-        lib = ctypes.CDLL("libopenblas.so.0")
-        lib.openblas_get_corename.restype = ctypes.c_char_p
-        return "openblas (%s)" % lib.openblas_get_corename().decode()
-    except (OSError, AttributeError):
-        return "unknown"
-
 
 def main():
     peer = Peer()
-    for line in sys.stdin:
-        cmd = line.split()
-        if not cmd:
-            continue
-        try:
-            if cmd[0] == "load":
-                peer.load(cmd[1], cmd[2])
-                ans = {"ok": True, "torch": torch.__version__, "threads": torch.get_num_threads(), "blas": blas_core()}
-            elif cmd[0] == "time":
-                ans = {"seconds": peer.time(cmd[1], int(cmd[2]))}
-            elif cmd[0] == "tokens":
-                ans = {"tokens": peer.tokens()}
-            elif cmd[0] == "loss":
-                ans = {"loss": peer.loss()}
-            elif cmd[0] == "quit":
-                return
-            else:
-                ans = {"error": "unknown command %r" % cmd[0]}
-        except Exception as e:  # reported to lenspec, which fails with it
-            ans = {"error": "%s: %s" % (type(e).__name__, e)}
-        sys.stdout.write(json.dumps(ans) + "\n")
-        sys.stdout.flush()
+    serve(peer, {"translate": peer.translate, "nmt-train-step": peer.train_step})
 
 
 if __name__ == "__main__":

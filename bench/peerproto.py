@@ -1,0 +1,63 @@
+"""The line protocol every PyTorch peer of `lenspec bench --peer` speaks.
+
+lenspec writes one command per line on stdin and reads one JSON object per
+line from stdout: `load MODEL DATA`, `time OP REPS`, `tokens`, `loss`,
+`quit`. A peer module supplies the model-specific part (a class with load,
+tokens, and its operations); this module supplies the rest.
+"""
+
+import json
+import sys
+import time
+
+import torch
+
+
+def timed(f, reps):
+    """Seconds of reps calls of f, after one warm-up call."""
+    f()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t0)
+    return ts
+
+
+def blas_core():
+    """The OpenBLAS kernels this process runs (PyTorch's BLAS on Debian)."""
+    try:
+        import ctypes
+        lib = ctypes.CDLL("libopenblas.so.0")
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        return "openblas (%s)" % lib.openblas_get_corename().decode()
+    except (OSError, AttributeError):
+        return "unknown"
+
+
+def serve(peer, ops):
+    """Answer lenspec's commands on stdin; ops maps an operation's name to the callable it times."""
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            continue
+        try:
+            if cmd[0] == "load":
+                peer.load(cmd[1], cmd[2])
+                ans = {"ok": True, "torch": torch.__version__, "threads": torch.get_num_threads(), "blas": blas_core()}
+            elif cmd[0] == "time":
+                if cmd[1] not in ops:
+                    raise ValueError("unknown op %r (want %s)" % (cmd[1], " or ".join(sorted(ops))))
+                ans = {"seconds": timed(ops[cmd[1]], int(cmd[2]))}
+            elif cmd[0] == "tokens":
+                ans = {"tokens": peer.tokens()}
+            elif cmd[0] == "loss" and hasattr(peer, "loss"):
+                ans = {"loss": peer.loss()}
+            elif cmd[0] == "quit":
+                return
+            else:
+                ans = {"error": "unknown command %r" % cmd[0]}
+        except Exception as e:  # reported to lenspec, which fails with it
+            ans = {"error": "%s: %s" % (type(e).__name__, e)}
+        sys.stdout.write(json.dumps(ans) + "\n")
+        sys.stdout.flush()
