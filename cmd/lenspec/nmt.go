@@ -80,7 +80,8 @@ func newTrainNMTCmd(a *app) *cobra.Command {
 	opt.Epochs, opt.BatchSize, opt.LR, opt.FinalLR, opt.WeightDecay, opt.Dropout, opt.Shards = 8, 128, 1e-3, 1e-4, 0, 0.2, 2
 	cfg := model.DefaultTranslatorConfig(0, bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID)
 	arch := cfg.Arch.(*model.TranslatorConfig)
-	var out string
+	var out, initDir string
+	var sentencesOnly bool
 	var cf corpusFlags
 	vocab, maxTarget := 8000, 50
 	every := 2 * time.Minute
@@ -129,27 +130,54 @@ notice saying so.`,
 				return err
 			}
 			a.logf("%s: %d training, %d dev, %d test pairs", sp.Path, len(sp.Train), len(sp.Dev), len(sp.Test))
-			texts := make([]string, 0, 2*len(sp.Train))
-			for _, p := range sp.Train {
-				texts = append(texts, " "+p.Src, " "+p.Tgt) // as model.EncodeText sees them
+			trainPairs := sp.Train
+			if sentencesOnly {
+				trainPairs = nil
+				for _, p := range sp.Train {
+					if corpus.IsSentence(p) {
+						trainPairs = append(trainPairs, p)
+					}
+				}
+				a.logf("training on the %d sentence pairs only", len(trainPairs))
 			}
-			tok, err := bpe.TrainContext(c.Context(), texts, bpe.TrainOptions{VocabSize: vocab})
-			if err != nil {
-				return err
+			var d model.Decoder[float32]
+			var tok *bpe.Tokenizer
+			initDigest := ""
+			var initTraining map[string]any // how the model fine-tuned was trained
+			if initDir != "" {
+				// Fine-tuning: the model's own sizes and tokenizer.
+				if d, err = model.Load[float32](initDir); err != nil {
+					return err
+				}
+				if d.Config().Architecture != model.ArchTranslator || d.Config().Tokenizer == nil {
+					return fmt.Errorf("%s: --init needs a translator, not a %s", initDir, d.Config().Architecture)
+				}
+				if initDigest, err = model.Digest(initDir); err != nil {
+					return err
+				}
+				tok, initTraining = d.Config().Tokenizer, d.Config().Training
+				a.logf("fine-tuning %s (BPE vocabulary of %d tokens)", initDir, tok.Size())
+			} else {
+				texts := make([]string, 0, 2*len(trainPairs))
+				for _, p := range trainPairs {
+					texts = append(texts, " "+p.Src, " "+p.Tgt) // as model.EncodeText sees them
+				}
+				if tok, err = bpe.TrainContext(c.Context(), texts, bpe.TrainOptions{VocabSize: vocab}); err != nil {
+					return err
+				}
+				arch.Vocab = tok.Size()
+				cfg.Tokenizer = tok
+				if d, err = model.New[float32](&cfg, rand.New(rand.NewPCG(opt.Seed, 0))); err != nil {
+					return err
+				}
 			}
-			src, tgt, dropped := train.EncodePairs(tok, sp.Train, arch.MaxSourceLen, maxTarget)
+			src, tgt, dropped := train.EncodePairs(tok, trainPairs, d.Config().Arch.(*model.TranslatorConfig).MaxSourceLen, maxTarget)
 			a.logf("BPE vocabulary of %d tokens; %d training pairs (%d over the length caps left out)", tok.Size(), len(src), dropped)
-			arch.Vocab = tok.Size()
-			cfg.Tokenizer = tok
-			d, err := model.New[float32](&cfg, rand.New(rand.NewPCG(opt.Seed, 0)))
-			if err != nil {
-				return err
-			}
 			tokDigest, err := tokenizerDigest(tok)
 			if err != nil {
 				return err
 			}
-			opt.Data = fmt.Sprintf("%s sha256 %s split-seed %d tokenizer %s max-target %d", sp.Format, sp.SHA256, cf.seed, tokDigest, maxTarget)
+			opt.Data = fmt.Sprintf("%s sha256 %s split-seed %d tokenizer %s max-target %d init %q sentences-only %v", sp.Format, sp.SHA256, cf.seed, tokDigest, maxTarget, initDigest, sentencesOnly)
 			opt.CheckpointDir, opt.CheckpointEvery = filepath.Join(out, "checkpoint"), every
 			pairs := train.NewTokenPairs(src, tgt)
 			steps := pairs.Len() / opt.BatchSize * opt.Epochs
@@ -190,6 +218,12 @@ notice saying so.`,
 				return err
 			}
 			command := fmt.Sprintf("lenspec train nmt --out DIR --seed %d --epochs %d --batch %d --vocab %d --shards %d", opt.Seed, opt.Epochs, opt.BatchSize, vocab, opt.Shards)
+			if initDir != "" {
+				command = fmt.Sprintf("lenspec train nmt --out DIR --init %s --seed %d --epochs %d --batch %d --lr %g --final-lr %g --shards %d", initDir, opt.Seed, opt.Epochs, opt.BatchSize, opt.LR, opt.FinalLR, opt.Shards)
+			}
+			if sentencesOnly {
+				command += " --sentences-only"
+			}
 			if cf.tsv != "" {
 				command += " --corpus " + cf.tsv
 			}
@@ -198,9 +232,13 @@ notice saying so.`,
 				"train_pairs": len(src), "dev_pairs": len(sp.Dev), "test_pairs": len(sp.Test), "left_out_over_caps": dropped,
 				"max_target_len": maxTarget, "seed": opt.Seed, "epochs": opt.Epochs, "batch_size": opt.BatchSize,
 				"lr": opt.LR, "final_lr": opt.FinalLR, "dropout": opt.Dropout, "clip_norm": opt.ClipNorm, "shards": opt.Shards,
-				"optimizer": "adam", "seconds": trained, "final_loss": loss,
+				"optimizer": "adam", "seconds": trained, "final_loss": loss, "sentences_only": sentencesOnly,
 				"test_bleu": evTest.BLEU.BLEU, "test_bleu_detail": evTest.BLEU.String(), "baseline_test_bleu": base.BLEU,
 				"max_len_dev": evDev.MaxLen, "unstopped_dev": evDev.Unstopped,
+			}
+			if initDir != "" {
+				tr := d.Config().Training
+				tr["init"], tr["init_sha256"], tr["init_training"] = initDir, initDigest, initTraining
 			}
 			if err := model.Save(out, d); err != nil {
 				return err
@@ -223,6 +261,8 @@ notice saying so.`,
 	}
 	f := c.Flags()
 	f.StringVar(&out, "out", "", "output model directory")
+	f.StringVar(&initDir, "init", "", "fine-tune this translator (its sizes and tokenizer) instead of training from scratch")
+	f.BoolVar(&sentencesOnly, "sentences-only", false, "train on the sentence pairs only, not the dictionary's phrases")
 	cf.add(c)
 	f.Uint64Var(&opt.Seed, "seed", def.Seed, "seed for initialisation, shuffling and dropout")
 	f.IntVar(&opt.Epochs, "epochs", opt.Epochs, "passes over the training pairs")

@@ -58,6 +58,27 @@ func TestTrainNMTAndEval(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "LICENSE")); err == nil {
 		t.Fatal("a model trained on a corpus of one's own got the Ding licence notice")
 	}
+	// Fine-tuning on the sentence pairs keeps the tokenizer and records
+	// where it started.
+	ft := filepath.Join(t.TempDir(), "ft")
+	if code, _, stderr := runCLI(t, "train", "nmt", "--out", ft, "--corpus", tsv, "--init", out, "--sentences-only", "--epochs", "1", "--batch", "4", "-q"); code != 0 {
+		t.Fatalf("train nmt --init: exit %d: %s", code, stderr)
+	}
+	v0, _ := os.ReadFile(filepath.Join(out, bpe.VocabFile))
+	v1, _ := os.ReadFile(filepath.Join(ft, bpe.VocabFile))
+	if len(v0) == 0 || !bytes.Equal(v0, v1) {
+		t.Fatal("fine-tuning changed the tokenizer")
+	}
+	ftm, err := model.Load[float32](ft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dg, _ := model.Digest(out); ftm.Config().Training["init_sha256"] != dg || ftm.Config().Training["sentences_only"] != true {
+		t.Fatalf("fine-tuned model's training record %v", ftm.Config().Training)
+	}
+	if code, _, stderr := runCLI(t, "train", "nmt", "--out", t.TempDir(), "--corpus", tsv, "--init", t.TempDir()); code != 1 || !strings.Contains(stderr, "config.json") {
+		t.Fatalf("--init of an empty directory: exit %d: %s", code, stderr)
+	}
 	if _, err := os.Stat(filepath.Join(out, "checkpoint")); err == nil {
 		t.Fatal("checkpoint left behind")
 	}
