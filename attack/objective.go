@@ -46,15 +46,27 @@ func Objective[T ad.Float](tp *ad.Tape[T], d model.Decoder[T], in model.Input[T]
 // ObjectiveRows is Objective that also returns each input row's own part
 // of the loss: candidates evaluated without a gradient are ranked by it.
 func ObjectiveRows[T ad.Float](tp *ad.Tape[T], d model.Decoder[T], in model.Input[T], maxSteps int, loss Loss, eps float64) (*ad.Node[T], []float64, []model.Result, error) {
-	eos := d.EOS()
+	return objectiveRows(tp, d, in, maxSteps, loss, eps, nil)
+}
+
+// objectiveRows is ObjectiveRows along forced continuations: while row r
+// is fed prefix[r] (model.GreedyOptions.Prefix), its terms instead push
+// the forced token above every other, clamp(max_{z≠f} o[z] − o[f], −ε), so
+// that the decoder comes to take that path by itself; after the prefix
+// the usual terms push eos down. A row whose forced tokens were not all
+// its argmax gets an empty, stopped result: it is not yet a decoding.
+func objectiveRows[T ad.Float](tp *ad.Tape[T], d model.Decoder[T], in model.Input[T], maxSteps int, loss Loss, eps float64, prefix [][]int) (*ad.Node[T], []float64, []model.Result, error) {
+	eos, v := d.EOS(), d.Vocab()
 	perRow := make([]float64, in.Rows())
-	exclude := make([]bool, d.Vocab())
+	exclude := make([]bool, v)
 	exclude[eos] = true
 	var total *ad.Node[T]
 	res, err := model.Greedy(tp, d, in, model.GreedyOptions[T]{
 		MaxSteps: maxSteps,
-		OnStep: func(_ int, o *ad.Node[T], rows []int, live []bool) {
-			w := make([]T, len(rows))
+		Prefix:   prefix,
+		OnStep: func(t int, o *ad.Node[T], rows []int, live []bool) {
+			n := len(rows)
+			w := make([]T, n)
 			for k, l := range live {
 				if l {
 					w[k] = 1
@@ -65,8 +77,11 @@ func ObjectiveRows[T ad.Float](tp *ad.Tape[T], d model.Decoder[T], in model.Inpu
 			case LossEOSLogProb:
 				term = tp.Slice(tp.LogSoftmax(o), 1, eos, eos+1)
 			default:
-				d := tp.Sub(tp.Reshape(tp.Slice(o, 1, eos, eos+1), len(rows)), tp.MaxLast(o, exclude))
+				d := tp.Sub(tp.Reshape(tp.Slice(o, 1, eos, eos+1), n), tp.MaxLast(o, exclude))
 				term = tp.ClampMin(d, T(-eps))
+			}
+			if forced := forcedAt(prefix, t, rows); forced != nil {
+				term = tp.Reshape(tp.Where(forced.take, tp.Reshape(forcedTerm(tp, o, forced.tok, v, eps), n, 1), tp.Reshape(term, n, 1)), n)
 			}
 			for k, r := range rows {
 				if live[k] {
@@ -84,5 +99,46 @@ func ObjectiveRows[T ad.Float](tp *ad.Tape[T], d model.Decoder[T], in model.Inpu
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	for r := range res {
+		if res[r].Diverged {
+			res[r] = model.Result{Stopped: true, Diverged: true}
+		}
+	}
 	return total, perRow, res, nil
+}
+
+// forced is which batch rows are forced at a step, and to what.
+type forced struct {
+	take []bool
+	tok  []int
+}
+
+func forcedAt(prefix [][]int, t int, rows []int) *forced {
+	if prefix == nil {
+		return nil
+	}
+	var f *forced
+	for k, r := range rows {
+		if t < len(prefix[r]) {
+			if f == nil {
+				f = &forced{take: make([]bool, len(rows)), tok: make([]int, len(rows))}
+			}
+			f.take[k], f.tok[k] = true, prefix[r][t]
+		}
+	}
+	return f
+}
+
+// forcedTerm is clamp(max_{z≠f} o[z] − o[f], −ε) per row, f = tok[row].
+func forcedTerm[T ad.Float](tp *ad.Tape[T], o *ad.Node[T], tok []int, v int, eps float64) *ad.Node[T] {
+	n := len(tok)
+	mask := ad.New[T](n, v)
+	ids := make([]int, n)
+	for k, f := range tok {
+		mask.Data[k*v+f] = T(-1e30)
+		ids[k] = k*v + f
+	}
+	other := tp.MaxLast(tp.Add(o, tp.Const(mask)), nil)
+	target := tp.Reshape(tp.Gather(tp.Reshape(o, n*v, 1), ids), n)
+	return tp.ClampMin(tp.Sub(other, target), T(-eps))
 }

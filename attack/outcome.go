@@ -18,6 +18,11 @@ type Target struct {
 	// Seed and Stream seed every random choice made for this target:
 	// PCG(Seed, Stream), with Stream the sample's index in its dataset.
 	Seed, Stream uint64
+	// Prefix, if set, is a continuation PGD pushes the decoder onto: the
+	// objective first makes these tokens win, then pushes eos down (a
+	// targeted continuation, for paths the current one's objective never
+	// reaches). Outcomes are still plain greedy replays.
+	Prefix []int
 }
 
 // rng is the target's own random source.

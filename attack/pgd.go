@@ -243,7 +243,16 @@ func (sh *pgdShard) step(p *PGDRun) (bool, error) {
 	sh.arena.Reset() // every iteration's tape reuses the same memory
 	tp := ad.NewTape[float32](true).Use(sh.arena)
 	xn := tp.Var(ad.FromSlice(batch, len(idx), r.size))
-	loss, res, err := Objective(tp, p.d32, model.Input[float32]{X: xn}, p.maxSteps, p.opt.Loss, p.opt.Eps)
+	var prefix [][]int
+	for k, i := range idx {
+		if pre := r.targets[i/r.restarts].Prefix; pre != nil {
+			if prefix == nil {
+				prefix = make([][]int, len(idx))
+			}
+			prefix[k] = pre
+		}
+	}
+	loss, _, res, err := objectiveRows(tp, p.d32, model.Input[float32]{X: xn}, p.maxSteps, p.opt.Loss, p.opt.Eps, prefix)
 	if err != nil {
 		return false, err
 	}

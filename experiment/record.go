@@ -110,7 +110,10 @@ type VerifySettings struct {
 	AttackSteps    int     `json:"attack_steps"`
 	AttackRestarts int     `json:"attack_restarts"`
 	AttackLR       float64 `json:"attack_lr"`
-	Seed           uint64  `json:"seed"`
+	// AttackTargeted also tries a targeted continuation per first token
+	// when the plain warm start finds no witness (attack.Falsifier).
+	AttackTargeted bool   `json:"attack_targeted,omitempty"`
+	Seed           uint64 `json:"seed"`
 	// Bound searches the worst-case output length (verify.Bound) instead
 	// of deciding one K̂; MaxLen is then the largest K̂ tried (−1:
 	// verify.MaxK) and Timeout applies to each K̂ tried.

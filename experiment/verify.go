@@ -96,7 +96,7 @@ func (c *VerifyConfig) Validate() error {
 			errs = append(errs, err)
 		}
 	} else {
-		s.AttackRestarts, s.AttackLR = 0, 0
+		s.AttackRestarts, s.AttackLR, s.AttackTargeted = 0, 0, false
 	}
 	if err := c.options().Validate(); err != nil {
 		errs = append(errs, err)
@@ -134,7 +134,7 @@ func (c *VerifyConfig) options() verify.Options {
 	if s.AttackSteps > 0 && c.Model != nil {
 		pgd := attack.DefaultPGD()
 		pgd.Steps, pgd.Restarts, pgd.LR = s.AttackSteps, s.AttackRestarts, s.AttackLR
-		o.Falsifier = attack.Falsifier{D32: c.Model.D32, D64: c.Model.D64, PGD: pgd, Seed: s.Seed}
+		o.Falsifier = attack.Falsifier{D32: c.Model.D32, D64: c.Model.D64, PGD: pgd, Seed: s.Seed, Targeted: s.AttackTargeted}
 	}
 	return o
 }

@@ -22,6 +22,9 @@ type Result struct {
 	// from changing the path. MinRelMargin divides each gap by
 	// max(1, |largest logit|); below RelTieMargin it is a tie, not a result.
 	MinMargin, MinRelMargin float64
+	// Diverged is set when a forced token (GreedyOptions.Prefix) was not
+	// the argmax: the output is then not what greedy decoding gives.
+	Diverged bool
 }
 
 // RelTieMargin is the relative top-2 logit margin below which a decoded
@@ -45,6 +48,13 @@ type GreedyOptions[T ad.Float] struct {
 	// stops: the path a counterexample to "ℓ ≤ K̂" follows. Margins are
 	// then among the non-eos tokens.
 	NoEOS bool
+	// Prefix, if set, forces a continuation: row r's first len(Prefix[r])
+	// fed-back tokens are Prefix[r] instead of its argmax (Prefix[r] holds
+	// no eos), and the row does not stop on them. The result is then not a
+	// greedy decoding: its Tokens start with the prefix, and Diverged says
+	// whether any forced token was not the argmax. Attacks use it to push
+	// the decoder onto another path than the one it takes.
+	Prefix [][]int
 	// OnStep, if set, is called after each step with the step's logits
 	// [n, Vocab] for the n rows still in the batch, rows[k] the input row
 	// of batch row k, and live[k] whether it was decoding at this step (the
@@ -101,6 +111,11 @@ func Greedy[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], opt GreedyOpt
 			y, gap, rel := argmaxSkip(logits.Value.Data[k*v:(k+1)*v], skip)
 			res[r].MinMargin = math.Min(res[r].MinMargin, gap)
 			res[r].MinRelMargin = math.Min(res[r].MinRelMargin, rel)
+			if opt.Prefix != nil && t < len(opt.Prefix[r]) {
+				if f := opt.Prefix[r][t]; f != y {
+					y, res[r].Diverged = f, true
+				}
+			}
 			ids[k] = y
 			if y == eos {
 				res[r].Stopped = true

@@ -264,6 +264,56 @@ func TestGreedyOptions(t *testing.T) {
 	}
 }
 
+// TestGreedyPrefix: a forced continuation feeds the prefix instead of the
+// argmax and flags the rows where that changed the path; forcing the greedy
+// path itself changes nothing.
+func TestGreedyPrefix(t *testing.T) {
+	m := tinyModel(t, CellReLU, 11)
+	rng := rand.New(rand.NewPCG(12, 2))
+	const n = 20
+	x := randInput(rng, n*size(m))
+	decode := func(prefix [][]int) []Result {
+		tp := ad.NewTape[float64](false)
+		res, err := Greedy[float64](tp, m, Input[float64]{X: tp.Const(ad.FromSlice(x, n, size(m)))}, GreedyOptions[float64]{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	plain := decode(nil)
+	same, other := make([][]int, n), make([][]int, n)
+	for i, r := range plain {
+		if len(r.Tokens) > 0 {
+			same[i] = r.Tokens[:1]
+		}
+		other[i] = []int{(1 + firstOr(r.Tokens, -1)) % m.EOS()} // never eos, never the greedy first token
+	}
+	for i, r := range decode(same) {
+		if r.Diverged || !slices.Equal(r.Tokens, plain[i].Tokens) || r.Stopped != plain[i].Stopped {
+			t.Fatalf("row %d: forcing its own path gave %v (diverged %v), greedy %v", i, r.Tokens, r.Diverged, plain[i].Tokens)
+		}
+	}
+	diverged := 0
+	for i, r := range decode(other) {
+		if len(r.Tokens) == 0 || r.Tokens[0] != other[i][0] {
+			t.Fatalf("row %d: forced %v, decoded %v", i, other[i], r.Tokens)
+		}
+		if r.Diverged {
+			diverged++
+		}
+	}
+	if diverged == 0 {
+		t.Fatal("forcing another first token diverged nowhere")
+	}
+}
+
+func firstOr(s []int, v int) int {
+	if len(s) > 0 {
+		return s[0]
+	}
+	return v
+}
+
 // TestStateRows: decoding a subset of rows from a gathered state gives the
 // rows' own outputs, for both cells' states.
 func TestStateRows(t *testing.T) {

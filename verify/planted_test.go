@@ -105,3 +105,68 @@ func TestPlantedCounterexample(t *testing.T) {
 		t.Logf("bound [%d, %d]: %+v", b.Lower, b.Upper, b.Steps)
 	}
 }
+
+// branchModel decodes one token ("a", then eos) unless its first token is
+// "b", which it emits only where x₁ > 2/3; after "b" it never stops. Along
+// the path "a" every logit after step 0 is independent of the input and
+// step 0's eos term is clamped, so the plain objective has no gradient;
+// forcing "b" first has one (o[b] = 3·ReLU(x₁) against o[a] = 2).
+func branchModel(t testing.TB) *model.Captioner[float64] {
+	m, err := model.NewCaptioner[float64](pixelConfig(2, 3), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range m.Params() {
+		clear(p.W.Data)
+	}
+	copy(m.FC1.W.W.Data, []float64{1, 0, 0, 0}) // f = (ReLU(x₁), 1)
+	copy(m.FC1.B.W.Data, []float64{0, 1})
+	copy(m.FC2.W.W.Data, []float64{1, 0, 0, 1}) // i₀ = f
+	// h = (signal, one, step-0 indicator); the embedding of "b" is (1, 0).
+	copy(m.RNN.Wih.W.Data, []float64{1, 0, 0, 0, 0, 1})
+	copy(m.RNN.Bih.W.Data, []float64{0, 1, -0.5})
+	copy(m.Emb.W.W.Data, []float64{0, 0, 1, 0, 0, 0})
+	// o[a] = 2, o[b] = 3·signal, o[eos] = 2.5 − 10·signal − 20·indicator.
+	copy(m.Out.W.W.Data, []float64{0, 2, 0, 3, 0, 0, -10, 2.5, -20})
+	return m
+}
+
+// TestTargetedFalsifier: on branchModel the plain PGD falsifier stays on
+// the path "a" and its candidate does not replay; the targeted one pushes
+// the decoder onto "b" and verify answers vulnerable at the attack stage.
+func TestTargetedFalsifier(t *testing.T) {
+	m := branchModel(t)
+	ball, _ := spec.NewBall([]float64{0.3, 0}, 0.5, -1, 1)
+	if r := decode(t, m, ball.X, 12); len(r[0].Tokens) != 1 || r[0].Tokens[0] != 0 {
+		t.Fatalf("the centre decodes %v, want [a]", r[0].Tokens)
+	}
+	if r := decode(t, m, []float64{0.8, 0}, 12); r[0].Stopped || r[0].Tokens[0] != 1 {
+		t.Fatalf("x₁ = 0.8 decodes %v (stopped %v), want b and no eos", r[0].Tokens, r[0].Stopped)
+	}
+	m32, err := model.Cast[float32](m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgd := attack.DefaultPGD()
+	pgd.Steps, pgd.LR, pgd.Restarts = 100, 0.01, 1
+	for _, targeted := range []bool{false, true} {
+		f := attack.Falsifier{D32: m32, D64: m, PGD: pgd, Seed: 1, Targeted: targeted}
+		x, err := f.Falsify(context.Background(), ball, 1, 12, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		long := x != nil && len(decode(t, m, x, 12)[0].Tokens) > 1
+		if long != targeted {
+			t.Fatalf("targeted %v: candidate %v decodes longer than K̂ = 1: %v", targeted, x, long)
+		}
+		opt := verifyOpts()
+		opt.Falsifier = f
+		r := verifyOne(t, m, ball, 1, opt)
+		if targeted && (r.Verdict != Vulnerable || r.Stage != "attack") {
+			t.Fatalf("targeted falsifier: %s at stage %q (%s)", r.Verdict, r.Stage, r.Reason)
+		}
+		if r.Verdict == Robust {
+			t.Fatal("robust, but x₁ = 0.8 never stops")
+		}
+	}
+}

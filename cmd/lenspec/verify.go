@@ -35,6 +35,7 @@ func (f *verifyFlags) register(c *cobra.Command, samples bool) {
 	fl.IntVar(&f.s.AttackSteps, "attack-steps", f.s.AttackSteps, "PGD warm-start iterations (0: none)")
 	fl.IntVar(&f.s.AttackRestarts, "attack-restarts", f.s.AttackRestarts, "PGD warm-start runs (the first from the image, the rest from random points)")
 	fl.Float64Var(&f.s.AttackLR, "attack-lr", f.s.AttackLR, "PGD warm-start learning rate")
+	fl.BoolVar(&f.s.AttackTargeted, "attack-targeted", false, "if the warm start finds no witness, also push the decoder onto each other first token (targeted continuations)")
 	fl.Float64Var(&f.s.RelaxGap, "relax-gap", f.s.RelaxGap, "first solve a MIP where unstable ReLUs with a triangle-relaxation gap below this get no binary (0: exact MIP only)")
 	fl.BoolVar(&f.s.Tokens, "tokens", f.s.Tokens, "branch and bound over the emitted tokens with LP bounds before the big MIPs")
 	fl.BoolVar(&f.s.Abstract, "abstract", f.s.Abstract, "solve the small abstracted MIPs (encoder replaced by bounds) before the exact one")
