@@ -244,7 +244,13 @@ notice saying so.`,
 				return err
 			}
 			if sp.Format == "ding" {
-				notice := fmt.Sprintf(nmtLicense, corpus.DingPackage, sp.SHA256, "make nmt   (that is: "+command+")")
+				rebuild := "make nmt   (that is: " + command + ")"
+				if initDir != "" {
+					// A fine-tuned model: the command that made its starting
+					// point, then this one.
+					rebuild = fmt.Sprintf("%v, then\n    %s", initTraining["command"], command)
+				}
+				notice := fmt.Sprintf(nmtLicense, corpus.DingPackage, sp.SHA256, rebuild)
 				if err := fileio.WriteFileAtomic(filepath.Join(out, "LICENSE"), []byte(notice)); err != nil {
 					return err
 				}
