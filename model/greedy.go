@@ -64,6 +64,10 @@ type GreedyOptions[T ad.Float] struct {
 	OnStep func(t int, logits *ad.Node[T], rows []int, live []bool)
 }
 
+// recycleEvery is how many steps a non-recording decode runs on one tape
+// before its state moves to fresh memory (Greedy).
+const recycleEvery = 16
+
 // compactBelow is the fraction of live rows under which Greedy drops
 // finished rows from the batch: each step's work then follows the rows
 // still decoding, at the cost of one gather of the state.
@@ -98,7 +102,27 @@ func Greedy[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], opt GreedyOpt
 	}
 	ids := make([]int, n)
 	var prev []int
+	// A tape that records nothing still keeps every step's values until
+	// its memory is reset: at hundreds of steps, the logits alone of a
+	// 256-row chunk over 8,000 tokens take gigabytes. Without a gradient
+	// or an observer, the state moves every recycleEvery steps to a fresh
+	// tape on one of two arenas that take turns.
+	recycle := !tp.Recording() && opt.OnStep == nil
+	var arenas [2]*ad.Arena[T]
 	for t, active := 0, n; t < maxSteps && active > 0; t++ {
+		if recycle && t > 0 && t%recycleEvery == 0 {
+			k := t / recycleEvery % 2
+			if arenas[k] == nil {
+				arenas[k] = ad.NewArena[T]()
+			}
+			arenas[k].Reset()
+			all := make([]int, len(rows))
+			for i := range all {
+				all[i] = i
+			}
+			tp = ad.NewTape[T](false).Use(arenas[k])
+			s = s.Rows(tp, all)
+		}
 		var logits *ad.Node[T]
 		logits, s = d.Step(tp, s, prev)
 		if opt.OnStep != nil {

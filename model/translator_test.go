@@ -359,3 +359,31 @@ func TestTranslatorSaveLoad(t *testing.T) {
 		t.Fatalf("mismatched vocabulary: error %v", err)
 	}
 }
+
+// TestLongDecodeRecycles: a decode long enough to move its state to fresh
+// memory several times (no gradient, no observer) gives exactly the
+// outputs of one that keeps every step on its tape (an observer set).
+func TestLongDecodeRecycles(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		m := tinyTranslator(t, 1, seed)
+		in := func(tp *ad.Tape[float64]) Input[float64] { return Input[float64]{Tokens: tinySources} }
+		run := func(observe bool) []Result {
+			tp := ad.NewTape[float64](false)
+			opt := GreedyOptions[float64]{MaxSteps: 5 * recycleEvery, NoEOS: true}
+			if observe {
+				opt.OnStep = func(int, *ad.Node[float64], []int, []bool) {}
+			}
+			res, err := Greedy[float64](tp, m, in(tp), opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		kept, recycled := run(true), run(false)
+		for i := range kept {
+			if len(recycled[i].Tokens) != 5*recycleEvery || !slices.Equal(kept[i].Tokens, recycled[i].Tokens) || kept[i].MinMargin != recycled[i].MinMargin {
+				t.Fatalf("seed %d row %d: recycled %v, kept %v", seed, i, recycled[i].Tokens, kept[i].Tokens)
+			}
+		}
+	}
+}
