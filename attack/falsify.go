@@ -66,7 +66,7 @@ func (f Falsifier) Falsify(ctx context.Context, set spec.Region, k, maxSteps int
 		return nil, err
 	}
 	for _, o := range more {
-		if better(o, best, maxSteps) {
+		if better(o.Replayed, best.Replayed, maxSteps) {
 			best = o
 		}
 	}

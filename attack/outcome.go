@@ -42,11 +42,10 @@ func NewTarget(ctx context.Context, d64 model.Decoder[float64], set spec.Region,
 	return Target{Set: set, K: k, Original: res[0], Seed: seed, Stream: stream}, nil
 }
 
-// Outcome is what an attack found for one target, as replayed in float64.
-type Outcome struct {
-	// Input is the best input found, inside the set (checked in float64).
-	Input []float64
-	// Result is its float64 greedy decoding; Found32 the length the float32
+// Replayed is what every attack reports of its best input besides the input
+// itself: the float64 replay and what the search cost.
+type Replayed struct {
+	// Result is the float64 greedy decoding; Found32 the length the float32
 	// search saw (they differ only at ties).
 	Result  model.Result
 	Found32 int
@@ -54,13 +53,25 @@ type Outcome struct {
 	// path is a tie.
 	Success bool
 	// Evals counts model evaluations (forward passes of one input; a PGD
-	// step is one forward and one backward pass).
+	// step is one forward and one backward pass); Steps the iterations
+	// (0 for random search).
 	Evals int64
-	// Steps is the number of PGD iterations run (0 for random search).
 	Steps int
-	// LengthCounts[ℓ] counts evaluated inputs by float32 output length, for
-	// random search; index len-1 holds outputs that did not stop.
+	// LengthCounts[ℓ] counts evaluated inputs by float32 output length;
+	// the last index holds outputs that hit the step cap.
 	LengthCounts []int64
+}
+
+// Outcome is what an attack found for one target, as replayed in float64.
+type Outcome struct {
+	// Input is the best input found, inside the set (checked in float64).
+	Input []float64
+	Replayed
+}
+
+// replayed is the Replayed of a float64 decoding against K̂.
+func replayed(r model.Result, k int) Replayed {
+	return Replayed{Result: r, Success: spec.Exceeds(r, k) && !r.Tie()}
 }
 
 // errOutside reports a witness the set does not contain after projection.
@@ -78,7 +89,7 @@ func Replay(ctx context.Context, d64 model.Decoder[float64], tg Target, x []floa
 		return Outcome{}, err
 	}
 	r := res[0]
-	return Outcome{Input: x, Result: r, Success: spec.Exceeds(r, tg.K) && !r.Tie()}, nil
+	return Outcome{Input: x, Replayed: replayed(r, tg.K)}, nil
 }
 
 // rank orders outputs: a stopped output by its length, one that hit the
@@ -92,7 +103,7 @@ func rank(r model.Result, maxSteps int) int {
 
 // better prefers a success, then the longer replayed output, then the
 // larger margin.
-func better(a, b Outcome, maxSteps int) bool {
+func better(a, b Replayed, maxSteps int) bool {
 	if a.Success != b.Success {
 		return a.Success
 	}

@@ -316,7 +316,7 @@ func PGD(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[floa
 				return nil, err
 			}
 			o.Found32 = r.bestLen[i]
-			if k == 0 || better(o, chosen, maxSteps) {
+			if k == 0 || better(o.Replayed, chosen.Replayed, maxSteps) {
 				chosen = o
 			}
 		}

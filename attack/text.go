@@ -98,21 +98,7 @@ type TextOutcome struct {
 	// differ from the table's).
 	Input    []int
 	Embedded []float64
-	// Result is the float64 greedy decoding; Found32 the length the float32
-	// search saw.
-	Result  model.Result
-	Found32 int
-	// Success: the replayed output is longer than K̂ with no tie on its
-	// path.
-	Success bool
-	// Evals counts model evaluations (a forward pass of one input; a PGD
-	// iteration is one forward and one backward pass); Steps the
-	// iterations.
-	Evals int64
-	Steps int
-	// LengthCounts[ℓ] counts the evaluated discrete inputs by float32
-	// output length, the last index those that hit the step cap.
-	LengthCounts []int64
+	Replayed
 	// Pick says which candidate of the Gumbel attack won: "sample" (drawn
 	// from softmax(π)) or "argmax".
 	Pick string
@@ -132,21 +118,10 @@ func ReplayText(ctx context.Context, d64 model.Decoder[float64], tg TextTarget, 
 		return TextOutcome{}, err
 	}
 	r := res[0]
-	return TextOutcome{Input: append([]int(nil), x...), Result: r, Success: spec.Exceeds(r, tg.K) && !r.Tie()}, nil
+	return TextOutcome{Input: append([]int(nil), x...), Replayed: replayed(r, tg.K)}, nil
 }
 
 var errOutsideText = errors.New("attack: witness outside the substitution set")
-
-// betterText orders text outcomes as better does image outcomes.
-func betterText(a, b TextOutcome, maxSteps int) bool {
-	if a.Success != b.Success {
-		return a.Success
-	}
-	if la, lb := rank(a.Result, maxSteps), rank(b.Result, maxSteps); la != lb {
-		return la > lb
-	}
-	return a.Result.MinRelMargin > b.Result.MinRelMargin
-}
 
 // countLength adds a float32 result to a length histogram of maxSteps+2
 // bins (the last for outputs that hit the cap).

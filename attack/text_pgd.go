@@ -318,7 +318,7 @@ func GumbelPGD(ctx context.Context, d32 model.Decoder[float32], d64 model.Decode
 				return nil, err
 			}
 			o.Pick = picks[i]
-			if i == 0 || betterText(o, best, r.maxSteps) {
+			if i == 0 || better(o.Replayed, best.Replayed, r.maxSteps) {
 				best = o
 			}
 		}
@@ -430,8 +430,8 @@ func EmbeddingPGD(ctx context.Context, d32 model.Decoder[float32], d64 model.Dec
 		if err != nil {
 			return nil, err
 		}
-		o := TextOutcome{Embedded: rows, Result: res[0], Found32: found[k], Steps: steps[k], Evals: int64(steps[k]) + 1}
-		o.Success = len(res[0].Tokens) > tg.K && !res[0].Tie()
+		o := TextOutcome{Embedded: rows, Replayed: replayed(res[0], tg.K)}
+		o.Found32, o.Steps, o.Evals = found[k], steps[k], int64(steps[k])+1
 		out[k] = o
 	}
 	return out, nil

@@ -22,33 +22,15 @@ only torch and numpy. It is a reference to measure against, never a
 dependency of lenspec.
 """
 import json
-import struct
 
-import numpy as np
 import torch
 import torch.nn as nn
 
-from peerproto import serve
+from peerproto import read_safetensors, serve
 
 torch.set_num_threads(1)
 torch.set_num_interop_threads(1)
 
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        b = f.read()
-    n = struct.unpack("<Q", b[:8])[0]
-    header = json.loads(b[8:8 + n])
-    data = b[8 + n:]
-    dtypes = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32}
-    out = {}
-    for name, v in header.items():
-        if name == "__metadata__":
-            continue
-        s, e = v["data_offsets"]
-        arr = np.frombuffer(data[s:e], dtype=dtypes[v["dtype"]]).reshape(v["shape"])
-        out[name] = torch.from_numpy(arr.copy())
-    return out
 
 
 class Captioner(nn.Module):

@@ -57,13 +57,11 @@ only torch and numpy. It is a reference to measure against, never a
 dependency of lenspec.
 """
 import json
-import struct
 
-import numpy as np
 import torch
 import torch.nn as nn
 
-from peerproto import serve
+from peerproto import read_safetensors, serve
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
@@ -72,22 +70,6 @@ torch.set_num_interop_threads(1)
 
 BATCH = 256  # translate's batch size, as lenspec's decoding chunks
 
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        b = f.read()
-    n = struct.unpack("<Q", b[:8])[0]
-    header = json.loads(b[8:8 + n])
-    data = b[8 + n:]
-    dtypes = {"F32": "<f4", "F64": "<f8", "I64": "<i8", "I32": "<i4"}
-    out = {}
-    for name, v in header.items():
-        if name == "__metadata__":
-            continue
-        s, e = v["data_offsets"]
-        arr = np.frombuffer(data[s:e], dtype=dtypes[v["dtype"]]).reshape(v["shape"])
-        out[name] = torch.from_numpy(arr.astype(arr.dtype.newbyteorder("=")))  # a native copy
-    return out
 
 
 class Encoder(nn.Module):

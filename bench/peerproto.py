@@ -7,10 +7,30 @@ tokens, and its operations); this module supplies the rest.
 """
 
 import json
+import struct
 import sys
 import time
 
+import numpy as np
 import torch
+
+
+def read_safetensors(path):
+    """The tensors of a safetensors file as torch tensors (little-endian on disk, native in memory)."""
+    with open(path, "rb") as f:
+        b = f.read()
+    n = struct.unpack("<Q", b[:8])[0]
+    header = json.loads(b[8:8 + n])
+    data = b[8 + n:]
+    dtypes = {"F32": "<f4", "F64": "<f8", "I64": "<i8", "I32": "<i4"}
+    out = {}
+    for name, v in header.items():
+        if name == "__metadata__":
+            continue
+        s, e = v["data_offsets"]
+        arr = np.frombuffer(data[s:e], dtype=dtypes[v["dtype"]]).reshape(v["shape"])
+        out[name] = torch.from_numpy(arr.astype(arr.dtype.newbyteorder("=")))  # a native copy
+    return out
 
 
 def timed(f, reps):

@@ -238,18 +238,7 @@ func TestReadDing(t *testing.T) {
 }
 
 func TestReadDingErrors(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, write, fifo := fixtureDir(t)
 	big := filepath.Join(dir, "big")
 	if err := os.WriteFile(big, nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -48,18 +48,7 @@ func TestReadTSV(t *testing.T) {
 }
 
 func TestReadTSVErrors(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, write, fifo := fixtureDir(t)
 	tests := []struct {
 		name, path, want string
 		is               error
@@ -121,4 +110,23 @@ func FuzzReadTSV(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fixtureDir returns a temporary directory, a function writing a file
+// into it, and a FIFO in it (a non-regular file the readers must refuse).
+func fixtureDir(t *testing.T) (dir string, write func(name, content string) string, fifo string) {
+	t.Helper()
+	dir = t.TempDir()
+	write = func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	fifo = filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, write, fifo
 }

@@ -3,9 +3,6 @@ package experiment
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +10,6 @@ import (
 	"path/filepath"
 
 	"github.com/lenspec/lenspec/internal/fileio"
-	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/spec"
 	"github.com/lenspec/lenspec/verify"
 )
@@ -110,13 +106,12 @@ func RunSpec(ctx context.Context, c VerifyConfig, sp *SpecFile) (VerifyRecord, e
 	in := d.Input()
 	x := sp.Values
 	if sp.Input != "" {
-		data, err := Inputs(ctx, d, []string{sp.Input}, c.Settings.MaxSteps)
-		if err != nil {
+		var err error
+		if x, err = readInput(in, sp.Input); err != nil {
 			return VerifyRecord{}, err
 		}
-		x, _, _ = data.Source.Batch([]int{0}, nil)
-	} else if len(x) != in.Size() {
-		return VerifyRecord{}, fmt.Errorf("%s: %d values, the model reads %d", sp.path, len(x), in.Size())
+	} else if err := checkInput(in, x); err != nil {
+		return VerifyRecord{}, fmt.Errorf("%s: %w", sp.path, err)
 	}
 	var set spec.Region
 	var err error
@@ -128,27 +123,20 @@ func RunSpec(ctx context.Context, c VerifyConfig, sp *SpecFile) (VerifyRecord, e
 	if err != nil {
 		return VerifyRecord{}, fmt.Errorf("%s: %w", sp.path, err)
 	}
-	own, err := model.Decode(ctx, d, model.Batch[float64]{X: x}, c.Settings.MaxSteps)
+	src, err := newInputSource(ctx, d, [][]float64{x}, c.Settings.MaxSteps)
 	if err != nil {
 		return VerifyRecord{}, err
 	}
+	own := src.labels[0]
 	// The data's identity: the spec file's name and the set's exact values.
-	h := sha256.New()
 	lo, hi := set.Box()
-	for _, v := range [][]float64{x, lo, hi} {
-		for _, f := range v {
-			var b [8]byte
-			binary.LittleEndian.PutUint64(b[:], math.Float64bits(f))
-			h.Write(b[:])
-		}
-	}
-	c.Data = Data{Ref: DataRef{Name: "spec", Split: filepath.Base(sp.path), SHA256: hex.EncodeToString(h.Sum(nil))}}
+	c.Data = Data{Ref: DataRef{Name: "spec", Split: filepath.Base(sp.path), SHA256: valuesSHA256(x, lo, hi)}, Source: src}
 	net, err := verify.Lower(d)
 	if err != nil {
 		return VerifyRecord{}, err
 	}
 	r := c.base()
-	r.Sample, r.Eps, r.K = 0, c.Eps[0], c.k(own[0].Tokens)
+	r.Sample, r.Eps, r.K = 0, c.Eps[0], c.k(own)
 	u := unit{sample: 0, eps: c.Eps[0], key: VerifyKey(r)}
-	return c.verifyIn(ctx, net, c.options(), u, set, own[0].Tokens)
+	return c.verifyIn(ctx, net, c.options(), u, set, own)
 }

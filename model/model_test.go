@@ -53,6 +53,25 @@ func size(d interface{ Input() InputSpec }) int { return d.Input().Size() }
 // TestLossGradient checks the teacher-forced loss gradient with respect to
 // the input and every parameter against central finite differences, for
 // both cells.
+// checkFD compares the analytic gradient grad of loss with respect to vals
+// with central finite differences, value by value.
+func checkFD(t *testing.T, name string, vals, grad []float64, loss func() float64) {
+	t.Helper()
+	const h = 1e-6
+	for i := range vals {
+		orig := vals[i]
+		vals[i] = orig + h
+		fp := loss()
+		vals[i] = orig - h
+		fm := loss()
+		vals[i] = orig
+		num := (fp - fm) / (2 * h)
+		if math.Abs(grad[i]-num) > 1e-5*math.Max(1, math.Abs(num)) {
+			t.Fatalf("%s[%d]: analytic %.9g, finite difference %.9g", name, i, grad[i], num)
+		}
+	}
+}
+
 func TestLossGradient(t *testing.T) {
 	for _, cell := range cells {
 		t.Run(cell, func(t *testing.T) {
@@ -78,24 +97,9 @@ func TestLossGradient(t *testing.T) {
 			if err := tp.Backward(l); err != nil {
 				t.Fatal(err)
 			}
-			check := func(name string, vals, grad []float64) {
-				const h = 1e-6
-				for i := range vals {
-					orig := vals[i]
-					vals[i] = orig + h
-					fp := loss()
-					vals[i] = orig - h
-					fm := loss()
-					vals[i] = orig
-					num := (fp - fm) / (2 * h)
-					if math.Abs(grad[i]-num) > 1e-5*math.Max(1, math.Abs(num)) {
-						t.Fatalf("%s[%d]: analytic %.9g, finite difference %.9g", name, i, grad[i], num)
-					}
-				}
-			}
-			check("input", x, xn.Grad.Data)
+			checkFD(t, "input", x, xn.Grad.Data, loss)
 			for _, p := range m.Params() {
-				check(p.Name, p.W.Data, p.G.Data)
+				checkFD(t, p.Name, p.W.Data, p.G.Data, loss)
 			}
 		})
 	}

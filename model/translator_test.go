@@ -75,27 +75,12 @@ func TestTranslatorLossGradient(t *testing.T) {
 	if err := tp.Backward(l); err != nil {
 		t.Fatal(err)
 	}
-	check := func(name string, vals, grad []float64) {
-		const h = 1e-6
-		for i := range vals {
-			orig := vals[i]
-			vals[i] = orig + h
-			fp := loss()
-			vals[i] = orig - h
-			fm := loss()
-			vals[i] = orig
-			num := (fp - fm) / (2 * h)
-			if math.Abs(grad[i]-num) > 1e-5*math.Max(1, math.Abs(num)) {
-				t.Fatalf("%s[%d]: analytic %.9g, finite difference %.9g", name, i, grad[i], num)
-			}
-		}
-	}
-	check("embedded input", emb, en.Grad.Data)
+	checkFD(t, "embedded input", emb, en.Grad.Data, loss)
 	for _, p := range m.Params() {
 		if p == m.SrcEmb.W {
 			continue // replaced by the embedded input here
 		}
-		check(p.Name, p.W.Data, p.G.Data)
+		checkFD(t, p.Name, p.W.Data, p.G.Data, loss)
 	}
 }
 

@@ -419,20 +419,31 @@ func (f *attackFlags) textShard(a *app) (experiment.Shard, error) {
 	return shard, nil
 }
 
+// textModel checks a text run's output and step flags, then loads the
+// model.
+func (f *attackFlags) textModel(c *cobra.Command, a *app) (experiment.Shard, *experiment.Model, error) {
+	shard, err := f.textShard(a)
+	if err != nil {
+		return experiment.Shard{}, nil, err
+	}
+	if err := checkSteps(c, f.maxSteps); err != nil {
+		return experiment.Shard{}, nil, err
+	}
+	m, err := experiment.LoadModel(f.modelDir)
+	if err != nil {
+		return experiment.Shard{}, nil, err
+	}
+	return shard, m, nil
+}
+
 // runTextAttack is lenspec attack on a text model.
 func runTextAttack(c *cobra.Command, a *app, f *attackFlags) error {
 	cfg, err := f.textConfig(c, a, f.method)
 	if err != nil {
 		return err
 	}
-	if cfg.Shard, err = f.textShard(a); err != nil {
-		return err
-	}
-	if err := checkSteps(c, f.maxSteps); err != nil {
-		return err
-	}
-	m, err := experiment.LoadModel(f.modelDir)
-	if err != nil {
+	var m *experiment.Model
+	if cfg.Shard, m, err = f.textModel(c, a); err != nil {
 		return err
 	}
 	cfg.Model = m

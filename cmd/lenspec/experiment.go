@@ -186,14 +186,7 @@ produced; rerunning resumes.`,
 				}
 				cfgs = append(cfgs, cfg)
 			}
-			shard, err := f.textShard(a)
-			if err != nil {
-				return err
-			}
-			if err := checkSteps(c, f.maxSteps); err != nil {
-				return err
-			}
-			m, err := experiment.LoadModel(f.modelDir)
+			shard, m, err := f.textModel(c, a)
 			if err != nil {
 				return err
 			}

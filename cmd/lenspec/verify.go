@@ -49,6 +49,24 @@ func (f *verifyFlags) register(c *cobra.Command, samples bool) {
 	}
 }
 
+// run verifies (or bounds) the samples the flags name, or a spec file's
+// problem, printing line(r) with --json and text otherwise per record.
+func (f *verifyFlags) run(c *cobra.Command, a *app, line func(experiment.VerifyRecord) any, text func(io.Writer, experiment.VerifyRecord)) error {
+	if f.specPath != "" {
+		return f.runSpec(c, a, line, text)
+	}
+	cfg, err := f.prepare(c, a)
+	if err != nil {
+		return err
+	}
+	progress, finish := a.bars()
+	defer finish()
+	cfg.Progress = progress
+	return experiment.RunVerify(c.Context(), cfg, func(r experiment.VerifyRecord) error {
+		return a.emit(line(r), func(w io.Writer) { text(w, r) })
+	})
+}
+
 // runSpec verifies (or bounds) the problem of a spec file: the answer on
 // stdout, the JSON record with --json.
 func (f *verifyFlags) runSpec(c *cobra.Command, a *app, line func(experiment.VerifyRecord) any, text func(io.Writer, experiment.VerifyRecord)) error {
@@ -123,20 +141,8 @@ One word per sample on stdout; one JSON line per (image, δ) in --out. A sample 
 solver fails is recorded as unknown with the error, and the run goes on.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			verdict := func(w io.Writer, r experiment.VerifyRecord) { fmt.Fprintln(w, r.Verdict) }
-			if f.specPath != "" {
-				return f.runSpec(c, a, func(r experiment.VerifyRecord) any { return r }, verdict)
-			}
-			cfg, err := f.prepare(c, a)
-			if err != nil {
-				return err
-			}
-			progress, finish := a.bars()
-			defer finish()
-			cfg.Progress = progress
-			return experiment.RunVerify(c.Context(), cfg, func(r experiment.VerifyRecord) error {
-				return a.emit(r, func(w io.Writer) { verdict(w, r) })
-			})
+			return f.run(c, a, func(r experiment.VerifyRecord) any { return r },
+				func(w io.Writer, r experiment.VerifyRecord) { fmt.Fprintln(w, r.Verdict) })
 		},
 	}
 	f.register(c, true)
@@ -159,10 +165,7 @@ tried. One line per sample on stdout ({"lower":…, "upper":…} with --json); w
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			f.s.Bound = true
-			if f.specPath != "" {
-				return f.runSpec(c, a, func(r experiment.VerifyRecord) any { return boundLine(r) }, boundText)
-			}
-			if f.out == "" {
+			if f.out == "" && f.specPath == "" {
 				// Without --out nothing is kept: the records and witnesses
 				// go to a directory removed at the end.
 				tmp, err := os.MkdirTemp("", "lenspec-bound-")
@@ -172,16 +175,7 @@ tried. One line per sample on stdout ({"lower":…, "upper":…} with --json); w
 				defer os.RemoveAll(tmp)
 				f.out = filepath.Join(tmp, "bound.jsonl")
 			}
-			cfg, err := f.prepare(c, a)
-			if err != nil {
-				return err
-			}
-			progress, finish := a.bars()
-			defer finish()
-			cfg.Progress = progress
-			return experiment.RunVerify(c.Context(), cfg, func(r experiment.VerifyRecord) error {
-				return a.emit(boundLine(r), func(w io.Writer) { boundText(w, r) })
-			})
+			return f.run(c, a, func(r experiment.VerifyRecord) any { return boundLine(r) }, boundText)
 		},
 	}
 	f.register(c, true)
