@@ -2,9 +2,11 @@ package verify
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/model"
 )
 
@@ -44,27 +46,33 @@ func tinyNet(t testing.TB, seed uint64, convs int) (*model.Captioner[float64], *
 	return m, n
 }
 
-// greedy decodes with the lowered net, recording the pre-activations of
-// every hidden layer and the logits, step by step.
+// greedy decodes x with the verifier's IR unrolled for steps steps,
+// returning every node's pre-activations, the logits and the tokens.
 func greedy(n *Net, x []float64, steps int) (pre [][]float64, logits [][]float64, toks []int) {
-	encPre, i := n.Forward(x)
-	pre = encPre
-	h := make([]float64, n.Hidden)
-	for t := 0; t < steps; t++ {
-		var z, o []float64
-		z, h, o = n.StepPre(i, h)
-		pre = append(pre, z)
-		logits = append(logits, o)
-		y, _, _ := model.Argmax(o)
-		toks = append(toks, y)
-		if y == n.EOS {
-			break
-		}
-		i = n.Emb[y]
-	}
-	return pre, logits, toks
+	tr := newGraph(n, steps-1).eval(x, nil)
+	return tr.pre, tr.logits, tr.tokens
 }
 
+// modelLogits decodes x with the model's own forward pass (no eos
+// stopping), returning each step's logits and argmax.
+func modelLogits(t testing.TB, m model.Decoder[float64], x []float64, steps int) (logits [][]float64, toks []int) {
+	t.Helper()
+	tp := ad.NewTape[float64](false)
+	_, err := model.Greedy(tp, m, model.Input[float64]{X: tp.Const(ad.FromSlice(x, 1, len(x)))}, model.GreedyOptions[float64]{MaxSteps: steps, OnStep: func(_ int, o *ad.Node[float64], _ []int, _ []bool) {
+		row := append([]float64(nil), o.Value.Data[:m.Vocab()]...)
+		logits = append(logits, row)
+		y, _, _ := model.Argmax(row)
+		toks = append(toks, y)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return logits, toks
+}
+
+// TestLowerMatchesModel: the IR's float64 evaluation is the model's
+// forward pass: the same logits at every step (to rounding: the IR sums in
+// another order) and the same tokens.
 func TestLowerMatchesModel(t *testing.T) {
 	for _, convs := range []int{0, 1, 2} {
 		m, n := tinyNet(t, 3, convs)
@@ -74,18 +82,19 @@ func TestLowerMatchesModel(t *testing.T) {
 			for i := range x {
 				x[i] = 2*rng.Float64() - 1
 			}
-			_, _, toks := greedy(n, x, 8)
-			res := decode(t, m, x, 8)
-			want := append([]int(nil), res[0].Tokens...)
-			if res[0].Stopped {
-				want = append(want, n.EOS)
-			}
-			if len(toks) != len(want) {
-				t.Fatalf("convs %d: lowered net decodes %v, model %v", convs, toks, want)
+			_, logits, toks := greedy(n, x, 8)
+			want, wantToks := modelLogits(t, m, x, 8)
+			if len(toks) != len(wantToks) {
+				t.Fatalf("convs %d: IR decodes %v, model %v", convs, toks, wantToks)
 			}
 			for k := range toks {
-				if toks[k] != want[k] {
-					t.Fatalf("convs %d: lowered net decodes %v, model %v", convs, toks, want)
+				if toks[k] != wantToks[k] {
+					t.Fatalf("convs %d: IR decodes %v, model %v", convs, toks, wantToks)
+				}
+				for z, v := range logits[k] {
+					if d := math.Abs(v - want[k][z]); d > 1e-12*(1+math.Abs(v)) {
+						t.Fatalf("convs %d step %d token %d: IR logit %v, model %v", convs, k, z, v, want[k][z])
+					}
 				}
 			}
 		}
@@ -110,7 +119,7 @@ func TestBoundsContainSamples(t *testing.T) {
 		for i, c := range center {
 			lo[i], hi[i] = max(c-delta, -1), min(c+delta, 1)
 		}
-		s := newSpine(n, K)
+		s := newGraph(n, K)
 		for _, method := range []BoundMethod{BoundInterval, BoundCROWN} {
 			b := computeBounds(s, lo, hi, method)
 			for trial := 0; trial < 300; trial++ {
@@ -124,10 +133,10 @@ func TestBoundsContainSamples(t *testing.T) {
 				pre, logits, toks := greedy(n, x, K+1)
 				// Encoder layers always.
 				for L := 0; L <= s.enc; L++ {
-					checkIn(t, method, s.layers[L].Name, b.Pre[L], pre[L])
+					checkIn(t, method, s.nodes[L].name, b.Pre[L], pre[L])
 				}
 				for step := 0; step < len(logits) && step < len(b.Logits); step++ {
-					checkIn(t, method, s.layers[s.hidden(step)].Name, b.Pre[s.hidden(step)], pre[s.hidden(step)])
+					checkIn(t, method, s.nodes[s.hidden(step)].name, b.Pre[s.hidden(step)], pre[s.hidden(step)])
 					checkIn(t, method, "logits", b.Logits[step], logits[step])
 					for z := range logits[step] {
 						if z == n.EOS {
@@ -180,7 +189,7 @@ func TestCROWNTighter(t *testing.T) {
 		for i := range lo {
 			lo[i], hi[i] = -0.3, 0.3
 		}
-		s := newSpine(n, 2)
+		s := newGraph(n, 2)
 		bi := computeBounds(s, lo, hi, BoundInterval)
 		bc := computeBounds(s, lo, hi, BoundCROWN)
 		for L := range bc.Pre {

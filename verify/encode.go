@@ -46,7 +46,7 @@ type encodeOptions struct {
 // −m.
 type encoding struct {
 	m     *mip.Model
-	s     *spine
+	g     *graph
 	b     *Bounds
 	K     int
 	x     []int   // input variables
@@ -91,13 +91,13 @@ func (e *encoding) rowVar(name string, v int, a float64, ex lin, extra []int, ex
 	e.m.AddRow(name, idx, coef, sense, rhs+ex.c)
 }
 
-// encode builds the MIP from the spine and its bounds. With relaxations
-// (see encodeOptions) the model over-approximates: a robustness proof stays
+// encode builds the MIP from the graph and its bounds, node by node, each
+// operator adding its own variables and rows. With relaxations (see
+// encodeOptions) the model over-approximates: a robustness proof stays
 // sound, but a counterexample it finds may be spurious (it is replayed
 // anyway).
-func encode(s *spine, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
-	relaxGap := eo.relaxGap
-	e := &encoding{m: mip.NewModel("lenspec"), s: s, b: b, K: K, zpreAt: -1}
+func encode(g *graph, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
+	e := &encoding{m: mip.NewModel("lenspec"), g: g, b: b, K: K, zpreAt: -1}
 	if eo.abstract {
 		e.zpreAt = eo.abstractAt
 	}
@@ -107,7 +107,7 @@ func encode(s *spine, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
 		}
 	}
 	prevOut := e.x
-	for L, l := range s.layers {
+	for L, n := range g.nodes {
 		pre := b.Pre[L]
 		var zvar []int // abstraction boundary: pre-activation variables
 		if eo.abstract && L < eo.abstractAt {
@@ -117,77 +117,30 @@ func encode(s *spine, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
 		if eo.abstract && L == eo.abstractAt && (L > 0 || eo.box) {
 			zvar = e.abstractPre(L, eo.box)
 		}
-		kinds := make([]int, len(l.Rows))
-		outs := make([]int, len(l.Rows))
-		bins := make([]int, len(l.Rows))
-		for j, r := range l.Rows {
-			bins[j] = -1
-			ex := lin{c: r.B}
+		kinds := make([]int, len(n.aff.rows))
+		outs := make([]int, len(n.aff.rows))
+		bins := make([]int, len(n.aff.rows))
+		for j := range n.aff.rows {
+			var ex lin
 			if zvar != nil {
 				ex = lin{idx: []int{zvar[j]}, coef: []float64{1}}
 			} else {
-				for k, idx := range r.Idx {
-					ex.add(prevOut[idx], r.W[k])
-				}
+				ex = n.aff.expr(j, prevOut)
 			}
-			if l.tokens != nil { // Σ_z δ_{t−1}[z]·(Wih·emb[z])_j
-				t := l.step - 1
-				for z, d := range e.delta[t] {
-					switch {
-					case d >= 0:
-						ex.add(d, l.tokens[z][j])
-					case d == -2:
-						ex.c += l.tokens[z][j]
-					}
-				}
+			if n.fb != nil {
+				n.fb.expr(&ex, j, e.delta[n.step-1])
 			}
-			iv := pre[j]
-			name := fmt.Sprintf("%s_%d", l.Name, j)
-			switch {
-			case !l.ReLU:
-				kinds[j] = linear
-				outs[j] = e.m.AddVar(name, iv.Lo, iv.Hi, mip.Continuous)
-				e.rowVar(name+"_def", outs[j], 1, ex, nil, nil, mip.EQ, 0)
-			case iv.Hi <= 0:
-				kinds[j], outs[j] = inactive, -1
-			case iv.Lo >= 0:
-				kinds[j] = active
-				outs[j] = e.m.AddVar(name, iv.Lo, iv.Hi, mip.Continuous)
-				e.rowVar(name+"_def", outs[j], 1, ex, nil, nil, mip.EQ, 0)
-			case -iv.Lo*iv.Hi/(iv.Hi-iv.Lo) < relaxGap:
-				kinds[j] = relaxed
-				a := e.m.AddVar(name, 0, iv.Hi, mip.Continuous)
-				outs[j] = a
-				e.Relaxed++
-				// a ≥ ẑ;  a ≤ u/(u−l)·(ẑ − l): with a ≥ 0 (its bound), the triangle.
-				sl := iv.Hi / (iv.Hi - iv.Lo)
-				e.rowVar(name+"_ge", a, 1, ex, nil, nil, mip.GE, 0)
-				scaled := lin{idx: ex.idx, c: sl * ex.c}
-				for _, c := range ex.coef {
-					scaled.coef = append(scaled.coef, sl*c)
-				}
-				e.rowVar(name+"_chord", a, 1, scaled, nil, nil, mip.LE, -sl*iv.Lo)
-			default:
-				kinds[j] = unstable
-				a := e.m.AddVar(name, 0, iv.Hi, mip.Continuous)
-				d := e.m.AddVar(name+"_on", 0, 1, mip.Binary)
-				outs[j], bins[j] = a, d
-				e.Binaries++
-				e.ReLUBinaries++
-				// a ≥ ẑ;  a ≤ ẑ − lo·(1 − d);  a ≤ hi·d  (paper Eq. 5)
-				e.rowVar(name+"_ge", a, 1, ex, nil, nil, mip.GE, 0)
-				e.rowVar(name+"_le", a, 1, ex, []int{d}, []float64{-iv.Lo}, mip.LE, -iv.Lo)
-				e.m.AddRow(name+"_off", []int{a, d}, []float64{1, -iv.Hi}, mip.LE, 0)
-			}
+			kinds[j], outs[j], bins[j] = n.act.encode(e, fmt.Sprintf("%s_%d", n.name, j), ex, pre[j], eo.relaxGap)
 		}
 		e.kind, e.out, e.bin = append(e.kind, kinds), append(e.out, outs), append(e.bin, bins)
 		prevOut = outs
-		if l.step < 0 {
+		if n.step < 0 {
 			continue
 		}
-		if err := e.head(l.step, outs); err != nil {
-			return nil, err
+		if n.step == 0 {
+			e.mvar = e.m.AddVar("m", math.Inf(-1), math.Inf(1), mip.Continuous)
 		}
+		g.head.encode(e, n.step, outs)
 	}
 	// m ≤ min over steps of the margin bounds; the objective minimises −m.
 	ub := math.Inf(1)
@@ -212,17 +165,17 @@ func encode(s *spine, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
 // L, bounded by their intervals and (unless box) by CROWN's linear bounds
 // in x, standing in for every layer below L.
 func (e *encoding) abstractPre(L int, box bool) []int {
-	s, b := e.s, e.b
-	l := s.layers[L]
-	zs := make([]int, len(l.Rows))
-	for j, r := range l.Rows {
+	g, b := e.g, e.b
+	n := g.nodes[L]
+	zs := make([]int, len(n.aff.rows))
+	for j, r := range n.aff.rows {
 		iv := b.Pre[L][j]
-		name := fmt.Sprintf("%s_pre%d", l.Name, j)
+		name := fmt.Sprintf("%s_pre%d", n.name, j)
 		zs[j] = e.m.AddVar(name, iv.Lo, iv.Hi, mip.Continuous)
 		if box {
 			continue
 		}
-		c := make([]float64, l.In)
+		c := make([]float64, n.aff.in)
 		for k, idx := range r.Idx {
 			c[idx] = r.W[k]
 		}
@@ -230,8 +183,8 @@ func (e *encoding) abstractPre(L int, box bool) []int {
 		for i, v := range c {
 			neg[i] = -v
 		}
-		wu, ku := s.linearUpper(b, L-1, c, r.B)
-		wl, kl := s.linearUpper(b, L-1, neg, -r.B) // −z ≤ wl·x + kl
+		wu, ku := g.linearUpper(b, L-1, c, r.B)
+		wl, kl := g.linearUpper(b, L-1, neg, -r.B) // −z ≤ wl·x + kl
 		up, lo := lin{c: ku}, lin{c: -kl}
 		for i, xi := range e.x {
 			up.add(xi, wu[i])
@@ -257,84 +210,12 @@ func (e *encoding) input(sol []float64) []float64 {
 	return x
 }
 
-// head encodes the logits of step t, the argmax one-hot over the allowed
-// tokens and the margin constraint m ≤ o_max − o_eos.
-func (e *encoding) head(t int, h []int) error {
-	net, b := e.s.net, e.b
-	if t == 0 {
-		e.mvar = e.m.AddVar("m", math.Inf(-1), math.Inf(1), mip.Continuous)
-	}
-	allowed := b.Allowed[t]
-	logit := make([]int, net.Vocab)
-	for z := range logit {
-		logit[z] = -1
-		if !allowed[z] && z != net.EOS {
-			continue
-		}
-		iv := b.Logits[t][z]
-		name := fmt.Sprintf("o%d_%d", t, z)
-		logit[z] = e.m.AddVar(name, iv.Lo, iv.Hi, mip.Continuous)
-		ex := lin{c: net.Bout[z]}
-		for k, v := range h {
-			ex.add(v, net.Wout[z][k])
-		}
-		e.rowVar(name+"_def", logit[z], 1, ex, nil, nil, mip.EQ, 0)
-	}
-	e.logit = append(e.logit, logit)
-	var toks []int
-	for z, ok := range allowed {
-		if ok {
-			toks = append(toks, z)
-		}
-	}
-	delta := make([]int, net.Vocab)
-	for z := range delta {
-		delta[z] = -1
-	}
-	eos := logit[net.EOS]
-	if len(toks) == 1 {
-		z := toks[0]
-		delta[z] = -2
-		e.omax = append(e.omax, -1)
-		// m ≤ o_z − o_eos
-		e.m.AddRow(fmt.Sprintf("m_%d", t), []int{e.mvar, logit[z], eos}, []float64{1, -1, 1}, mip.LE, 0)
-	} else {
-		U := math.Inf(-1)
-		for _, z := range toks {
-			U = math.Max(U, b.Logits[t][z].Hi)
-		}
-		lo := math.Inf(1)
-		for _, z := range toks {
-			lo = math.Min(lo, b.Logits[t][z].Lo)
-		}
-		om := e.m.AddVar(fmt.Sprintf("omax%d", t), lo, U, mip.Continuous)
-		e.omax = append(e.omax, om)
-		var sumIdx []int
-		var sumCoef []float64
-		for _, z := range toks {
-			d := e.m.AddVar(fmt.Sprintf("y%d_%d", t, z), 0, 1, mip.Binary)
-			delta[z] = d
-			e.Binaries++
-			sumIdx, sumCoef = append(sumIdx, d), append(sumCoef, 1)
-			M := U - b.Logits[t][z].Lo
-			// omax ≥ o_z;  omax ≤ o_z + M·(1 − δ_z)  (paper Eq. 6)
-			e.m.AddRow(fmt.Sprintf("omax%d_ge_%d", t, z), []int{om, logit[z]}, []float64{1, -1}, mip.GE, 0)
-			e.m.AddRow(fmt.Sprintf("omax%d_le_%d", t, z), []int{om, logit[z], d}, []float64{1, -1, M}, mip.LE, M)
-		}
-		e.m.AddRow(fmt.Sprintf("onehot%d", t), sumIdx, sumCoef, mip.EQ, 1)
-		e.m.AddRow(fmt.Sprintf("m_%d", t), []int{e.mvar, om, eos}, []float64{1, -1, 1}, mip.LE, 0)
-	}
-	e.delta = append(e.delta, delta)
-	return nil
-}
-
 // assignment returns the MIP point of input x decoded along its path with
 // the argmax taken over the non-eos tokens at each step (the path a
 // counterexample follows; model.Greedy with NoEOS decodes it). ok is false
 // when the path leaves the encoded set (a token outside Allowed), which
 // happens only for inputs that are not counterexamples.
 func (e *encoding) assignment(d64 model.Decoder[float64], x []float64) (v []float64, ok bool, err error) {
-	net := e.s.net
 	tp := ad.NewTape[float64](false)
 	path, err := model.Greedy(tp, d64, model.Input[float64]{X: tp.Const(ad.FromSlice(x, 1, len(x)))}, model.GreedyOptions[float64]{MaxSteps: e.K + 1, NoEOS: true})
 	if err != nil {
@@ -345,11 +226,10 @@ func (e *encoding) assignment(d64 model.Decoder[float64], x []float64) (v []floa
 	for i, xi := range e.x {
 		v[xi] = x[i]
 	}
-	pre, in := net.Forward(x)
-	set := func(L int, z []float64) []float64 {
-		out := make([]float64, len(z))
-		if e.kind[L] == nil { // abstracted encoder layer
-			return out
+	tr := e.g.eval(x, tokens)
+	set := func(L int, z []float64) {
+		if e.kind[L] == nil { // abstracted encoder node
+			return
 		}
 		if L == e.zpreAt && e.zpre != nil {
 			for j, zj := range z {
@@ -357,29 +237,23 @@ func (e *encoding) assignment(d64 model.Decoder[float64], x []float64) (v []floa
 			}
 		}
 		for j, zj := range z {
-			switch e.kind[L][j] {
-			case linear:
-				out[j] = zj
-			default:
-				out[j] = math.Max(zj, 0)
-			}
+			out := e.g.nodes[L].act.eval(zj)
 			if o := e.out[L][j]; o >= 0 {
-				v[o] = out[j]
+				v[o] = out
 			}
 			if d := e.bin[L][j]; d >= 0 && zj > 0 {
 				v[d] = 1
 			}
 		}
-		return out
 	}
-	for L := 0; L <= e.s.enc; L++ {
-		set(L, pre[L])
+	for L := 0; L <= e.g.enc; L++ {
+		set(L, tr.pre[L])
 	}
-	h := make([]float64, net.Hidden)
+	eos := e.g.net.EOS
 	m := math.Inf(1)
 	for t, y := range tokens {
-		z, _, o := net.StepPre(in, h)
-		h = set(e.s.hidden(t), z)
+		set(e.g.hidden(t), tr.pre[e.g.hidden(t)])
+		o := tr.logits[t]
 		for q, oq := range o {
 			if lv := e.logit[t][q]; lv >= 0 {
 				v[lv] = oq
@@ -394,8 +268,7 @@ func (e *encoding) assignment(d64 model.Decoder[float64], x []float64) (v []floa
 		if om := e.omax[t]; om >= 0 {
 			v[om] = o[y]
 		}
-		m = math.Min(m, o[y]-o[net.EOS])
-		in = net.Emb[y]
+		m = math.Min(m, o[y]-o[eos])
 	}
 	v[e.mvar] = m
 	return v, true, nil

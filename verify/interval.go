@@ -24,27 +24,6 @@ func pad(lo, hi, abs float64) Interval {
 	return Interval{lo - p, hi + p}
 }
 
-// affineIBP returns interval bounds of Σ w·x + b over box bounds of x.
-func affineIBP(r Row, in []Interval) Interval {
-	lo, hi := r.B, r.B
-	abs := math.Abs(r.B)
-	for k, idx := range r.Idx {
-		w, b := r.W[k], in[idx]
-		if w >= 0 {
-			lo += w * b.Lo
-			hi += w * b.Hi
-		} else {
-			lo += w * b.Hi
-			hi += w * b.Lo
-		}
-		abs += math.Abs(w) * math.Max(math.Abs(b.Lo), math.Abs(b.Hi))
-	}
-	return pad(lo, hi, abs)
-}
-
-// reluIv is ReLU applied to an interval.
-func reluIv(b Interval) Interval { return Interval{math.Max(b.Lo, 0), math.Max(b.Hi, 0)} }
-
 // intersect keeps the tighter of two sound bounds.
 func intersect(a, b Interval) Interval {
 	return Interval{math.Max(a.Lo, b.Lo), math.Min(a.Hi, b.Hi)}

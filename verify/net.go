@@ -6,13 +6,6 @@ import (
 	"github.com/lenspec/lenspec/model"
 )
 
-// Row is one neuron of an affine layer: Σ W[k]·in[Idx[k]] + B.
-type Row struct {
-	Idx []int32
-	W   []float64
-	B   float64
-}
-
 // Layer is an affine map, optionally followed by ReLU, as sparse rows:
 // convolutions and dense layers alike, so one bound rule serves both.
 type Layer struct {
@@ -134,58 +127,4 @@ func matrix(data []float64, rows int) [][]float64 {
 		out[i] = append([]float64(nil), data[i*cols:(i+1)*cols]...)
 	}
 	return out
-}
-
-// Forward evaluates the encoder on x, returning every layer's
-// pre-activations (index 0: the first layer) and i₀. It is the plain
-// float64 reference the bounds must contain.
-func (n *Net) Forward(x []float64) (pre [][]float64, i0 []float64) {
-	in := x
-	for _, l := range n.Encoder {
-		z := make([]float64, len(l.Rows))
-		for j, r := range l.Rows {
-			s := r.B
-			for k, idx := range r.Idx {
-				s += r.W[k] * in[idx]
-			}
-			z[j] = s
-		}
-		pre = append(pre, z)
-		if l.ReLU {
-			a := make([]float64, len(z))
-			for j, v := range z {
-				a[j] = max(v, 0)
-			}
-			in = a
-		} else {
-			in = z
-		}
-	}
-	return pre, in
-}
-
-// StepPre is Step that also returns the hidden layer's pre-activations.
-func (n *Net) StepPre(i, h []float64) (pre, hNext, logits []float64) {
-	pre = make([]float64, n.Hidden)
-	hNext = make([]float64, n.Hidden)
-	for j := range hNext {
-		s := n.Bih[j] + n.Bhh[j]
-		for k, v := range n.Wih[j] {
-			s += v * i[k]
-		}
-		for k, v := range n.Whh[j] {
-			s += v * h[k]
-		}
-		pre[j] = s
-		hNext[j] = max(s, 0)
-	}
-	logits = make([]float64, n.Vocab)
-	for z := range logits {
-		s := n.Bout[z]
-		for k, v := range n.Wout[z] {
-			s += v * hNext[k]
-		}
-		logits[z] = s
-	}
-	return pre, hNext, logits
 }

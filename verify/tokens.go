@@ -112,8 +112,8 @@ func (ts *tokenSearch) search(ctx context.Context, prefix []int) error {
 
 // tokenPhase runs the token search on the exact encoding and then the MIP
 // on each open leaf, recording into res. done reports a final verdict.
-func tokenPhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options, res *Result, replay func(x []float64, how string) (bool, error)) (done bool, err error) {
-	enc, err := encode(s, b, sm.K, encodeOptions{})
+func tokenPhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options, res *Result, replay func(x []float64, how string) (bool, error)) (done bool, err error) {
+	enc, err := encode(g, b, sm.K, encodeOptions{})
 	if err != nil {
 		return false, err
 	}

@@ -213,14 +213,14 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 		}
 	}
 	bstart := time.Now()
-	s := newSpine(net, sm.K)
+	g := newGraph(net, sm.K)
 	lo, hi := sm.Set.Box()
-	b := computeBounds(s, lo, hi, opt.Bounds)
+	b := computeBounds(g, lo, hi, opt.Bounds)
 	res.BoundSeconds = time.Since(bstart).Seconds()
 	res.Unstable = b.NumUnstable
 	res.UnstableInterval = b.NumUnstable
 	if opt.Bounds != BoundInterval { // for comparison: intervals are cheap
-		res.UnstableInterval = computeBounds(s, lo, hi, BoundInterval).NumUnstable
+		res.UnstableInterval = computeBounds(g, lo, hi, BoundInterval).NumUnstable
 	}
 	if b.Proven {
 		res.Verdict, res.Stage = Robust, "bounds"
@@ -232,18 +232,6 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 		res.Reason = "bounds inconclusive and no MIP solver"
 		return res, nil
 	}
-	var phases []encodeOptions
-	if opt.Abstract {
-		// The decoder alone on a box around i₀ (no input variables,
-		// milliseconds), then on linear bounds of i₀, then from the first
-		// fully connected layer on.
-		phases = append(phases, encodeOptions{abstract: true, abstractAt: s.enc, box: true},
-			encodeOptions{abstract: true, abstractAt: s.enc}, encodeOptions{abstract: true, abstractAt: s.enc - 1})
-	}
-	if opt.RelaxGap > 0 {
-		phases = append(phases, encodeOptions{relaxGap: opt.RelaxGap})
-	}
-	phases = append(phases, encodeOptions{})
 	// The falsifier's best candidate, decoded along its path, starts an
 	// optimising MIP when it is a feasible point of the encoding.
 	mipStart := func(enc *encoding) []float64 {
@@ -256,25 +244,21 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 		}
 		return v
 	}
-	for i, eo := range phases {
-		if opt.NewLP != nil && (i == 1 || !opt.Abstract && i == 0) {
-			// The token search gets two thirds of the time left.
-			tctx, cancel := ctx, context.CancelFunc(func() {})
-			if dl, ok := ctx.Deadline(); ok {
-				tctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)*2/3))
+	for _, st := range stages(g, sm, opt, b, mipStart, replay, res) {
+		if ctx.Err() != nil {
+			if res.Reason == "" {
+				res.Reason = "time limit before phase " + st.name
 			}
-			done, err := tokenPhase(tctx, s, b, sm, opt, res, replay)
-			cancel()
-			if err != nil || done {
-				return res, err
-			}
+			break
 		}
-		done, err := solvePhase(ctx, s, b, sm, opt, eo, mipStart, replay, res)
+		sctx, cancel := ctx, context.CancelFunc(func() {})
+		if dl, ok := ctx.Deadline(); ok && st.share < 1 {
+			sctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Duration(float64(time.Until(dl))*st.share)))
+		}
+		done, err := st.run(sctx)
+		cancel()
 		if err != nil || done {
 			return res, err
-		}
-		if ctx.Err() != nil {
-			break
 		}
 	}
 	if res.Reason == "" {
@@ -283,10 +267,59 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 	return res, nil
 }
 
+// stage is one step of the pipeline after the bounds. Each gets share of
+// the time left when it starts (1: all of it), so that no coarse phase can
+// spend the budget the finer ones need: a box MIP that cannot prove the
+// property at δ = 0.1 used to run out the whole minute.
+type stage struct {
+	name  string
+	share float64
+	run   func(ctx context.Context) (done bool, err error)
+}
+
+// Shares of the time left: the box MIP settles in seconds when it can, the
+// token search is the phase that proves most in the unknown band, and the
+// abstractions split what remains with the exact MIP.
+const (
+	shareBox      = 0.15
+	shareTokens   = 2.0 / 3
+	shareAbstract = 1.0 / 3
+	shareRelaxed  = 1.0 / 2
+)
+
+// stages lists the phases the options enable, coarse to exact: the box
+// MIP around i₀, the token search, the MIPs with the encoder abstracted at
+// i₀ and at fc1, the relaxed MIP, and the exact MIP.
+func stages(g *graph, sm Sample, opt Options, b *Bounds, mipStart func(*encoding) []float64, replay func([]float64, string) (bool, error), res *Result) []stage {
+	solve := func(eo encodeOptions) func(context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			return solvePhase(ctx, g, b, sm, opt, eo, mipStart, replay, res)
+		}
+	}
+	var st []stage
+	if opt.Abstract {
+		st = append(st, stage{"box-i0", shareBox, solve(encodeOptions{abstract: true, abstractAt: g.enc, box: true})})
+	}
+	if opt.NewLP != nil {
+		st = append(st, stage{"tokens", shareTokens, func(ctx context.Context) (bool, error) {
+			return tokenPhase(ctx, g, b, sm, opt, res, replay)
+		}})
+	}
+	if opt.Abstract {
+		// The last encoder layer gives i₀, the one before it fc1's output.
+		st = append(st, stage{"abstract-i0", shareAbstract, solve(encodeOptions{abstract: true, abstractAt: g.enc})},
+			stage{"abstract-fc1", shareAbstract, solve(encodeOptions{abstract: true, abstractAt: g.enc - 1})})
+	}
+	if opt.RelaxGap > 0 {
+		st = append(st, stage{"relaxed", shareRelaxed, solve(encodeOptions{relaxGap: opt.RelaxGap})})
+	}
+	return append(st, stage{"exact", 1, solve(encodeOptions{})})
+}
+
 // solvePhase builds the MIP with the given relaxation gap and solves it,
 // recording into res. done reports a final verdict.
-func solvePhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options, eo encodeOptions, mipStart func(*encoding) []float64, replay func([]float64, string) (bool, error), res *Result) (done bool, err error) {
-	enc, err := encode(s, b, sm.K, eo)
+func solvePhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options, eo encodeOptions, mipStart func(*encoding) []float64, replay func([]float64, string) (bool, error), res *Result) (done bool, err error) {
+	enc, err := encode(g, b, sm.K, eo)
 	exact := !eo.abstract && eo.relaxGap == 0
 	if err != nil {
 		return false, err
@@ -294,8 +327,8 @@ func solvePhase(ctx context.Context, s *spine, b *Bounds, sm Sample, opt Options
 	res.Binaries, res.ReLUBinaries, res.Relaxed = enc.Binaries, enc.ReLUBinaries, enc.Relaxed
 	ph := Phase{Name: "exact", Binaries: enc.Binaries, Status: "not started"}
 	at := "i0"
-	if eo.abstractAt != s.enc {
-		at = s.layers[eo.abstractAt].Name
+	if eo.abstractAt != g.enc {
+		at = g.nodes[eo.abstractAt].name
 	}
 	switch {
 	case eo.box:

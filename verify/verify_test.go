@@ -41,7 +41,7 @@ func TestEncodingFeasibleAtTrueActivations(t *testing.T) {
 			}
 			for K := 0; K < len(res[0].Tokens); K++ {
 				for _, method := range []BoundMethod{BoundInterval, BoundCROWN} {
-					s := newSpine(n, K)
+					s := newGraph(n, K)
 					b := computeBounds(s, lo, hi, method)
 					if b.Proven {
 						t.Fatalf("seed %d: bounds proved ℓ ≤ %d but a sample decodes %v", seed, K, res[0].Tokens)

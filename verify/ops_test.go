@@ -1,0 +1,128 @@
+package verify
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestActivationRules samples every activation's rules: the interval rule
+// contains the function's values, and the CROWN relaxation bounds c·a from
+// above for coefficients of either sign, on stable and unstable ranges.
+func TestActivationRules(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, tc := range []struct {
+		name string
+		act  activation
+	}{{"relu", relu{}}, {"identity", identity{}}} {
+		for _, iv := range []Interval{{-3, -1}, {-2, 0}, {0, 2}, {1, 4}, {-1, 3}, {-3, 1}, {-1, 1}, {-1e-9, 1e-9}} {
+			out := tc.act.interval(iv)
+			for _, c := range []float64{2.5, -0.7} {
+				s, d := tc.act.relax(c, iv)
+				for trial := 0; trial < 200; trial++ {
+					z := iv.Lo + (iv.Hi-iv.Lo)*rng.Float64()
+					if trial == 0 {
+						z = iv.Lo
+					} else if trial == 1 {
+						z = iv.Hi
+					}
+					a := tc.act.eval(z)
+					if a < out.Lo || a > out.Hi {
+						t.Fatalf("%s on %+v: value %v at %v outside interval %+v", tc.name, iv, a, z, out)
+					}
+					if c*a > c*s*z+d+1e-12 {
+						t.Fatalf("%s on %+v, c = %v: c·a = %v above the relaxation %v at z = %v", tc.name, iv, c, c*a, c*s*z+d, z)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAffineRules: the interval rule contains sampled outputs and the
+// backward rule is the exact identity c·(A·in + b) + k = (Aᵀc)·in + k'.
+func TestAffineRules(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for trial := 0; trial < 50; trial++ {
+		in, out := 1+rng.IntN(6), 1+rng.IntN(5)
+		a := &affine{in: in}
+		for j := 0; j < out; j++ {
+			w := make([]float64, in)
+			for i := range w {
+				if rng.IntN(3) > 0 {
+					w[i] = rng.NormFloat64()
+				}
+			}
+			a.rows = append(a.rows, denseRow(w, rng.NormFloat64()))
+		}
+		box := make([]Interval, in)
+		for i := range box {
+			lo := rng.NormFloat64()
+			box[i] = Interval{lo, lo + rng.Float64()}
+		}
+		c := make([]float64, out)
+		absc := make([]float64, out)
+		for j := range c {
+			c[j] = rng.NormFloat64()
+			absc[j] = math.Abs(c[j])
+		}
+		next, _, k, _ := a.back(c, absc, 0.5, 0.5)
+		for s := 0; s < 50; s++ {
+			x := make([]float64, in)
+			for i := range x {
+				x[i] = box[i].Lo + (box[i].Hi-box[i].Lo)*rng.Float64()
+			}
+			z := a.eval(x)
+			want, got := 0.5, k
+			for j, v := range z {
+				if iv := a.interval(box, j); v < iv.Lo || v > iv.Hi {
+					t.Fatalf("row %d: %v outside %+v", j, v, iv)
+				}
+				want += c[j] * v
+			}
+			for i, v := range x {
+				got += next[i] * v
+			}
+			if math.Abs(got-want) > 1e-9*(1+math.Abs(want)) {
+				t.Fatalf("backward rule: %v, forward %v", got, want)
+			}
+		}
+	}
+}
+
+// TestFeedbackRules: over the allowed tokens, the interval rule contains
+// each token's term and the backward rule bounds c·term from above; tokens
+// that are not allowed do not widen either.
+func TestFeedbackRules(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	f := &feedback{}
+	for z := 0; z < 5; z++ {
+		row := make([]float64, 4)
+		for j := range row {
+			row[j] = rng.NormFloat64()
+		}
+		f.tokens = append(f.tokens, row)
+	}
+	f.tokens[4] = []float64{100, 100, -100, 100} // outside every allowed set below
+	allowed := []bool{true, false, true, true, false}
+	c := []float64{0.3, -1, 2, 0}
+	best, _ := f.back(c, allowed)
+	for z, ok := range allowed {
+		if !ok {
+			continue
+		}
+		var v float64
+		for j := range c {
+			v += c[j] * f.eval(z)[j]
+			if lo, hi := f.interval(j, allowed); f.eval(z)[j] < lo || f.eval(z)[j] > hi {
+				t.Fatalf("token %d coordinate %d outside [%v, %v]", z, j, lo, hi)
+			}
+		}
+		if v > best {
+			t.Fatalf("token %d: c·term %v above the backward bound %v", z, v, best)
+		}
+	}
+	if _, hi := f.interval(0, allowed); hi >= 100 {
+		t.Fatalf("a token that is not allowed widened the interval to %v", hi)
+	}
+}
