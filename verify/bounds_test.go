@@ -120,7 +120,7 @@ func TestBoundsContainSamples(t *testing.T) {
 			lo[i], hi[i] = max(c-delta, -1), min(c+delta, 1)
 		}
 		s := newGraph(n, K)
-		for _, method := range []BoundMethod{BoundInterval, BoundCROWN} {
+		for _, method := range []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN} {
 			b := computeBounds(s, lo, hi, method)
 			for trial := 0; trial < 300; trial++ {
 				x := make([]float64, n.InputSize)

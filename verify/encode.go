@@ -143,17 +143,7 @@ func encode(g *graph, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
 		g.head.encode(e, n.step, outs)
 	}
 	// m ≤ min over steps of the margin bounds; the objective minimises −m.
-	ub := math.Inf(1)
-	for t := 0; t <= K; t++ {
-		best := math.Inf(-1)
-		for z, ok := range b.Allowed[t] {
-			if ok {
-				best = math.Max(best, b.Margin[t][z].Hi)
-			}
-		}
-		ub = math.Min(ub, best)
-	}
-	e.m.SetBounds(e.mvar, math.Inf(-1), ub)
+	e.m.SetBounds(e.mvar, math.Inf(-1), b.MarginBound())
 	e.m.SetObjective([]int{e.mvar}, []float64{-1}, 0)
 	if err := e.m.Err(); err != nil {
 		return nil, fmt.Errorf("verify: encoding: %w", err)

@@ -183,6 +183,23 @@ type Bounds struct {
 	NumUnstable int
 }
 
+// MarginBound is the bounds' upper bound on M*, the max over the set of
+// min over steps of the best non-eos margin: the smallest over steps of
+// the largest margin an allowed token can reach (+Inf before any step).
+func (b *Bounds) MarginBound() float64 {
+	ub := math.Inf(1)
+	for t, al := range b.Allowed {
+		best := math.Inf(-1)
+		for z, ok := range al {
+			if ok {
+				best = math.Max(best, b.Margin[t][z].Hi)
+			}
+		}
+		ub = math.Min(ub, best)
+	}
+	return ub
+}
+
 // BoundMethod selects how pre-activation bounds are computed.
 type BoundMethod string
 
@@ -193,6 +210,9 @@ const (
 	// the activations' relaxations to the input box), intersected with
 	// the intervals.
 	BoundCROWN BoundMethod = "crown"
+	// BoundAlphaCROWN is CROWN with the lower slopes of the unstable ReLUs
+	// optimised (α-CROWN, alpha.go) for each margin CROWN leaves open.
+	BoundAlphaCROWN BoundMethod = "alpha-crown"
 )
 
 // computeBounds bounds the graph over the input box, node by node,
@@ -202,7 +222,7 @@ func computeBounds(g *graph, lo, hi []float64, method BoundMethod) *Bounds {
 	for i := range lo {
 		b.Input = append(b.Input, Interval{lo[i], hi[i]})
 	}
-	crown := method == BoundCROWN
+	crown := method == BoundCROWN || method == BoundAlphaCROWN
 	out := b.Input // bounds of the previous node's output
 	for L, n := range g.nodes {
 		var allowed []bool
@@ -232,7 +252,7 @@ func computeBounds(g *graph, lo, hi []float64, method BoundMethod) *Bounds {
 		if n.step < 0 {
 			continue
 		}
-		logits, margin, al, any := g.head.bound(g, b, L, out, crown)
+		logits, margin, al, any := g.head.bound(g, b, L, out, crown, method == BoundAlphaCROWN)
 		b.Logits = append(b.Logits, logits)
 		b.Margin = append(b.Margin, margin)
 		b.Allowed = append(b.Allowed, al)
@@ -280,7 +300,7 @@ func (g *graph) crownLinear(b *Bounds, L int, r Row) Interval {
 // upper returns a sound upper bound of c·a_L + k over the input box, where
 // a_L is node L's output (L = −1: the input itself). c is overwritten.
 func (g *graph) upper(b *Bounds, L int, c []float64, k float64) float64 {
-	xc, k, abs, absc := g.back(b, L, c, k)
+	xc, k, abs, absc := g.back(b, L, c, k, nil, nil)
 	for i, ci := range xc {
 		iv := b.Input[i]
 		if ci >= 0 {
@@ -297,7 +317,7 @@ func (g *graph) upper(b *Bounds, L int, c []float64, k float64) float64 {
 // for every input x of the box: CROWN's linear upper bound, its constant
 // padded for rounding (the padding assumes |x| ≤ max(|lo|, |hi|)).
 func (g *graph) linearUpper(b *Bounds, L int, c []float64, k float64) ([]float64, float64) {
-	xc, k, abs, absc := g.back(b, L, c, k)
+	xc, k, abs, absc := g.back(b, L, c, k, nil, nil)
 	for i := range xc {
 		iv := b.Input[i]
 		abs += absc[i] * math.Max(math.Abs(iv.Lo), math.Abs(iv.Hi))
@@ -309,7 +329,9 @@ func (g *graph) linearUpper(b *Bounds, L int, c []float64, k float64) ([]float64
 // operators' backward rules in turn (activation, token feedback, affine):
 // it returns coefficients over x, the constant, the absolute sum of the
 // constant's terms and the absolute coefficients (for rounding allowances).
-func (g *graph) back(b *Bounds, L int, c []float64, k float64) (xc []float64, kk, abs float64, absc []float64) {
+// al, if set, holds α-CROWN's lower slopes per node and neuron (nil rows:
+// CROWN's choice); rec, if set, records what the gradient in α needs.
+func (g *graph) back(b *Bounds, L int, c []float64, k float64, al [][]float64, rec *backRecord) (xc []float64, kk, abs float64, absc []float64) {
 	abs = math.Abs(k)
 	absc = make([]float64, len(c))
 	for i, v := range c {
@@ -317,12 +339,27 @@ func (g *graph) back(b *Bounds, L int, c []float64, k float64) (xc []float64, kk
 	}
 	for ; L >= 0; L-- {
 		n := g.nodes[L]
+		if rec != nil {
+			rec.coef[L] = append([]float64(nil), c...)
+			rec.slope[L] = make([]float64, len(c))
+			rec.shift[L] = make([]float64, len(c))
+		}
 		any := false
 		for i, ci := range c {
 			if ci == 0 {
 				continue
 			}
-			s, d := n.act.relax(ci, b.Pre[L][i])
+			iv := b.Pre[L][i]
+			alpha := math.NaN()
+			if al != nil && al[L] != nil {
+				alpha = al[L][i]
+			} else {
+				alpha = n.act.slope(iv)
+			}
+			s, d := n.act.relax(ci, iv, alpha)
+			if rec != nil {
+				rec.slope[L][i], rec.shift[L][i] = s, d/ci
+			}
 			c[i] = ci * s
 			absc[i] *= math.Abs(s)
 			k += d
@@ -331,7 +368,11 @@ func (g *graph) back(b *Bounds, L int, c []float64, k float64) (xc []float64, kk
 		}
 		var best, bestAbs float64
 		if n.fb != nil && any {
-			best, bestAbs = n.fb.back(c, b.Allowed[n.step-1])
+			var tok int
+			best, bestAbs, tok = n.fb.back(c, b.Allowed[n.step-1])
+			if rec != nil {
+				rec.token[L] = tok
+			}
 		}
 		c, absc, k, abs = n.aff.back(c, absc, k, abs)
 		// The token term's constant goes in after the biases: the order

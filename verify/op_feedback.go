@@ -26,9 +26,10 @@ func (f *feedback) interval(j int, allowed []bool) (lo, hi float64) {
 }
 
 // back is the CROWN backward rule: c·term ≤ max over the allowed tokens of
-// c·tokens[z], a constant (with its absolute sum for rounding).
-func (f *feedback) back(c []float64, allowed []bool) (best, bestAbs float64) {
-	best = math.Inf(-1)
+// c·tokens[z], a constant (with its absolute sum for rounding), and the
+// token that attains it.
+func (f *feedback) back(c []float64, allowed []bool) (best, bestAbs float64, arg int) {
+	best, arg = math.Inf(-1), -1
 	for z, ok := range allowed {
 		if !ok {
 			continue
@@ -40,10 +41,12 @@ func (f *feedback) back(c []float64, allowed []bool) (best, bestAbs float64) {
 				va += math.Abs(ci * f.tokens[z][i])
 			}
 		}
-		best = math.Max(best, v)
+		if v > best {
+			best, arg = v, z
+		}
 		bestAbs = math.Max(bestAbs, va)
 	}
-	return best, bestAbs
+	return best, bestAbs, arg
 }
 
 // expr is the MIP encoding: adds Σ_z δ[z]·tokens[z][j] to ex, δ the

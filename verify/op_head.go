@@ -36,10 +36,11 @@ func (hd *head) eval(h []float64) []float64 {
 }
 
 // bound bounds the logits and margins of the step whose hidden output is
-// node L's (out: its interval bounds), margins by CROWN too when asked, and
-// decides which tokens can continue a counterexample: z ≠ eos whose margin
-// can reach 0 and whose logit can be the largest non-eos one.
-func (hd *head) bound(g *graph, b *Bounds, L int, out []Interval, crown bool) (logits, margin []Interval, allowed []bool, any bool) {
+// node L's (out: its interval bounds), margins by CROWN too when asked
+// (and by α-CROWN where CROWN leaves one that might still be negative
+// open), and decides which tokens can continue a counterexample: z ≠ eos
+// whose margin can reach 0 and whose logit can be the largest non-eos one.
+func (hd *head) bound(g *graph, b *Bounds, L int, out []Interval, crown, alpha bool) (logits, margin []Interval, allowed []bool, any bool) {
 	logits = make([]Interval, len(hd.logit))
 	for z := range logits {
 		logits[z] = affineIBP(hd.logit[z], out)
@@ -52,6 +53,9 @@ func (hd *head) bound(g *graph, b *Bounds, L int, out []Interval, crown bool) (l
 		margin[z] = affineIBP(hd.margin[z], out)
 		if crown {
 			margin[z] = intersect(margin[z], g.crownLinear(b, L, hd.margin[z]))
+		}
+		if alpha && margin[z].Hi >= 0 && margin[z].Lo < 0 {
+			margin[z].Hi = math.Min(margin[z].Hi, g.alphaUpper(b, L, hd.margin[z], defaultAlpha))
 		}
 	}
 	bestLo := math.Inf(-1)

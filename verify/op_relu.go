@@ -19,7 +19,12 @@ type activation interface {
 	unstable(iv Interval) bool
 	// relax is the CROWN backward rule: for a coefficient c on the output
 	// a, slope s and constant d with c·a ≤ c·s·z + d for every z in iv.
-	relax(c float64, iv Interval) (s, d float64)
+	// alpha is the slope of the lower relaxation where the function has a
+	// free one (an unstable ReLU: any α in [0, 1] bounds it from below);
+	// α-CROWN optimises it, CROWN takes slope(iv).
+	relax(c float64, iv Interval, alpha float64) (s, d float64)
+	// slope is CROWN's choice of the lower relaxation's slope on iv.
+	slope(iv Interval) float64
 	// encode adds the neuron's output variable for pre-activation ex with
 	// bounds iv: its kind, output variable (−1: constant 0) and binary
 	// (−1: none). Unstable neurons whose triangle relaxation is within
@@ -36,8 +41,8 @@ func (relu) unstable(iv Interval) bool     { return iv.Lo < 0 && iv.Hi > 0 }
 
 // relax: stably off → 0; stably on → z; otherwise the chord
 // a ≤ u/(u−l)·(z − l) for an upper bound (c > 0), and for a lower bound
-// (c < 0) a ≥ α·z with α = 1 when u ≥ −l, else 0 (CROWN's adaptive choice).
-func (relu) relax(c float64, iv Interval) (s, d float64) {
+// (c < 0) a ≥ α·z, sound for every α in [0, 1].
+func (relu) relax(c float64, iv Interval, alpha float64) (s, d float64) {
 	switch {
 	case iv.Hi <= 0:
 		return 0, 0
@@ -46,11 +51,18 @@ func (relu) relax(c float64, iv Interval) (s, d float64) {
 	case c > 0:
 		sl := iv.Hi / (iv.Hi - iv.Lo)
 		return sl, -c * sl * iv.Lo
-	case iv.Hi < -iv.Lo:
-		return 0, 0
 	default:
-		return 1, 0
+		return min(max(alpha, 0), 1), 0
 	}
+}
+
+// slope is CROWN's adaptive choice: 1 when u ≥ −l, else 0 (the tighter of
+// the two lines in area).
+func (relu) slope(iv Interval) float64 {
+	if iv.Hi < -iv.Lo {
+		return 0
+	}
+	return 1
 }
 
 // encode: a = ReLU(ẑ) with bounds [l, u] is nothing (u ≤ 0), ẑ (l ≥ 0),

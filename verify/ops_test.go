@@ -18,20 +18,22 @@ func TestActivationRules(t *testing.T) {
 		for _, iv := range []Interval{{-3, -1}, {-2, 0}, {0, 2}, {1, 4}, {-1, 3}, {-3, 1}, {-1, 1}, {-1e-9, 1e-9}} {
 			out := tc.act.interval(iv)
 			for _, c := range []float64{2.5, -0.7} {
-				s, d := tc.act.relax(c, iv)
-				for trial := 0; trial < 200; trial++ {
-					z := iv.Lo + (iv.Hi-iv.Lo)*rng.Float64()
-					if trial == 0 {
-						z = iv.Lo
-					} else if trial == 1 {
-						z = iv.Hi
-					}
-					a := tc.act.eval(z)
-					if a < out.Lo || a > out.Hi {
-						t.Fatalf("%s on %+v: value %v at %v outside interval %+v", tc.name, iv, a, z, out)
-					}
-					if c*a > c*s*z+d+1e-12 {
-						t.Fatalf("%s on %+v, c = %v: c·a = %v above the relaxation %v at z = %v", tc.name, iv, c, c*a, c*s*z+d, z)
+				for _, alpha := range []float64{tc.act.slope(iv), 0, 0.3, 1} {
+					s, d := tc.act.relax(c, iv, alpha)
+					for trial := 0; trial < 200; trial++ {
+						z := iv.Lo + (iv.Hi-iv.Lo)*rng.Float64()
+						if trial == 0 {
+							z = iv.Lo
+						} else if trial == 1 {
+							z = iv.Hi
+						}
+						a := tc.act.eval(z)
+						if a < out.Lo || a > out.Hi {
+							t.Fatalf("%s on %+v: value %v at %v outside interval %+v", tc.name, iv, a, z, out)
+						}
+						if c*a > c*s*z+d+1e-12 {
+							t.Fatalf("%s on %+v, c = %v, α = %v: c·a = %v above the relaxation %v at z = %v", tc.name, iv, c, alpha, c*a, c*s*z+d, z)
+						}
 					}
 				}
 			}
@@ -106,7 +108,7 @@ func TestFeedbackRules(t *testing.T) {
 	f.tokens[4] = []float64{100, 100, -100, 100} // outside every allowed set below
 	allowed := []bool{true, false, true, true, false}
 	c := []float64{0.3, -1, 2, 0}
-	best, _ := f.back(c, allowed)
+	best, _, _ := f.back(c, allowed)
 	for z, ok := range allowed {
 		if !ok {
 			continue
@@ -124,5 +126,101 @@ func TestFeedbackRules(t *testing.T) {
 	}
 	if _, hi := f.interval(0, allowed); hi >= 100 {
 		t.Fatalf("a token that is not allowed widened the interval to %v", hi)
+	}
+}
+
+// TestAlphaGradient checks α-CROWN's gradient against finite differences
+// of the bound, and that the optimised bound is sound (above every
+// sampled margin) and no looser than CROWN's.
+func TestAlphaGradient(t *testing.T) {
+	checked := 0
+	for seed := uint64(1); seed <= 12; seed++ {
+		_, n := tinyNet(t, seed, int(seed%3))
+		rng := rand.New(rand.NewPCG(seed, 77))
+		center := make([]float64, n.InputSize)
+		for i := range center {
+			center[i] = 2*rng.Float64() - 1
+		}
+		lo, hi := make([]float64, n.InputSize), make([]float64, n.InputSize)
+		for i, c := range center {
+			lo[i], hi[i] = max(c-0.3, -1), min(c+0.3, 1)
+		}
+		const K = 1
+		g := newGraph(n, K)
+		b := computeBounds(g, lo, hi, BoundCROWN)
+		if b.Proven {
+			continue
+		}
+		L := g.hidden(K)
+		for z := range g.head.margin {
+			if z == n.EOS {
+				continue
+			}
+			r := g.head.margin[z]
+			al := make([][]float64, L+1)
+			for l := range al {
+				al[l] = make([]float64, len(b.Pre[l]))
+				for i := range al[l] {
+					al[l][i] = 0.2 + 0.6*rng.Float64()
+				}
+			}
+			bound := func(al [][]float64, rec *backRecord) (float64, []float64) {
+				c := make([]float64, len(g.nodes[L].aff.rows))
+				for k, idx := range r.Idx {
+					c[idx] = r.W[k]
+				}
+				xc, k, _, _ := g.back(b, L, c, r.B, al, rec)
+				xs := make([]float64, len(xc))
+				for i, ci := range xc {
+					if ci >= 0 {
+						k, xs[i] = k+ci*b.Input[i].Hi, b.Input[i].Hi
+					} else {
+						k, xs[i] = k+ci*b.Input[i].Lo, b.Input[i].Lo
+					}
+				}
+				return k, xs
+			}
+			rec := newBackRecord(L + 1)
+			_, xs := bound(al, rec)
+			grad := g.alphaGrad(b, L, xs, al, rec)
+			for l := range al {
+				for i := range al[l] {
+					const h = 1e-6
+					al[l][i] += h
+					up, _ := bound(al, nil)
+					al[l][i] -= 2 * h
+					down, _ := bound(al, nil)
+					al[l][i] += h
+					fd := (up - down) / (2 * h)
+					if math.Abs(fd-grad[l][i]) > 1e-5*(1+math.Abs(fd)) {
+						t.Fatalf("seed %d token %d node %d neuron %d: gradient %v, finite difference %v", seed, z, l, i, grad[l][i], fd)
+					}
+					if grad[l][i] != 0 {
+						checked++
+					}
+				}
+			}
+			// Sound and no looser than CROWN.
+			opt := g.alphaUpper(b, L, r, defaultAlpha)
+			if cr := g.crownLinear(b, L, r).Hi; opt > cr {
+				t.Fatalf("seed %d token %d: α-CROWN %v looser than CROWN %v", seed, z, opt, cr)
+			}
+			for trial := 0; trial < 200; trial++ {
+				x := make([]float64, n.InputSize)
+				for i := range x {
+					x[i] = lo[i] + (hi[i]-lo[i])*rng.Float64()
+				}
+				tr := g.eval(x, nil)
+				if len(tr.logits) <= K || tr.tokens[K-1] == n.EOS || !b.Allowed[K-1][tr.tokens[K-1]] {
+					continue // not a path the bound covers
+				}
+				if m := tr.logits[K][z] - tr.logits[K][n.EOS]; m > opt {
+					t.Fatalf("seed %d token %d: sampled margin %v above the α-CROWN bound %v", seed, z, m, opt)
+				}
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d non-zero gradient entries checked", checked)
 	}
 }

@@ -87,8 +87,8 @@ func DefaultOptions() Options {
 // Validate checks the options before any work.
 func (o Options) Validate() error {
 	var errs []error
-	if o.Bounds != BoundInterval && o.Bounds != BoundCROWN {
-		errs = append(errs, fmt.Errorf("bound method %q: want %q or %q", o.Bounds, BoundInterval, BoundCROWN))
+	if o.Bounds != BoundInterval && o.Bounds != BoundCROWN && o.Bounds != BoundAlphaCROWN {
+		errs = append(errs, fmt.Errorf("bound method %q: want %q, %q or %q", o.Bounds, BoundInterval, BoundCROWN, BoundAlphaCROWN))
 	}
 	if o.TimeLimit < 0 {
 		errs = append(errs, fmt.Errorf("time limit %v must be non-negative (0: none)", o.TimeLimit))
@@ -120,7 +120,8 @@ type Result struct {
 	Stage string
 	// Bound is a proven upper bound on max over the ball of
 	// min_{t≤K} (max_{z≠eos} o_t[z] − o_t[eos]); robust needs Bound ≤ −Safety.
-	// +Inf when nothing was proven.
+	// The bounds give the first (Bounds.MarginBound), every MIP phase that
+	// proves a smaller one lowers it; +Inf before the bounds ran.
 	Bound float64
 	// Incumbent is the best margin the last MIP solved found (NaN if
 	// none); in a relaxed or abstract MIP it may be spurious.
@@ -228,8 +229,11 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 		res.Reason = fmt.Sprintf("bounds show eos wins at step %d", b.ProvenAt)
 		return res, nil
 	}
+	// The bounds' own bound on M*: min over steps of the largest margin a
+	// token allowed there can reach.
+	res.Bound = b.MarginBound()
 	if opt.Solver == nil {
-		res.Reason = "bounds inconclusive and no MIP solver"
+		res.Reason = fmt.Sprintf("bounds inconclusive (margin ≤ %.3g) and no MIP solver", res.Bound)
 		return res, nil
 	}
 	// The falsifier's best candidate, decoded along its path, starts an
