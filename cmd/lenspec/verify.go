@@ -27,6 +27,7 @@ func (f *verifyFlags) register(c *cobra.Command, samples bool) {
 	f.s = experiment.DefaultVerifySettings()
 	fl := c.Flags()
 	fl.IntVar(&f.maxLen, "max-len", -1, fmt.Sprintf("K̂, 0..%d: prove no output is longer than this (default: the length of the image's ground-truth label)", verify.MaxK))
+	fl.Lookup("max-len").DefValue = "0" // −1 is a sentinel the usage explains; "0" hides it from the help
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "time limit per sample (attack + bounds + MIP)")
 	fl.IntVar(&f.s.Threads, "threads", f.s.Threads, "MIP solver threads")
 	fl.StringVar(&f.s.Bounds, "bounds", f.s.Bounds, "bound method: interval, crown or alpha-crown (CROWN with slopes optimised for each open margin)")
@@ -180,6 +181,7 @@ tried. One line per sample on stdout ({"lower":…, "upper":…} with --json); w
 	}
 	f.register(c, true)
 	c.Flags().Lookup("max-len").Usage = fmt.Sprintf("the largest K̂ the search tries, 0..%d (default %d)", verify.MaxK, verify.MaxK)
+	c.Flags().Lookup("max-len").DefValue = "0" // −1 is a sentinel the usage explains; "0" hides it from the help
 	return c
 }
 
