@@ -3,6 +3,7 @@ package experiment
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -215,6 +216,9 @@ func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary,
 	}
 	by := map[float64][]VerifyRecord{}
 	for _, r := range recs {
+		if r.Bound != nil {
+			return nil, fmt.Errorf("sample %d at δ %v is a worst-case length search (SummariseBound), not a verification record", r.Sample, r.Eps)
+		}
 		by[r.Eps] = append(by[r.Eps], r)
 	}
 	var eps []float64
@@ -280,3 +284,70 @@ func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary,
 	}
 	return sum, nil
 }
+
+// SummariseBound draws the certified worst-case length curves of the
+// records of a worst-case length search (`lenspec bound`) and writes their
+// table into outDir: per δ, how many images are certified (witnessed =
+// proven), the median and maximum proven and witnessed lengths, and how
+// many have no proven bound up to the largest K̂ tried.
+func SummariseBound(recs []VerifyRecord, outDir, title string) (*VerifySummary, error) {
+	by := map[float64][]VerifyRecord{}
+	for _, r := range recs {
+		if r.Bound == nil {
+			return nil, fmt.Errorf("sample %d at δ %v is a verification record, not a worst-case length search", r.Sample, r.Eps)
+		}
+		by[r.Eps] = append(by[r.Eps], r)
+	}
+	if len(by) == 0 {
+		return nil, fmt.Errorf("no worst-case length records to summarise")
+	}
+	var eps []float64
+	for e := range by {
+		eps = append(eps, e)
+	}
+	sort.Float64s(eps)
+	var points []report.BoundPoint
+	var rows [][]string
+	for _, e := range eps {
+		p := report.BoundPoint{Delta: e}
+		var secs []float64
+		for _, r := range by[e] {
+			up := -1
+			if r.Bound.Upper != nil {
+				up = *r.Bound.Upper
+			}
+			p.Lower, p.Upper = append(p.Lower, r.Bound.Lower), append(p.Upper, up)
+			secs = append(secs, r.Seconds)
+		}
+		s, err := report.Bound(p)
+		if err != nil {
+			return nil, err
+		}
+		points = append(points, p)
+		num := func(v float64) string {
+			if math.IsNaN(v) {
+				return "–"
+			}
+			return fmt.Sprintf("%g", v)
+		}
+		rows = append(rows, []string{fmt.Sprint(e), fmt.Sprint(s.Images), fmt.Sprint(s.Certified), fmt.Sprint(s.Images - s.Proven),
+			num(s.MedianUpper), num(s.MaxUpper), num(s.MedianLower), num(s.MaxLower),
+			fmt.Sprintf("%.2f", report.Quantile(secs, 0.5)), fmt.Sprintf("%.2f", report.Quantile(secs, 0.9))})
+	}
+	sum := &VerifySummary{
+		FigurePNG: filepath.Join(outDir, "bound-lengths.png"),
+		FigureSVG: filepath.Join(outDir, "bound-lengths.svg"),
+		TableFile: filepath.Join(outDir, "bound-table.md"),
+	}
+	if err := report.BoundFigure(points, title, sum.FigurePNG, sum.FigureSVG); err != nil {
+		return nil, err
+	}
+	sum.Table = report.Markdown([]string{"δ", "images", "certified", "no upper proven", "median proven", "max proven", "median witnessed", "max witnessed", "median s", "p90 s"}, rows)
+	if err := fileio.WriteFileAtomic(sum.TableFile, []byte(sum.Table)); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
+// IsBound reports whether recs are a worst-case length search's records.
+func IsBound(recs []VerifyRecord) bool { return len(recs) > 0 && recs[0].Bound != nil }

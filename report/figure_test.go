@@ -445,3 +445,47 @@ func TestBinnedLengthFigure(t *testing.T) {
 		t.Fatal("bins of width 0: no error")
 	}
 }
+
+// TestBoundFigure: the curves' statistics and the figure's text.
+func TestBoundFigure(t *testing.T) {
+	points := []BoundPoint{
+		{Delta: 0.05, Lower: []int{2, 3, 2}, Upper: []int{2, -1, 4}},
+		{Delta: 0.01, Lower: []int{2, 3, 1}, Upper: []int{2, 3, 1}},
+	}
+	s, err := Bound(points[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Images != 3 || s.Proven != 2 || s.Certified != 1 || s.MedianUpper != 3 || s.MaxUpper != 4 || s.MaxLower != 3 || s.MedianLower != 2 {
+		t.Fatalf("stats %+v", s)
+	}
+	dir := t.TempDir()
+	pngPath, svgPath := filepath.Join(dir, "b.png"), filepath.Join(dir, "b.svg")
+	if err := BoundFigure(points, "Certified worst-case length", pngPath, svgPath); err != nil {
+		t.Fatal(err)
+	}
+	w, h := boundSize(len(points), "Certified worst-case length")
+	img := checkPNG(t, pngPath, w, h)
+	for _, e := range boundEntries {
+		if !hasColor(img, e.fill) {
+			t.Errorf("PNG has no %s curve", e.label)
+		}
+	}
+	texts := svgText(t, svgPath)
+	for _, want := range []string{"Certified worst-case length", "median proven", "max witnessed", "0.01", "0.05"} {
+		if !slices.Contains(texts, want) {
+			t.Errorf("SVG lacks text %q", want)
+		}
+	}
+	for _, bad := range [][]BoundPoint{
+		nil,
+		{{Delta: 0.1, Lower: []int{3}, Upper: []int{2}}}, // upper below lower
+		{{Delta: math.NaN(), Lower: []int{1}, Upper: []int{1}}},
+		{{Delta: 0.1, Lower: []int{1}, Upper: []int{1}}, {Delta: 0.1, Lower: []int{1}, Upper: []int{1}}},
+		{{Delta: 0.1, Lower: []int{1, 2}, Upper: []int{1}}},
+	} {
+		if err := BoundFigure(bad, "x", pngPath, svgPath); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+}

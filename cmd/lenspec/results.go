@@ -78,7 +78,11 @@ record in the files given, including files written by older lenspec versions.`,
 				if err != nil {
 					return err
 				}
-				sum, err := experiment.SummariseVerify(recs, dir, title)
+				summarise := experiment.SummariseVerify
+				if experiment.IsBound(recs) {
+					summarise = experiment.SummariseBound
+				}
+				sum, err := summarise(recs, dir, title)
 				if err != nil {
 					return err
 				}

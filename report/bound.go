@@ -1,0 +1,160 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// BoundPoint is a worst-case length search over an image set at one
+// radius: per image, the longest output a replayed input of the set
+// produces (Lower) and the largest length proven impossible to exceed
+// (Upper, −1 when no K̂ tried was proven).
+type BoundPoint struct {
+	Delta        float64
+	Lower, Upper []int
+}
+
+// BoundStats are the curve's values at one radius.
+type BoundStats struct {
+	Delta                 float64
+	Images, Certified     int
+	Proven                int     // images with an upper bound
+	MedianUpper, MaxUpper float64 // over the images with one (NaN: none)
+	MedianLower, MaxLower float64
+}
+
+// Bound computes the statistics of p: medians and maxima of the proven and
+// the witnessed lengths.
+func Bound(p BoundPoint) (BoundStats, error) {
+	if len(p.Lower) == 0 || len(p.Lower) != len(p.Upper) {
+		return BoundStats{}, fmt.Errorf("delta %v: %d lower and %d upper lengths", p.Delta, len(p.Lower), len(p.Upper))
+	}
+	if math.IsNaN(p.Delta) || math.IsInf(p.Delta, 0) || p.Delta < 0 {
+		return BoundStats{}, fmt.Errorf("delta %v is not a finite non-negative number", p.Delta)
+	}
+	s := BoundStats{Delta: p.Delta, Images: len(p.Lower), MedianUpper: math.NaN(), MaxUpper: math.NaN()}
+	var lo, up []float64
+	for i, l := range p.Lower {
+		u := p.Upper[i]
+		if l < 0 || u < -1 || (u >= 0 && u < l) {
+			return BoundStats{}, fmt.Errorf("delta %v image %d: lower %d, upper %d", p.Delta, i, l, u)
+		}
+		lo = append(lo, float64(l))
+		if u >= 0 {
+			up = append(up, float64(u))
+			s.Proven++
+			if u == l {
+				s.Certified++
+			}
+		}
+	}
+	s.MedianLower, s.MaxLower = Quantile(lo, 0.5), slices.Max(lo)
+	if len(up) > 0 {
+		s.MedianUpper, s.MaxUpper = Quantile(up, 0.5), slices.Max(up)
+	}
+	return s, nil
+}
+
+// boundEntries are the figure's four curves: proven (solid colours) and
+// witnessed (lighter), median and maximum.
+var boundEntries = []legendEntry{
+	{"max proven", okVermilion},
+	{"median proven", okBlue},
+	{"max witnessed", okOrange},
+	{"median witnessed", okSkyBlue},
+}
+
+// BoundFigure draws the certified worst-case length curves: per δ (equally
+// spaced, labelled), the median and maximum proven upper bound and
+// witnessed length over the image set. Images with no proven bound are
+// left out of the proven curves (the table counts them).
+func BoundFigure(points []BoundPoint, title, pngPath, svgPath string) error {
+	if len(points) == 0 {
+		return errors.New("no bound points")
+	}
+	var stats []BoundStats
+	for _, p := range points {
+		s, err := Bound(p)
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(stats, func(o BoundStats) bool { return o.Delta == s.Delta }) {
+			return fmt.Errorf("delta %v appears twice", s.Delta)
+		}
+		stats = append(stats, s)
+	}
+	slices.SortFunc(stats, func(a, b BoundStats) int {
+		switch {
+		case a.Delta < b.Delta:
+			return -1
+		case a.Delta > b.Delta:
+			return 1
+		}
+		return 0
+	})
+	curves := [][]float64{{}, {}, {}, {}}
+	top := 0.0
+	for _, s := range stats {
+		for i, v := range []float64{s.MaxUpper, s.MedianUpper, s.MaxLower, s.MedianLower} {
+			curves[i] = append(curves[i], v)
+			if !math.IsNaN(v) {
+				top = math.Max(top, v)
+			}
+		}
+	}
+	w, h := boundSize(len(stats), title)
+	return save(w, h, func(c draw.Canvas) {
+		body := drawHeader(c, title, boundEntries)
+		p := newPlot()
+		p.X.Label.Text = "δ (L∞ radius)"
+		p.Y.Label.Text = "output length (tokens)"
+		p.X.Min, p.X.Max = -0.5, float64(len(stats))-0.5
+		p.Y.Min, p.Y.Max = 0, math.Ceil(top)+1
+		var ticks []plot.Tick
+		for i, s := range stats {
+			ticks = append(ticks, plot.Tick{Value: float64(i), Label: formatDelta(s.Delta)})
+		}
+		p.X.Tick.Marker = plot.ConstantTicks(ticks)
+		p.Y.Tick.Marker = countTicks{}
+		p.Add(hGrid{})
+		for i, e := range boundEntries {
+			var xy plotter.XYs
+			for k, v := range curves[i] {
+				if !math.IsNaN(v) {
+					xy = append(xy, plotter.XY{X: float64(k), Y: v})
+				}
+			}
+			if len(xy) == 0 {
+				continue
+			}
+			l, pts, err := plotter.NewLinePoints(xy)
+			if err != nil {
+				continue
+			}
+			l.Color = e.fill
+			l.Width = vg.Points(1.5)
+			if i >= 2 {
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+			}
+			pts.Color = e.fill
+			pts.Shape = draw.CircleGlyph{}
+			pts.Radius = vg.Points(2.2)
+			p.Add(l, pts)
+		}
+		p.Draw(body)
+	}, pngPath, svgPath)
+}
+
+// boundSize is the figure's size for n radii.
+func boundSize(n int, title string) (w, h vg.Length) {
+	w = vg.Points(math.Max(260, 60+45*float64(n)))
+	w = max(w, legendWidth(boundEntries)+vg.Points(16))
+	return wholePixels(w), wholePixels(vg.Points(200) + headerHeight(title, boundEntries))
+}
