@@ -118,3 +118,36 @@ func TestVerifyConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestSummariseBound: the worst-case length table counts certified images
+// and images with no proven bound, and takes medians and maxima over the
+// images that have each; verification records are refused.
+func TestSummariseBound(t *testing.T) {
+	up := func(v int) *int { return &v }
+	recs := []VerifyRecord{
+		{Sample: 1, Eps: 0.05, Seconds: 1, Bound: &BoundResult{Lower: 2, Upper: up(2), Certified: true}},
+		{Sample: 2, Eps: 0.05, Seconds: 3, Bound: &BoundResult{Lower: 3, Upper: up(5)}},
+		{Sample: 3, Eps: 0.05, Seconds: 9, Bound: &BoundResult{Lower: 2}},
+		{Sample: 1, Eps: 0.01, Seconds: 1, Bound: &BoundResult{Lower: 2, Upper: up(2), Certified: true}},
+	}
+	dir := t.TempDir()
+	sum, err := SummariseBound(recs, dir, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{
+		"| 0.01 |      1 |         1 |               0 |             2 |          2 |                2 |             2 |",
+		"| 0.05 |      3 |         1 |               1 |           3.5 |          5 |                2 |             3 |",
+	} {
+		if !strings.Contains(sum.Table, row) {
+			t.Errorf("table lacks %q:\n%s", row, sum.Table)
+		}
+	}
+	if _, err := SummariseVerify(recs, dir, "t"); err == nil {
+		t.Error("SummariseVerify took worst-case length records")
+	}
+	recs = append(recs, VerifyRecord{Sample: 4, Eps: 0.05, Verdict: "robust"})
+	if _, err := SummariseBound(recs, dir, "t"); err == nil {
+		t.Error("SummariseBound took a verification record")
+	}
+}
