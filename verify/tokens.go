@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -18,6 +19,9 @@ type LPRelaxation interface {
 	// DualBound bounds the last Optimize's optimum rigorously (from above
 	// when it maximised); ±Inf when it cannot.
 	DualBound() float64
+	// SetDeadline makes Optimize stop at t with status TimeLimit (zero:
+	// no deadline): a single LP of the exact model can take seconds.
+	SetDeadline(t time.Time)
 	Close()
 }
 
@@ -84,6 +88,8 @@ func (ts *tokenSearch) search(ctx context.Context, prefix []int) error {
 	}
 	ts.LPs++
 	switch st {
+	case mip.TimeLimit:
+		return context.DeadlineExceeded
 	case mip.Infeasible:
 		return nil // no input follows this prefix
 	case mip.Optimal:
@@ -128,11 +134,14 @@ func tokenPhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 		return false, fmt.Errorf("verify: token search LP: %w", err)
 	}
 	defer lp.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		lp.SetDeadline(dl)
+	}
 	ts := &tokenSearch{enc: enc, lp: lp, safety: opt.Safety, maxBound: math.Inf(-1)}
 	err = ts.search(ctx, nil)
 	ph.Nodes = int64(ts.LPs)
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 			ph.Status = "time limit"
 			res.Reason = fmt.Sprintf("token search: time limit after %d LPs", ts.LPs)
 			return false, nil

@@ -6,6 +6,7 @@ package cbc
 #cgo pkg-config: clp
 #include <stdlib.h>
 #include <coin/Clp_C_Interface.h>
+#include "shim.h"
 */
 import "C"
 
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"github.com/lenspec/lenspec/mip"
@@ -52,6 +54,8 @@ type LP struct {
 	sign  float64   // -1 if the last Optimize maximised
 	bound float64   // DualBound of the last Optimize
 	err   error     // set once closed
+	// deadline, if set, stops every Optimize at that time (SetDeadline).
+	deadline time.Time
 }
 
 // NewLP loads the linear relaxation of m (integer variables relaxed to
@@ -222,7 +226,8 @@ func (lp *LP) AddRow(idx []int, coef []float64, sense mip.Sense, rhs float64) er
 // Optimize minimises (or, if maximize, maximises) Σ coef[k]·x[idx[k]]
 // over the LP, starting from the basis the previous call left. It returns
 // the optimal value and Optimal, or Infeasible or Unbounded (value ±Inf),
-// or Error if CLP gave up (value NaN). See the type's documentation for
+// TimeLimit at the deadline (SetDeadline; value NaN), or Error if CLP gave
+// up (value NaN). See the type's documentation for
 // how far the value can be trusted, and DualBound for a rigorous bound.
 func (lp *LP) Optimize(idx []int, coef []float64, maximize bool) (value float64, status mip.Status, err error) {
 	defer runtime.KeepAlive(lp) // see NewLP
@@ -252,6 +257,20 @@ func (lp *LP) Optimize(idx []int, coef []float64, maximize bool) (value float64,
 		return 0, mip.Optimal, nil
 	}
 	C.Clp_chgObjCoefficients(lp.p, dptr(lp.obj))
+	C.Clp_setMaximumSeconds(lp.p, -1)
+	left := -1.0
+	if !lp.deadline.IsZero() {
+		d := time.Until(lp.deadline)
+		if d <= 0 {
+			return math.NaN(), mip.TimeLimit, nil
+		}
+		left = d.Seconds()
+	}
+	if C.ls_lp_set_deadline(lp.p, C.double(left)) == 0 && left >= 0 {
+		// Not the CLP layout the shim knows: CLP's own limit, in CPU
+		// seconds, is the fallback.
+		C.Clp_setMaximumSeconds(lp.p, C.double(left))
+	}
 	// Primal simplex: the previous optimal basis is primal feasible for
 	// the new objective (unless bounds or rows changed, which primal
 	// simplex also copes with).
@@ -263,6 +282,8 @@ func (lp *LP) Optimize(idx []int, coef []float64, maximize bool) (value float64,
 		st = C.Clp_status(lp.p)
 	}
 	switch st {
+	case 3, 5: // stopped by CLP's time limit or the deadline's event handler
+		return math.NaN(), mip.TimeLimit, nil
 	case 0:
 		value = float64(C.Clp_objectiveValue(lp.p))
 		y := unsafe.Slice((*float64)(unsafe.Pointer(C.Clp_getRowPrice(lp.p))), lp.nr)
@@ -275,6 +296,12 @@ func (lp *LP) Optimize(idx []int, coef []float64, maximize bool) (value float64,
 	}
 	return math.NaN(), mip.Error, nil
 }
+
+// SetDeadline stops every later Optimize at t (zero: no deadline): one
+// that reaches it returns TimeLimit, with no value and no dual bound. CLP
+// checks it between simplex iterations, so a solve ends within one
+// iteration of t.
+func (lp *LP) SetDeadline(t time.Time) { lp.deadline = t }
 
 // DualBound returns a rigorous bound on the optimum of the last Optimize:
 // a lower bound if it minimised, an upper bound if it maximised. It is

@@ -4,10 +4,12 @@ package cbc
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lenspec/lenspec/mip"
 	"github.com/lenspec/lenspec/mip/internal/miptest"
@@ -361,4 +363,72 @@ func TestDualBoundAnyMultipliers(t *testing.T) {
 	if finite < 50 {
 		t.Errorf("only %d finite bounds from perturbed duals", finite)
 	}
+}
+
+// bigLP is a random dense LP that takes CLP's primal simplex about a second
+// or more from scratch.
+func bigLP(n, rows int) *mip.Model {
+	rng := rand.New(rand.NewPCG(9, 9))
+	m := mip.NewModel("big")
+	for j := range n {
+		m.AddVar(fmt.Sprintf("x%d", j), 0, 1, mip.Continuous)
+	}
+	for i := range rows {
+		idx := make([]int, 0, n/2)
+		coef := make([]float64, 0, n/2)
+		for j := range n {
+			if rng.IntN(2) == 0 {
+				idx = append(idx, j)
+				coef = append(coef, rng.Float64())
+			}
+		}
+		m.AddRow(fmt.Sprintf("r%d", i), idx, coef, mip.LE, float64(n)/8)
+	}
+	return m
+}
+
+// TestLPDeadline: a deadline stops the simplex between iterations, within
+// a small margin of the deadline, and returns TimeLimit (no value, no dual
+// bound); without one the same LP solves to optimality.
+func TestLPDeadline(t *testing.T) {
+	m := bigLP(1500, 700)
+	obj := make([]float64, 1500)
+	idx := make([]int, 1500)
+	rng := rand.New(rand.NewPCG(3, 3))
+	for j := range obj {
+		idx[j], obj[j] = j, rng.Float64()
+	}
+	lp, err := NewLP(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lp.Close()
+	const limit = 150 * time.Millisecond
+	start := time.Now()
+	lp.SetDeadline(start.Add(limit))
+	_, st, err := lp.Optimize(idx, obj, true)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st != mip.TimeLimit {
+		t.Fatalf("status %v after %v with a %v deadline: the LP must be big enough to need longer", st, took, limit)
+	}
+	if took > limit*105/100+50*time.Millisecond {
+		t.Fatalf("stopped after %v, deadline %v", took, limit)
+	}
+	if !math.IsInf(lp.DualBound(), 1) {
+		t.Fatalf("dual bound %v after a time limit", lp.DualBound())
+	}
+	t.Logf("stopped after %v on a %v deadline", took, limit)
+	// An expired deadline returns at once; none solves to the end.
+	if _, st, _ := lp.Optimize(idx, obj, true); st != mip.TimeLimit {
+		t.Fatalf("expired deadline: status %v", st)
+	}
+	lp.SetDeadline(time.Time{})
+	start = time.Now()
+	if _, st, err := lp.Optimize(idx, obj, true); err != nil || st != mip.Optimal {
+		t.Fatalf("no deadline: %v %v", st, err)
+	}
+	t.Logf("full solve %v (warm from the stopped one)", time.Since(start))
 }

@@ -10,6 +10,8 @@
 
 #include <coin/CbcEventHandler.hpp>
 #include <coin/ClpEventHandler.hpp>
+#include <coin/ClpSimplex.hpp>
+#include <coin/Clp_C_Interface.h>
 #include <coin/CbcModel.hpp>
 #include <coin/CbcSolver.hpp>
 #include <coin/CoinError.hpp>
@@ -437,4 +439,42 @@ extern "C" uintptr_t ls_sigint_handler(void) {
 		return 0;
 	}
 	return reinterpret_cast<uintptr_t>(sa.sa_handler);
+}
+
+// clp_c_layout is how CLP 1.17's C interface (Clp_C_Interface.cpp) lays out
+// a Clp_Simplex: the ClpSimplex first. ls_lp_set_deadline checks that the
+// pointer found there is the model the C interface itself uses.
+struct clp_c_layout {
+	ClpSimplex *model;
+};
+
+// WallStop stops a simplex solve at the end of the first iteration past a
+// wall-clock deadline.
+class WallStop : public ClpEventHandler {
+public:
+	explicit WallStop(double deadline) : ClpEventHandler(), deadline_(deadline) {}
+	WallStop(const WallStop &o) : ClpEventHandler(o), deadline_(o.deadline_) {}
+	ClpEventHandler *clone() const override { return new WallStop(*this); }
+
+	int event(Event e) override {
+		if (e == endOfIteration && deadline_ >= 0 && CoinWallclockTime() >= deadline_) {
+			return 0; // stop: the solve returns with status 5
+		}
+		return -1;
+	}
+
+private:
+	double deadline_;
+};
+
+extern "C" int ls_lp_set_deadline(void *clp, double seconds) {
+	Clp_Simplex *p = static_cast<Clp_Simplex *>(clp);
+	ClpSimplex *m = reinterpret_cast<clp_c_layout *>(p)->model;
+	if (m == nullptr || m->numberColumns() != Clp_numberColumns(p) || m->numberRows() != Clp_numberRows(p) ||
+	    m->objective() != Clp_getObjCoefficients(p) || m->getRowPrice() != Clp_getRowPrice(p)) {
+		return 0;
+	}
+	WallStop h(seconds < 0 ? -1.0 : CoinWallclockTime() + seconds);
+	m->passInEventHandler(&h);
+	return 1;
 }

@@ -67,6 +67,14 @@ void ls_ctx_free(ls_ctx *c);
 // Solves must not run concurrently.
 void ls_solve(const ls_problem *p, ls_ctx *c, ls_result *r, double *x);
 
+// ls_lp_set_deadline makes every later simplex solve of clp (a
+// Clp_Simplex* of CLP's C interface) stop at the first iteration that ends
+// seconds of wall-clock time from now (seconds < 0: never). The solve then
+// ends with status 5. CLP's own time limit counts CPU time, which runs
+// slower than the clock when the machine is shared. Returns 0 if clp's
+// layout is not the one this shim knows (the deadline is then not set).
+int ls_lp_set_deadline(void *clp, double seconds);
+
 // ls_sigint_handler returns the address of the current SIGINT handler, so
 // that tests can check that a solve leaves Go's signal handling alone.
 uintptr_t ls_sigint_handler(void);
