@@ -5,6 +5,7 @@ package cbc
 import (
 	"context"
 	"math"
+	"time"
 
 	"github.com/lenspec/lenspec/mip"
 )
@@ -54,3 +55,6 @@ func (*LP) DualTolerance() float64 { return math.NaN() }
 
 // Close does nothing.
 func (*LP) Close() {}
+
+// SetDeadline does nothing: there is no LP to stop.
+func (*LP) SetDeadline(time.Time) {}
