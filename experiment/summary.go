@@ -3,6 +3,7 @@ package experiment
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -221,11 +222,7 @@ func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary,
 		}
 		by[r.Eps] = append(by[r.Eps], r)
 	}
-	var eps []float64
-	for e := range by {
-		eps = append(eps, e)
-	}
-	sort.Float64s(eps)
+	eps := slices.Sorted(maps.Keys(by))
 	var counts []report.VerdictCount
 	var rows [][]string
 	failed := 0
@@ -301,11 +298,7 @@ func SummariseBound(recs []VerifyRecord, outDir, title string) (*VerifySummary, 
 	if len(by) == 0 {
 		return nil, fmt.Errorf("no worst-case length records to summarise")
 	}
-	var eps []float64
-	for e := range by {
-		eps = append(eps, e)
-	}
-	sort.Float64s(eps)
+	eps := slices.Sorted(maps.Keys(by))
 	var points []report.BoundPoint
 	var rows [][]string
 	for _, e := range eps {

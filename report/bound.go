@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -90,15 +91,7 @@ func BoundFigure(points []BoundPoint, title, pngPath, svgPath string) error {
 		}
 		stats = append(stats, s)
 	}
-	slices.SortFunc(stats, func(a, b BoundStats) int {
-		switch {
-		case a.Delta < b.Delta:
-			return -1
-		case a.Delta > b.Delta:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(stats, func(a, b BoundStats) int { return cmp.Compare(a.Delta, b.Delta) })
 	curves := [][]float64{{}, {}, {}, {}}
 	top := 0.0
 	for _, s := range stats {
