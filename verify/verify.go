@@ -280,7 +280,7 @@ type stage struct {
 }
 
 // Shares of the time left. The box MIP gets all it needs: its proofs at
-// δ = 0.05 took up to 50 s of a 60 s budget, and capping it at 15 % lost 4
+// δ = 0.05 took up to 50 s of a 60 s budget, and capping it at 15 % lost 3
 // of them on models/mmnist-rnn-rs while the later stages, given the time,
 // proved none of the samples it ran out on (docs/BENCHMARKS.md). The token
 // search gets two thirds of what the box leaves, the abstractions a third
