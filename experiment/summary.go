@@ -300,40 +300,40 @@ func SummariseBound(recs []VerifyRecord, outDir, title string) (*VerifySummary, 
 	}
 	eps := slices.Sorted(maps.Keys(by))
 	var points []report.BoundPoint
-	var rows [][]string
+	var secs [][]float64 // per δ, in eps order
 	for _, e := range eps {
 		p := report.BoundPoint{Delta: e}
-		var secs []float64
+		var sec []float64
 		for _, r := range by[e] {
 			up := -1
 			if r.Bound.Upper != nil {
 				up = *r.Bound.Upper
 			}
 			p.Lower, p.Upper = append(p.Lower, r.Bound.Lower), append(p.Upper, up)
-			secs = append(secs, r.Seconds)
+			sec = append(sec, r.Seconds)
 		}
-		s, err := report.Bound(p)
-		if err != nil {
-			return nil, err
-		}
-		points = append(points, p)
-		num := func(v float64) string {
-			if math.IsNaN(v) {
-				return "–"
-			}
-			return fmt.Sprintf("%g", v)
-		}
-		rows = append(rows, []string{fmt.Sprint(e), fmt.Sprint(s.Images), fmt.Sprint(s.Certified), fmt.Sprint(s.Images - s.Proven),
-			num(s.MedianUpper), num(s.MaxUpper), num(s.MedianLower), num(s.MaxLower),
-			fmt.Sprintf("%.2f", report.Quantile(secs, 0.5)), fmt.Sprintf("%.2f", report.Quantile(secs, 0.9))})
+		points, secs = append(points, p), append(secs, sec)
 	}
 	sum := &VerifySummary{
 		FigurePNG: filepath.Join(outDir, "bound-lengths.png"),
 		FigureSVG: filepath.Join(outDir, "bound-lengths.svg"),
 		TableFile: filepath.Join(outDir, "bound-table.md"),
 	}
-	if err := report.BoundFigure(points, title, sum.FigurePNG, sum.FigureSVG); err != nil {
+	stats, err := report.BoundFigure(points, title, sum.FigurePNG, sum.FigureSVG)
+	if err != nil {
 		return nil, err
+	}
+	num := func(v float64) string {
+		if math.IsNaN(v) {
+			return "–"
+		}
+		return fmt.Sprintf("%g", v)
+	}
+	var rows [][]string
+	for i, s := range stats { // sorted by δ, as eps
+		rows = append(rows, []string{fmt.Sprint(s.Delta), fmt.Sprint(s.Images), fmt.Sprint(s.Certified), fmt.Sprint(s.Images - s.Proven),
+			num(s.MedianUpper), num(s.MaxUpper), num(s.MedianLower), num(s.MaxLower),
+			fmt.Sprintf("%.2f", report.Quantile(secs[i], 0.5)), fmt.Sprintf("%.2f", report.Quantile(secs[i], 0.9))})
 	}
 	sum.Table = report.Markdown([]string{"δ", "images", "certified", "no upper proven", "median proven", "max proven", "median witnessed", "max witnessed", "median s", "p90 s"}, rows)
 	if err := fileio.WriteFileAtomic(sum.TableFile, []byte(sum.Table)); err != nil {

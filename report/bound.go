@@ -75,19 +75,20 @@ var boundEntries = []legendEntry{
 // BoundFigure draws the certified worst-case length curves: per δ (equally
 // spaced, labelled), the median and maximum proven upper bound and
 // witnessed length over the image set. Images with no proven bound are
-// left out of the proven curves (the table counts them).
-func BoundFigure(points []BoundPoint, title, pngPath, svgPath string) error {
+// left out of the proven curves (the table counts them). It returns the
+// curves' statistics (Bound of each point), sorted by δ.
+func BoundFigure(points []BoundPoint, title, pngPath, svgPath string) ([]BoundStats, error) {
 	if len(points) == 0 {
-		return errors.New("no bound points")
+		return nil, errors.New("no bound points")
 	}
 	var stats []BoundStats
 	for _, p := range points {
 		s, err := Bound(p)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if slices.ContainsFunc(stats, func(o BoundStats) bool { return o.Delta == s.Delta }) {
-			return fmt.Errorf("delta %v appears twice", s.Delta)
+			return nil, fmt.Errorf("delta %v appears twice", s.Delta)
 		}
 		stats = append(stats, s)
 	}
@@ -103,7 +104,7 @@ func BoundFigure(points []BoundPoint, title, pngPath, svgPath string) error {
 		}
 	}
 	w, h := boundSize(len(stats), title)
-	return save(w, h, func(c draw.Canvas) {
+	return stats, save(w, h, func(c draw.Canvas) {
 		body := drawHeader(c, title, boundEntries)
 		p := newPlot()
 		p.X.Label.Text = "δ (L∞ radius)"

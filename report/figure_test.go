@@ -461,7 +461,7 @@ func TestBoundFigure(t *testing.T) {
 	}
 	dir := t.TempDir()
 	pngPath, svgPath := filepath.Join(dir, "b.png"), filepath.Join(dir, "b.svg")
-	if err := BoundFigure(points, "Certified worst-case length", pngPath, svgPath); err != nil {
+	if _, err := BoundFigure(points, "Certified worst-case length", pngPath, svgPath); err != nil {
 		t.Fatal(err)
 	}
 	w, h := boundSize(len(points), "Certified worst-case length")
@@ -484,7 +484,7 @@ func TestBoundFigure(t *testing.T) {
 		{{Delta: 0.1, Lower: []int{1}, Upper: []int{1}}, {Delta: 0.1, Lower: []int{1}, Upper: []int{1}}},
 		{{Delta: 0.1, Lower: []int{1, 2}, Upper: []int{1}}},
 	} {
-		if err := BoundFigure(bad, "x", pngPath, svgPath); err == nil {
+		if _, err := BoundFigure(bad, "x", pngPath, svgPath); err == nil {
 			t.Errorf("%+v: no error", bad)
 		}
 	}

@@ -50,25 +50,10 @@ func (g *graph) alphaUpper(b *Bounds, L int, r Row, opt alphaOptions) float64 {
 	best := math.Inf(1)
 	const beta1, beta2 = 0.9, 0.999
 	for it := 1; it <= opt.iters; it++ {
-		c := make([]float64, len(g.nodes[L].aff.rows))
-		for k, idx := range r.Idx {
-			c[idx] = r.W[k]
-		}
 		rec := newBackRecord(L + 1)
-		xc, k, abs, absc := g.back(b, L, c, r.B, al, rec)
+		xc, k, abs, absc := g.back(b, L, r.dense(g.width(b, L)), r.B, al, rec)
 		xs := make([]float64, len(xc))
-		for i, ci := range xc {
-			iv := b.Input[i]
-			if ci >= 0 {
-				k += ci * iv.Hi
-				xs[i] = iv.Hi
-			} else {
-				k += ci * iv.Lo
-				xs[i] = iv.Lo
-			}
-			abs += absc[i] * math.Max(math.Abs(iv.Lo), math.Abs(iv.Hi))
-		}
-		best = math.Min(best, k+relPad*abs+absPad)
+		best = math.Min(best, concretize(b, xc, k, abs, absc, xs))
 		if it == opt.iters {
 			break
 		}

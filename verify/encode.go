@@ -165,10 +165,7 @@ func (e *encoding) abstractPre(L int, box bool) []int {
 		if box {
 			continue
 		}
-		c := make([]float64, n.aff.in)
-		for k, idx := range r.Idx {
-			c[idx] = r.W[k]
-		}
+		c := r.dense(n.aff.in)
 		neg := make([]float64, len(c))
 		for i, v := range c {
 			neg[i] = -v

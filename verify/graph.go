@@ -267,29 +267,18 @@ func computeBounds(g *graph, lo, hi []float64, method BoundMethod) *Bounds {
 // crownNeuron bounds pre-activation j of node L by back-substitution.
 func (g *graph) crownNeuron(b *Bounds, L, j int) Interval {
 	n := g.nodes[L]
-	r := n.aff.rows[j]
-	c := make([]float64, n.aff.in)
-	for k, idx := range r.Idx {
-		c[idx] = r.W[k]
-	}
-	var tl, th float64
+	iv := g.crownLinear(b, L-1, n.aff.rows[j])
 	if n.fb != nil {
-		tl, th = n.fb.interval(j, b.Allowed[n.step-1])
+		tl, th := n.fb.interval(j, b.Allowed[n.step-1])
+		iv = Interval{iv.Lo + tl, iv.Hi + th}
 	}
-	up := g.upper(b, L-1, append([]float64(nil), c...), r.B)
-	for i := range c {
-		c[i] = -c[i]
-	}
-	lo := -g.upper(b, L-1, c, -r.B)
-	return Interval{lo + tl, up + th}
+	return iv
 }
 
-// crownLinear bounds a linear function r of node L's output.
+// crownLinear bounds a linear function r of node L's output (L = −1: of
+// the input).
 func (g *graph) crownLinear(b *Bounds, L int, r Row) Interval {
-	c := make([]float64, len(g.nodes[L].aff.rows))
-	for k, idx := range r.Idx {
-		c[idx] = r.W[k]
-	}
+	c := r.dense(g.width(b, L))
 	up := g.upper(b, L, append([]float64(nil), c...), r.B)
 	for i := range c {
 		c[i] = -c[i]
@@ -297,16 +286,34 @@ func (g *graph) crownLinear(b *Bounds, L int, r Row) Interval {
 	return Interval{-g.upper(b, L, c, -r.B), up}
 }
 
+// width is the size of node L's output (L = −1: the input's).
+func (g *graph) width(b *Bounds, L int) int {
+	if L < 0 {
+		return len(b.Input)
+	}
+	return len(g.nodes[L].aff.rows)
+}
+
 // upper returns a sound upper bound of c·a_L + k over the input box, where
 // a_L is node L's output (L = −1: the input itself). c is overwritten.
 func (g *graph) upper(b *Bounds, L int, c []float64, k float64) float64 {
 	xc, k, abs, absc := g.back(b, L, c, k, nil, nil)
+	return concretize(b, xc, k, abs, absc, nil)
+}
+
+// concretize is the largest value of xc·x + k over the input box, padded
+// for rounding (abs and absc: the absolute values of the terms so far).
+// If xs is not nil it receives the vertex that attains it.
+func concretize(b *Bounds, xc []float64, k, abs float64, absc, xs []float64) float64 {
 	for i, ci := range xc {
 		iv := b.Input[i]
+		v := iv.Lo
 		if ci >= 0 {
-			k += ci * iv.Hi
-		} else {
-			k += ci * iv.Lo
+			v = iv.Hi
+		}
+		k += ci * v
+		if xs != nil {
+			xs[i] = v
 		}
 		abs += absc[i] * math.Max(math.Abs(iv.Lo), math.Abs(iv.Hi))
 	}

@@ -10,6 +10,15 @@ type Row struct {
 	B   float64
 }
 
+// dense returns the row's weights as a vector of n coefficients.
+func (r Row) dense(n int) []float64 {
+	c := make([]float64, n)
+	for k, idx := range r.Idx {
+		c[idx] = r.W[k]
+	}
+	return c
+}
+
 // affine is the operator in = A·prev + b: a convolution or a dense layer.
 type affine struct {
 	in   int // width of the previous node's output

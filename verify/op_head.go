@@ -12,15 +12,16 @@ import (
 // and the argmax that picks the token fed back.
 type head struct {
 	eos int
-	// logit[z] is o[z] and margin[z] is o[z] − o[eos] as rows over h
-	// (margin[eos] is unused).
-	logit, margin []Row
+	// logit is o = W_out·h + b_out; margin[z] is o[z] − o[eos] as a row
+	// over h (margin[eos] is unused).
+	logit  *affine
+	margin []Row
 }
 
 func newHead(net *Net) *head {
-	h := &head{eos: net.EOS}
+	h := &head{eos: net.EOS, logit: &affine{in: net.Hidden}}
 	for z := 0; z < net.Vocab; z++ {
-		h.logit = append(h.logit, denseRow(net.Wout[z], net.Bout[z]))
+		h.logit.rows = append(h.logit.rows, denseRow(net.Wout[z], net.Bout[z]))
 		w := make([]float64, net.Hidden)
 		for k := range w {
 			w[k] = net.Wout[z][k] - net.Wout[net.EOS][k]
@@ -31,9 +32,7 @@ func newHead(net *Net) *head {
 }
 
 // eval is the float64 forward pass: the logits of h.
-func (hd *head) eval(h []float64) []float64 {
-	return (&affine{in: len(h), rows: hd.logit}).eval(h)
-}
+func (hd *head) eval(h []float64) []float64 { return hd.logit.eval(h) }
 
 // bound bounds the logits and margins of the step whose hidden output is
 // node L's (out: its interval bounds), margins by CROWN too when asked
@@ -41,11 +40,11 @@ func (hd *head) eval(h []float64) []float64 {
 // open), and decides which tokens can continue a counterexample: z ≠ eos
 // whose margin can reach 0 and whose logit can be the largest non-eos one.
 func (hd *head) bound(g *graph, b *Bounds, L int, out []Interval, crown, alpha bool) (logits, margin []Interval, allowed []bool, any bool) {
-	logits = make([]Interval, len(hd.logit))
+	logits = make([]Interval, len(hd.margin))
 	for z := range logits {
-		logits[z] = affineIBP(hd.logit[z], out)
+		logits[z] = hd.logit.interval(out, z)
 	}
-	margin = make([]Interval, len(hd.logit))
+	margin = make([]Interval, len(hd.margin))
 	for z := range margin {
 		if z == hd.eos {
 			continue
@@ -80,7 +79,7 @@ func (hd *head) bound(g *graph, b *Bounds, L int, out []Interval, crown, alpha b
 func (hd *head) encode(e *encoding, t int, h []int) {
 	b := e.b
 	allowed := b.Allowed[t]
-	logit := make([]int, len(hd.logit))
+	logit := make([]int, len(hd.margin))
 	for z := range logit {
 		logit[z] = -1
 		if !allowed[z] && z != hd.eos {
@@ -89,7 +88,7 @@ func (hd *head) encode(e *encoding, t int, h []int) {
 		iv := b.Logits[t][z]
 		name := fmt.Sprintf("o%d_%d", t, z)
 		logit[z] = e.m.AddVar(name, iv.Lo, iv.Hi, mip.Continuous)
-		e.rowVar(name+"_def", logit[z], 1, (&affine{rows: hd.logit}).expr(z, h), nil, nil, mip.EQ, 0)
+		e.rowVar(name+"_def", logit[z], 1, hd.logit.expr(z, h), nil, nil, mip.EQ, 0)
 	}
 	e.logit = append(e.logit, logit)
 	var toks []int
@@ -98,7 +97,7 @@ func (hd *head) encode(e *encoding, t int, h []int) {
 			toks = append(toks, z)
 		}
 	}
-	delta := make([]int, len(hd.logit))
+	delta := make([]int, len(hd.margin))
 	for z := range delta {
 		delta[z] = -1
 	}
