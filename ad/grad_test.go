@@ -160,6 +160,9 @@ func TestGradients(t *testing.T) {
 		{name: "CrossEntropy", shapes: [][]int{{4, 5}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
 			return tp.CrossEntropy(in[0], []int{1, -1, 4, 0}, []float64{0.5, 1, 2, 1})
 		}},
+		{name: "SmoothedCrossEntropy", shapes: [][]int{{4, 5}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.SmoothedCrossEntropy(in[0], []int{1, -1, 4, 0}, []float64{0.5, 1, 2, 1}, 0.1)
+		}},
 		{name: "MaskedSoftmax", shapes: [][]int{{3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
 			keep := []bool{true, false, true, true, false, false, false, false, true, true, true, true}
 			return tp.MaskedSoftmax(in[0], keep)
@@ -496,4 +499,58 @@ func sequenceKernelsMatch(t *testing.T, variant string, b, hd, s, a int) {
 	crossEntropyBackward(b, cols, x32, targets, lse64, scale, gx32)
 	crossEntropyBackwardGo(b, cols, x64, targets, lse64, scale, gx64)
 	near("dlogits", gx32, gx64)
+}
+
+// TestSmoothedCrossEntropy checks the loss against its definition, the
+// cross-entropy with the target (1−eps)·onehot + eps/V, and the float32
+// gradient (the fused kernel plus the smoothing pass) against float64's.
+func TestSmoothedCrossEntropy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const rows, cols, eps = 3, 7, 0.2
+	x := randTensor(rng, []int{rows, cols})
+	targets := []int{2, -1, 6}
+	weights := []float64{0.5, 1, 2}
+	var want float64
+	for r, tg := range targets {
+		if tg < 0 {
+			continue
+		}
+		row := x.Data[r*cols : (r+1)*cols]
+		lse := logSumExp(row)
+		for j, v := range row {
+			q := eps / cols
+			if j == tg {
+				q += 1 - eps
+			}
+			want -= weights[r] * q * (v - lse)
+		}
+	}
+	tp := NewTape[float64](true)
+	n := tp.Var(x)
+	loss := tp.SmoothedCrossEntropy(n, targets, weights, eps)
+	if got := loss.Value.Data[0]; math.Abs(got-want) > 1e-12 {
+		t.Fatalf("loss %v, want %v", got, want)
+	}
+	if err := tp.Backward(loss); err != nil {
+		t.Fatal(err)
+	}
+	x32 := make([]float32, len(x.Data))
+	for i, v := range x.Data {
+		x32[i] = float32(v)
+	}
+	tp32 := NewTape[float32](true)
+	n32 := tp32.Var(FromSlice(x32, rows, cols))
+	if err := tp32.Backward(tp32.SmoothedCrossEntropy(n32, targets, []float32{0.5, 1, 2}, eps)); err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range n.Grad.Data {
+		if math.Abs(float64(n32.Grad.Data[i])-g) > 1e-6 {
+			t.Fatalf("float32 gradient[%d] = %v, float64 %v", i, n32.Grad.Data[i], g)
+		}
+	}
+	for j := 0; j < cols; j++ {
+		if g := n.Grad.Data[cols+j]; g != 0 {
+			t.Fatalf("padding row has gradient %v", g)
+		}
+	}
 }

@@ -40,9 +40,21 @@ func (tp *Tape[T]) LogSoftmax(x *Node[T]) *Node[T] {
 // weights may be nil for all ones. Fusing log-softmax with the loss keeps the
 // gradient softmax − onehot exact.
 func (tp *Tape[T]) CrossEntropy(logits *Node[T], targets []int, weights []T) *Node[T] {
+	return tp.SmoothedCrossEntropy(logits, targets, weights, 0)
+}
+
+// SmoothedCrossEntropy is CrossEntropy against the label-smoothed target
+// (1−eps)·onehot(t) + eps/V (Szegedy et al. 2016): per row
+// lse − (1−eps)·x_t − eps·mean(x), gradient softmax − (1−eps)·onehot − eps/V.
+// Small translators trained on little data are overconfident; smoothing is
+// the standard remedy. eps must lie in [0, 1).
+func (tp *Tape[T]) SmoothedCrossEntropy(logits *Node[T], targets []int, weights []T, eps float64) *Node[T] {
 	cols, rows := logits.Value.Cols(), logits.Value.Rows()
 	if len(targets) != rows || (weights != nil && len(weights) != rows) {
 		panic(fmt.Sprintf("ad.CrossEntropy: %d targets, %d weights for %d rows", len(targets), len(weights), rows))
+	}
+	if !(eps >= 0 && eps < 1) {
+		panic(fmt.Sprintf("ad.SmoothedCrossEntropy: smoothing %v outside [0, 1)", eps))
 	}
 	w := func(r int) float64 {
 		if weights == nil {
@@ -59,9 +71,19 @@ func (tp *Tape[T]) CrossEntropy(logits *Node[T], targets []int, weights []T) *No
 	logSumExpRows(rows, cols, logits.Value.Data, targets, lses)
 	var loss float64
 	for r, t := range targets {
-		if t >= 0 {
-			loss += w(r) * (lses[r] - float64(logits.Value.Data[r*cols+t]))
+		if t < 0 {
+			continue
 		}
+		l := lses[r] - float64(logits.Value.Data[r*cols+t])
+		if eps > 0 {
+			var mean float64
+			for _, v := range logits.Value.Data[r*cols : (r+1)*cols] {
+				mean += float64(v)
+			}
+			mean /= float64(cols)
+			l = lses[r] - (1-eps)*float64(logits.Value.Data[r*cols+t]) - eps*mean
+		}
+		loss += w(r) * l
 	}
 	out := tp.alloc(false)
 	out.Data[0] = T(loss)
@@ -75,7 +97,23 @@ func (tp *Tape[T]) CrossEntropy(logits *Node[T], targets []int, weights []T) *No
 		for r := range scale {
 			scale[r] = g * w(r)
 		}
-		crossEntropyBackward(rows, cols, logits.Value.Data, targets, lses, scale, logits.grad().Data)
+		gx := logits.grad().Data
+		crossEntropyBackward(rows, cols, logits.Value.Data, targets, lses, scale, gx)
+		if eps == 0 {
+			return
+		}
+		// softmax − (1−eps)·onehot − eps/V = (softmax − onehot) + eps·(onehot − 1/V).
+		for r, t := range targets {
+			if t < 0 {
+				continue
+			}
+			u := T(scale[r] * eps / float64(cols))
+			row := gx[r*cols : (r+1)*cols]
+			for j := range row {
+				row[j] -= u
+			}
+			row[t] += T(scale[r] * eps)
+		}
 	}, logits)
 }
 

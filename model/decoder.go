@@ -71,6 +71,9 @@ type Input[T ad.Float] struct {
 	// applies where it has dropout, masks drawn from Rng: for training.
 	Dropout float64
 	Rng     *rand.Rand
+	// LabelSmoothing, if positive, is the weight TeacherForcedLoss moves
+	// from each target token to the uniform distribution: for training.
+	LabelSmoothing float64
 }
 
 // Rows is the batch size.

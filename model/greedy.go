@@ -294,7 +294,7 @@ func TeacherForcedLoss[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], la
 			}
 			next[r] = max(targets[r], 0)
 		}
-		ce := tp.CrossEntropy(logits, targets, weights)
+		ce := tp.SmoothedCrossEntropy(logits, targets, weights, in.LabelSmoothing)
 		if total == nil {
 			total = ce
 		} else {

@@ -134,7 +134,7 @@ func (t *Trainer) shard(b Batch, lo, hi, rows, n, k, step int, eps float64) (*ad
 		// others in their own, added after it in shard order.
 		tp.SeparateGrads()
 	}
-	in := model.Input[float32]{Dropout: opt.Dropout, Rng: rand.New(rand.NewPCG(opt.Seed, dropoutStream|uint64(step)<<16|uint64(k)))}
+	in := model.Input[float32]{Dropout: opt.Dropout, LabelSmoothing: opt.LabelSmoothing, Rng: rand.New(rand.NewPCG(opt.Seed, dropoutStream|uint64(step)<<16|uint64(k)))}
 	if b.Tokens != nil {
 		in.Tokens = b.Tokens[lo:hi]
 	}

@@ -60,6 +60,9 @@ type Options struct {
 	// recurrent cells). Both fight the encoder's tendency to memorise
 	// digit positions.
 	Dropout, WeightDecay float64
+	// LabelSmoothing moves this much of each target's probability to the
+	// uniform distribution in the loss (0: plain cross-entropy).
+	LabelSmoothing float64
 	// ClipNorm, if positive, rescales the gradient to this global L2 norm
 	// when it is larger (ReLU RNNs have occasional gradient spikes).
 	ClipNorm float64
@@ -136,6 +139,9 @@ func (o Options) Validate() error {
 	}
 	if !(o.Dropout >= 0 && o.Dropout < 1) {
 		bad("dropout %v must be in [0, 1)", o.Dropout)
+	}
+	if !(o.LabelSmoothing >= 0 && o.LabelSmoothing < 1) {
+		bad("label smoothing %v must be in [0, 1)", o.LabelSmoothing)
 	}
 	if !(o.WeightDecay >= 0) || !finite(o.WeightDecay) {
 		bad("weight decay %v must be non-negative and finite", o.WeightDecay)
@@ -286,7 +292,7 @@ const checkpointFile = "checkpoint.safetensors"
 // setting produced, so resuming requires them to match.
 func settings(d model.Decoder[float32], src Source[float32], opt Options) map[string]string {
 	arch, _ := json.Marshal(d.Config().Arch)
-	return map[string]string{
+	s := map[string]string{
 		"architecture": d.Config().Architecture + " " + string(arch),
 		"examples":     fmt.Sprint(src.Len()),
 		"seed":         fmt.Sprint(opt.Seed), "epochs": fmt.Sprint(opt.Epochs), "batch_size": fmt.Sprint(opt.BatchSize),
@@ -296,6 +302,11 @@ func settings(d model.Decoder[float32], src Source[float32], opt Options) map[st
 		"data":      opt.Data,
 		"stability": fmt.Sprint(opt.Stability), "stability_eps": fmt.Sprint(opt.StabilityEps), "stability_ramp": fmt.Sprint(opt.StabilityRamp),
 	}
+	if opt.LabelSmoothing != 0 {
+		// Only when set, so that checkpoints written before the option existed still resume.
+		s["label_smoothing"] = fmt.Sprint(opt.LabelSmoothing)
+	}
+	return s
 }
 
 // saveCheckpoint stores weights, Adam moments, the settings and the

@@ -214,6 +214,8 @@ func TestOptionsValidate(t *testing.T) {
 	}{
 		{func(o *Options) { o.Dropout = 1.5 }, "dropout"},
 		{func(o *Options) { o.Dropout = 1 }, "dropout"},
+		{func(o *Options) { o.LabelSmoothing = 1 }, "label smoothing"},
+		{func(o *Options) { o.LabelSmoothing = math.NaN() }, "label smoothing"},
 		{func(o *Options) { o.WeightDecay = math.NaN() }, "weight decay"},
 		{func(o *Options) { o.ClipNorm = math.NaN() }, "clip norm"},
 		{func(o *Options) { o.StabilityEps = math.NaN() }, "stability radius"},

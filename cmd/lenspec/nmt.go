@@ -21,6 +21,7 @@ import (
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // corpusFlags select the parallel corpus a translator trains and is
@@ -217,21 +218,12 @@ notice saying so.`,
 			if err != nil {
 				return err
 			}
-			command := fmt.Sprintf("lenspec train nmt --out DIR --seed %d --epochs %d --batch %d --vocab %d --shards %d", opt.Seed, opt.Epochs, opt.BatchSize, vocab, opt.Shards)
-			if initDir != "" {
-				command = fmt.Sprintf("lenspec train nmt --out DIR --init %s --seed %d --epochs %d --batch %d --lr %g --final-lr %g --shards %d", initDir, opt.Seed, opt.Epochs, opt.BatchSize, opt.LR, opt.FinalLR, opt.Shards)
-			}
-			if sentencesOnly {
-				command += " --sentences-only"
-			}
-			if cf.tsv != "" {
-				command += " --corpus " + cf.tsv
-			}
+			command := rebuildCommand(c.Flags())
 			d.Config().Training = map[string]any{
 				"command": command, "corpus": sp.Format, "corpus_sha256": sp.SHA256, "split_seed": cf.seed,
 				"train_pairs": len(src), "dev_pairs": len(sp.Dev), "test_pairs": len(sp.Test), "left_out_over_caps": dropped,
 				"max_target_len": maxTarget, "seed": opt.Seed, "epochs": opt.Epochs, "batch_size": opt.BatchSize,
-				"lr": opt.LR, "final_lr": opt.FinalLR, "dropout": opt.Dropout, "clip_norm": opt.ClipNorm, "shards": opt.Shards,
+				"lr": opt.LR, "final_lr": opt.FinalLR, "dropout": opt.Dropout, "label_smoothing": opt.LabelSmoothing, "clip_norm": opt.ClipNorm, "shards": opt.Shards,
 				"optimizer": "adam", "seconds": trained, "final_loss": loss, "sentences_only": sentencesOnly,
 				"test_bleu": evTest.BLEU.BLEU, "test_bleu_detail": evTest.BLEU.String(), "baseline_test_bleu": base.BLEU,
 				"max_len_dev": evDev.MaxLen, "unstopped_dev": evDev.Unstopped,
@@ -276,6 +268,7 @@ notice saying so.`,
 	f.Float64Var(&opt.LR, "lr", opt.LR, "Adam learning rate")
 	f.Float64Var(&opt.FinalLR, "final-lr", opt.FinalLR, "learning rate at the end of the cosine schedule (0: constant)")
 	f.Float64Var(&opt.Dropout, "dropout", opt.Dropout, "dropout on embeddings, between encoder layers and before the output layer")
+	f.Float64Var(&opt.LabelSmoothing, "label-smoothing", opt.LabelSmoothing, "move this much of each target token's probability to the uniform distribution in the loss")
 	f.Float64Var(&opt.ClipNorm, "clip-norm", opt.ClipNorm, "clip the gradient's global L2 norm (0: off)")
 	f.IntVar(&opt.Shards, "shards", opt.Shards, "split each batch into this many shards computed concurrently (the result depends on it, not on the cores)")
 	f.IntVar(&vocab, "vocab", vocab, "BPE vocabulary size (shared by German and English)")
@@ -469,4 +462,26 @@ stopped within the step cap.`,
 	f.IntVar(&maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
 	f.IntVar(&batch, "batch", 1024, "lines of stdin translated together")
 	return c
+}
+
+// rebuildCommand is the training command as given, with every flag set on
+// the command line except where the output goes and how it is reported:
+// what config.json records so that a model says how to rebuild it.
+func rebuildCommand(fs *pflag.FlagSet) string {
+	var b strings.Builder
+	b.WriteString("lenspec train nmt --out DIR")
+	fs.Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "out", "json", "quiet", "blas-threads", "checkpoint-every":
+			return
+		}
+		if f.Value.Type() == "bool" {
+			if f.Value.String() == "true" {
+				fmt.Fprintf(&b, " --%s", f.Name)
+			}
+			return
+		}
+		fmt.Fprintf(&b, " --%s %s", f.Name, f.Value.String())
+	})
+	return b.String()
 }

@@ -61,7 +61,7 @@ func TestTrainNMTAndEval(t *testing.T) {
 	// Fine-tuning on the sentence pairs keeps the tokenizer and records
 	// where it started.
 	ft := filepath.Join(t.TempDir(), "ft")
-	if code, _, stderr := runCLI(t, "train", "nmt", "--out", ft, "--corpus", tsv, "--init", out, "--sentences-only", "--epochs", "1", "--batch", "4", "-q"); code != 0 {
+	if code, _, stderr := runCLI(t, "train", "nmt", "--out", ft, "--corpus", tsv, "--init", out, "--sentences-only", "--epochs", "1", "--batch", "4", "--label-smoothing", "0.1", "-q"); code != 0 {
 		t.Fatalf("train nmt --init: exit %d: %s", code, stderr)
 	}
 	v0, _ := os.ReadFile(filepath.Join(out, bpe.VocabFile))
@@ -75,6 +75,11 @@ func TestTrainNMTAndEval(t *testing.T) {
 	}
 	if dg, _ := model.Digest(out); ftm.Config().Training["init_sha256"] != dg || ftm.Config().Training["sentences_only"] != true {
 		t.Fatalf("fine-tuned model's training record %v", ftm.Config().Training)
+	}
+	// The record says how to rebuild it: every flag given but where it went.
+	wantCmd := "lenspec train nmt --out DIR --batch 4 --corpus " + tsv + " --epochs 1 --init " + out + " --label-smoothing 0.1 --sentences-only"
+	if tr := ftm.Config().Training; tr["command"] != wantCmd || tr["label_smoothing"] != 0.1 {
+		t.Fatalf("training record: command %q, label smoothing %v; want %q, 0.1", tr["command"], tr["label_smoothing"], wantCmd)
 	}
 	if code, _, stderr := runCLI(t, "train", "nmt", "--out", t.TempDir(), "--corpus", tsv, "--init", t.TempDir()); code != 1 || !strings.Contains(stderr, "config.json") {
 		t.Fatalf("--init of an empty directory: exit %d: %s", code, stderr)
