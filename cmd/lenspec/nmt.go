@@ -83,6 +83,7 @@ func newTrainNMTCmd(a *app) *cobra.Command {
 	arch := cfg.Arch.(*model.TranslatorConfig)
 	var out, initDir string
 	var sentencesOnly bool
+	sentenceRepeat := 1
 	var cf corpusFlags
 	vocab, maxTarget := 8000, 50
 	every := 2 * time.Minute
@@ -116,6 +117,12 @@ notice saying so.`,
 			}
 			if every < 0 {
 				return usagef("--checkpoint-every %v must not be negative", every)
+			}
+			if sentenceRepeat < 1 || sentenceRepeat > 100 {
+				return usagef("--sentence-repeat %d must be in 1..100", sentenceRepeat)
+			}
+			if sentenceRepeat > 1 && sentencesOnly {
+				return usagef("--sentence-repeat oversamples the sentences among the phrases; with --sentences-only there are none (use --epochs)")
 			}
 			if err := opt.Validate(); err != nil {
 				return usage(err)
@@ -172,6 +179,19 @@ notice saying so.`,
 					return err
 				}
 			}
+			if sentenceRepeat > 1 {
+				// Oversampling after the tokenizer is learnt, so that BPE
+				// counts each pair once.
+				n := len(trainPairs)
+				for _, p := range trainPairs[:n] {
+					if corpus.IsSentence(p) {
+						for range sentenceRepeat - 1 {
+							trainPairs = append(trainPairs, p)
+						}
+					}
+				}
+				a.logf("each sentence pair %d times: %d training pairs", sentenceRepeat, len(trainPairs))
+			}
 			src, tgt, dropped := train.EncodePairs(tok, trainPairs, d.Config().Arch.(*model.TranslatorConfig).MaxSourceLen, maxTarget)
 			a.logf("BPE vocabulary of %d tokens; %d training pairs (%d over the length caps left out)", tok.Size(), len(src), dropped)
 			tokDigest, err := tokenizerDigest(tok)
@@ -179,6 +199,9 @@ notice saying so.`,
 				return err
 			}
 			opt.Data = fmt.Sprintf("%s sha256 %s split-seed %d tokenizer %s max-target %d init %q sentences-only %v", sp.Format, sp.SHA256, cf.seed, tokDigest, maxTarget, initDigest, sentencesOnly)
+			if sentenceRepeat > 1 {
+				opt.Data += fmt.Sprintf(" sentence-repeat %d", sentenceRepeat)
+			}
 			opt.CheckpointDir, opt.CheckpointEvery = filepath.Join(out, "checkpoint"), every
 			pairs := train.NewTokenPairs(src, tgt)
 			steps := pairs.Len() / opt.BatchSize * opt.Epochs
@@ -224,7 +247,7 @@ notice saying so.`,
 				"train_pairs": len(src), "dev_pairs": len(sp.Dev), "test_pairs": len(sp.Test), "left_out_over_caps": dropped,
 				"max_target_len": maxTarget, "seed": opt.Seed, "epochs": opt.Epochs, "batch_size": opt.BatchSize,
 				"lr": opt.LR, "final_lr": opt.FinalLR, "dropout": opt.Dropout, "label_smoothing": opt.LabelSmoothing, "clip_norm": opt.ClipNorm, "shards": opt.Shards,
-				"optimizer": "adam", "seconds": trained, "final_loss": loss, "sentences_only": sentencesOnly,
+				"optimizer": "adam", "seconds": trained, "final_loss": loss, "sentences_only": sentencesOnly, "sentence_repeat": sentenceRepeat,
 				"test_bleu": evTest.BLEU.BLEU, "test_bleu_detail": evTest.BLEU.String(), "baseline_test_bleu": base.BLEU,
 				"max_len_dev": evDev.MaxLen, "unstopped_dev": evDev.Unstopped,
 			}
@@ -261,6 +284,7 @@ notice saying so.`,
 	f.StringVar(&out, "out", "", "output model directory")
 	f.StringVar(&initDir, "init", "", "fine-tune this translator (its sizes and tokenizer) instead of training from scratch")
 	f.BoolVar(&sentencesOnly, "sentences-only", false, "train on the sentence pairs only, not the dictionary's phrases")
+	f.IntVar(&sentenceRepeat, "sentence-repeat", sentenceRepeat, "show each sentence pair this many times per epoch, the phrases once (oversampling the sentences, which the dev and test splits hold)")
 	cf.add(c)
 	f.Uint64Var(&opt.Seed, "seed", def.Seed, "seed for initialisation, shuffling and dropout")
 	f.IntVar(&opt.Epochs, "epochs", opt.Epochs, "passes over the training pairs")
