@@ -93,6 +93,11 @@ type Options struct {
 	Data string
 	// Progress, if set, is called after every step.
 	Progress func(Progress)
+	// EpochEnd, if set, is called after each epoch's last step (epoch
+	// counts from 1) and before that epoch's checkpoint is written, so a
+	// run killed in between repeats the call, with the same weights, when
+	// it resumes: checkpoint selection on a dev set hangs here.
+	EpochEnd func(epoch int) error
 }
 
 // Progress reports a training step.
@@ -225,6 +230,11 @@ func Fit(ctx context.Context, d model.Decoder[float32], src Source[float32], opt
 			}
 		}
 		epochLoss = loss / float64(perEpoch)
+		if opt.EpochEnd != nil {
+			if err := opt.EpochEnd(epoch + 1); err != nil {
+				return 0, err
+			}
+		}
 		if opt.CheckpointDir != "" {
 			if err := save(position{epoch + 1, 0, 0}); err != nil {
 				return 0, err

@@ -168,10 +168,16 @@ func learnsAndResumes(t *testing.T, cell string) {
 	}
 	m3 := newModel(t, cell, opt.Seed)
 	o2.Progress = nil
+	var ends []int
+	o2.EpochEnd = func(epoch int) error { ends = append(ends, epoch); return nil }
 	resumed, err := Fit(ctx, m3, src, o2)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !slices.Equal(ends, []int{3, 4}) {
+		t.Fatalf("resumed in epoch 3 of 4, EpochEnd called for %v", ends)
+	}
+	o2.EpochEnd = nil
 	if resumed != last {
 		t.Fatalf("last epoch's mean loss: resumed %v, uninterrupted %v", resumed, last)
 	}

@@ -84,6 +84,7 @@ func newTrainNMTCmd(a *app) *cobra.Command {
 	var out, initDir string
 	var sentencesOnly bool
 	sentenceRepeat := 1
+	var selectDev bool
 	var cf corpusFlags
 	vocab, maxTarget := 8000, 50
 	every := 2 * time.Minute
@@ -222,10 +223,30 @@ notice saying so.`,
 				}
 				rep.Set(p.Step, fmt.Sprintf("epoch %d/%d loss %.3f, %.0f target tokens/s", p.Epoch, p.Epochs, p.Loss, rate))
 			}
+			var sel *devSelection
+			if selectDev {
+				if sel, err = loadDevSelection(filepath.Join(opt.CheckpointDir, "best")); err != nil {
+					return err
+				}
+				opt.EpochEnd = func(epoch int) error {
+					ev, err := train.EvaluateTranslation(c.Context(), d, sp.Dev, 0)
+					if err != nil {
+						return err
+					}
+					a.logf("epoch %d: dev BLEU %.2f", epoch, ev.BLEU.BLEU)
+					return sel.record(d, epoch, ev.BLEU.BLEU)
+				}
+			}
 			loss, err := train.Fit(c.Context(), d, pairs, opt)
 			rep.Finish()
 			if err != nil {
 				return err
+			}
+			if sel != nil && sel.Epoch < opt.Epochs {
+				a.logf("keeping epoch %d's weights (dev BLEU %.2f)", sel.Epoch, sel.BLEU)
+				if d, err = sel.restore(d.Config()); err != nil {
+					return err
+				}
 			}
 			trained := time.Since(start).Seconds()
 			a.logf("evaluating...")
@@ -250,6 +271,10 @@ notice saying so.`,
 				"optimizer": "adam", "seconds": trained, "final_loss": loss, "sentences_only": sentencesOnly, "sentence_repeat": sentenceRepeat,
 				"test_bleu": evTest.BLEU.BLEU, "test_bleu_detail": evTest.BLEU.String(), "baseline_test_bleu": base.BLEU,
 				"max_len_dev": evDev.MaxLen, "unstopped_dev": evDev.Unstopped,
+			}
+			if sel != nil {
+				tr := d.Config().Training
+				tr["selected_epoch"], tr["dev_bleu_by_epoch"] = sel.Epoch, sel.ByEpoch
 			}
 			if initDir != "" {
 				tr := d.Config().Training
@@ -284,6 +309,7 @@ notice saying so.`,
 	f.StringVar(&out, "out", "", "output model directory")
 	f.StringVar(&initDir, "init", "", "fine-tune this translator (its sizes and tokenizer) instead of training from scratch")
 	f.BoolVar(&sentencesOnly, "sentences-only", false, "train on the sentence pairs only, not the dictionary's phrases")
+	f.BoolVar(&selectDev, "select-dev", false, "evaluate dev BLEU after every epoch and keep the weights of the best epoch")
 	f.IntVar(&sentenceRepeat, "sentence-repeat", sentenceRepeat, "show each sentence pair this many times per epoch, the phrases once (oversampling the sentences, which the dev and test splits hold)")
 	cf.add(c)
 	f.Uint64Var(&opt.Seed, "seed", def.Seed, "seed for initialisation, shuffling and dropout")
@@ -508,4 +534,58 @@ func rebuildCommand(fs *pflag.FlagSet) string {
 		fmt.Fprintf(&b, " --%s %s", f.Name, f.Value.String())
 	})
 	return b.String()
+}
+
+// devSelection keeps the weights of the epoch with the best dev BLEU in
+// dir (a model directory inside the checkpoint), with the scores so far in
+// dir/selection.json, so that a resumed run selects as an uninterrupted
+// one would.
+type devSelection struct {
+	dir     string
+	Epoch   int       `json:"epoch"`
+	BLEU    float64   `json:"dev_bleu"`
+	ByEpoch []float64 `json:"dev_bleu_by_epoch"`
+}
+
+func loadDevSelection(dir string) (*devSelection, error) {
+	s := &devSelection{dir: dir}
+	raw, err := os.ReadFile(filepath.Join(dir, "selection.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, s); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "selection.json"), err)
+	}
+	return s, nil
+}
+
+// record notes epoch's dev BLEU and saves d if it is the best so far (the
+// first epoch wins ties). A repeated epoch (a resumed run) replaces its
+// score.
+func (s *devSelection) record(d model.Decoder[float32], epoch int, bleu float64) error {
+	s.ByEpoch = append(s.ByEpoch[:min(len(s.ByEpoch), epoch-1)], bleu)
+	if s.Epoch == 0 || bleu > s.BLEU || s.Epoch == epoch {
+		if err := model.Save(s.dir, d); err != nil {
+			return err
+		}
+		s.Epoch, s.BLEU = epoch, bleu
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return fileio.WriteFileAtomic(filepath.Join(s.dir, "selection.json"), raw)
+}
+
+// restore loads the selected weights, keeping cfg (with its tokenizer).
+func (s *devSelection) restore(cfg *model.Config) (model.Decoder[float32], error) {
+	d, err := model.Load[float32](s.dir)
+	if err != nil {
+		return nil, err
+	}
+	*d.Config() = *cfg
+	return d, nil
 }
