@@ -284,12 +284,9 @@ notice saying so.`,
 				return err
 			}
 			if sp.Format == "ding" {
-				rebuild := "make nmt   (that is: " + command + ")"
-				if initDir != "" {
-					// A fine-tuned model: the command that made its starting
-					// point, then this one.
-					rebuild = fmt.Sprintf("%v, then\n    %s", initTraining["command"], command)
-				}
+				// A fine-tuned model: the commands that made its starting
+				// point, oldest first, then this one.
+				rebuild := strings.Join(trainingChain(d.Config().Training), ", then\n    ")
 				notice := fmt.Sprintf(nmtLicense, corpus.DingPackage, sp.SHA256, rebuild)
 				if err := fileio.WriteFileAtomic(filepath.Join(out, "LICENSE"), []byte(notice)); err != nil {
 					return err
@@ -588,4 +585,15 @@ func (s *devSelection) restore(cfg *model.Config) (model.Decoder[float32], error
 	}
 	*d.Config() = *cfg
 	return d, nil
+}
+
+// trainingChain lists the commands that made a translator, oldest first,
+// following the training records of the models it was fine-tuned from.
+func trainingChain(training map[string]any) []string {
+	var chain []string
+	for tr := training; tr != nil; {
+		chain = append([]string{fmt.Sprint(tr["command"])}, chain...)
+		tr, _ = tr["init_training"].(map[string]any)
+	}
+	return chain
 }

@@ -292,3 +292,13 @@ func devSelectionKeepsBest(t *testing.T, modelDir string) {
 		t.Fatal("restored weights are not the selected epoch's")
 	}
 }
+
+// TestTrainingChain: a model fine-tuned twice names the three commands
+// that made it, oldest first (its LICENSE notice says how to rebuild it).
+func TestTrainingChain(t *testing.T) {
+	rec := map[string]any{"command": "c3", "init_training": map[string]any{
+		"command": "c2", "init_training": map[string]any{"command": "c1"}}}
+	if got := trainingChain(rec); !slices.Equal(got, []string{"c1", "c2", "c3"}) {
+		t.Fatalf("chain %v", got)
+	}
+}
