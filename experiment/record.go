@@ -106,6 +106,9 @@ type VerifySettings struct {
 	Tokens       bool     `json:"tokens"`
 	Abstract     bool     `json:"abstract"`
 	RelaxGap     float64  `json:"relax_gap,omitempty"`
+	// BaB runs branch and bound over ReLU splits and tokens (α,β-CROWN
+	// bounds) before the MIPs, or alone with solver "none".
+	BaB bool `json:"bab,omitempty"`
 	// The PGD warm start.
 	AttackSteps    int     `json:"attack_steps"`
 	AttackRestarts int     `json:"attack_restarts"`

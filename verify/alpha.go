@@ -27,52 +27,149 @@ func newBackRecord(n int) *backRecord {
 	return r
 }
 
-// alphaOptions are the optimiser's settings: Adam on the slopes.
-type alphaOptions struct {
-	iters int
-	lr    float64
+// relaxation holds the free parameters of a back-substitution: alpha, the
+// lower slopes of unstable ReLUs per node and neuron (nil rows: CROWN's
+// choice), and beta, β-CROWN's multipliers of split constraints, signed
+// (+β for z ≥ 0, −β for z ≤ 0; nil rows: none).
+type relaxation struct {
+	alpha, beta [][]float64
 }
 
-var defaultAlpha = alphaOptions{iters: 20, lr: 0.2}
+// alphaOptions are the optimiser's settings: Adam on the slopes (lr) and
+// on the split multipliers (betaLR).
+type alphaOptions struct {
+	iters      int
+	lr, betaLR float64
+}
+
+var defaultAlpha = alphaOptions{iters: 20, lr: 0.2, betaLR: 0.1}
+
+// babAlpha optimises the slopes and split multipliers of branch-and-bound
+// domains.
+var babAlpha = alphaOptions{iters: 60, lr: 0.2, betaLR: 0.5}
+
+// babChildAlpha is the shorter search of a child domain, warm-started
+// from its parent's.
+var babChildAlpha = alphaOptions{iters: 20, lr: 0.2, betaLR: 0.5}
 
 // alphaUpper returns an upper bound of r·a_L + r.B over the input box, at
 // least as tight as CROWN's: the best over the slopes tried, starting from
 // CROWN's own.
 func (g *graph) alphaUpper(b *Bounds, L int, r Row, opt alphaOptions) float64 {
-	al := make([][]float64, L+1)
+	ub, _, _ := g.optimisedUpper(b, L, r, nil, nil, opt)
+	return ub
+}
+
+// optimisedUpper is alphaUpper over a branch-and-bound domain: with
+// splits, their multipliers β ≥ 0 are optimised with the slopes (β-CROWN,
+// Wang et al., NeurIPS 2021), which carries the split constraints back to
+// the input, where cutting the split neurons' bounds alone does not. Every
+// iterate is a sound bound on the domain; the best is returned with the
+// box vertex that attains it and the parameters that gave it. init, if
+// set, starts the slopes and multipliers where a parent domain's search
+// ended (a warm start: a child needs fewer iterations).
+func (g *graph) optimisedUpper(b *Bounds, L int, r Row, splits splitSet, init *relaxation, opt alphaOptions) (float64, []float64, *relaxation) {
+	rx := &relaxation{alpha: make([][]float64, L+1), beta: make([][]float64, L+1)}
+	sign := make([][]float64, L+1)
 	for l := 0; l <= L; l++ {
-		al[l] = make([]float64, len(b.Pre[l]))
+		rx.alpha[l] = make([]float64, len(b.Pre[l]))
 		for i, iv := range b.Pre[l] {
-			al[l][i] = g.nodes[l].act.slope(iv)
+			rx.alpha[l][i] = g.nodes[l].act.slope(iv)
 		}
 	}
-	m, v := zerosLike(al), zerosLike(al)
-	best := math.Inf(1)
-	const beta1, beta2 = 0.9, 0.999
-	for it := 1; it <= opt.iters; it++ {
-		rec := newBackRecord(L + 1)
-		xc, k, abs, absc := g.back(b, L, r.dense(g.width(b, L)), r.B, al, rec)
-		xs := make([]float64, len(xc))
-		best = math.Min(best, concretize(b, xc, k, abs, absc, xs))
-		if it == opt.iters {
-			break
+	for nu, active := range splits {
+		if nu.node > L {
+			continue
 		}
-		grad := g.alphaGrad(b, L, xs, al, rec)
-		// Adam, then projection onto [0, 1].
-		bc1, bc2 := 1-math.Pow(beta1, float64(it)), 1-math.Pow(beta2, float64(it))
-		for l := range al {
-			for i, gi := range grad[l] {
-				if gi == 0 {
-					continue
+		if sign[nu.node] == nil {
+			sign[nu.node] = make([]float64, len(b.Pre[nu.node]))
+			rx.beta[nu.node] = make([]float64, len(b.Pre[nu.node]))
+		}
+		sign[nu.node][nu.index] = -1
+		if active {
+			sign[nu.node][nu.index] = 1
+		}
+	}
+	beta := zerosLike(rx.beta) // β ≥ 0; rx.beta = sign·β
+	if init != nil {
+		for l := 0; l <= L && l < len(init.alpha); l++ {
+			for i, a := range init.alpha[l] {
+				if g.nodes[l].act.unstable(b.Pre[l][i]) {
+					rx.alpha[l][i] = a
 				}
-				m[l][i] = beta1*m[l][i] + (1-beta1)*gi
-				v[l][i] = beta2*v[l][i] + (1-beta2)*gi*gi
-				al[l][i] -= opt.lr * (m[l][i] / bc1) / (math.Sqrt(v[l][i]/bc2) + 1e-12)
-				al[l][i] = min(max(al[l][i], 0), 1)
+			}
+		}
+		for l, sg := range sign {
+			if sg == nil || l >= len(init.beta) || init.beta[l] == nil {
+				continue
+			}
+			for i, s := range sg {
+				if s != 0 {
+					beta[l][i] = math.Abs(init.beta[l][i])
+					rx.beta[l][i] = s * beta[l][i]
+				}
 			}
 		}
 	}
-	return best
+	m, v := zerosLike(rx.alpha), zerosLike(rx.alpha)
+	mb, vb := zerosLike(beta), zerosLike(beta)
+	best, bestX := math.Inf(1), []float64(nil)
+	var bestRx *relaxation
+	const beta1, beta2 = 0.9, 0.999
+	adam := func(p, g, m, v []float64, lr, hi float64, it int) {
+		bc1, bc2 := 1-math.Pow(beta1, float64(it)), 1-math.Pow(beta2, float64(it))
+		for i, gi := range g {
+			if gi == 0 {
+				continue
+			}
+			m[i] = beta1*m[i] + (1-beta1)*gi
+			v[i] = beta2*v[i] + (1-beta2)*gi*gi
+			p[i] -= lr * (m[i] / bc1) / (math.Sqrt(v[i]/bc2) + 1e-12)
+			p[i] = min(max(p[i], 0), hi)
+		}
+	}
+	for it := 1; it <= opt.iters; it++ {
+		rec := newBackRecord(L + 1)
+		xc, k, abs, absc := g.back(b, L, r.dense(g.width(b, L)), r.B, rx, rec)
+		xs := make([]float64, len(xc))
+		if ub := concretize(b, xc, k, abs, absc, xs); ub < best {
+			best, bestX = ub, xs
+			bestRx = &relaxation{alpha: cloneRows(rx.alpha), beta: cloneRows(rx.beta)}
+		}
+		if it == opt.iters {
+			break
+		}
+		ga, zeta := g.alphaGrad(b, L, xs, rx.alpha, rec, sign)
+		for l := range rx.alpha {
+			adam(rx.alpha[l], ga[l], m[l], v[l], opt.lr, 1, it)
+		}
+		for l, sg := range sign {
+			if sg == nil {
+				continue
+			}
+			// ∂bound/∂β = sign·ζ: the split neuron's pre-activation in the
+			// relaxed network at the maximising vertex.
+			gb := make([]float64, len(sg))
+			for i, s := range sg {
+				gb[i] = s * zeta[l][i]
+			}
+			adam(beta[l], gb, mb[l], vb[l], opt.betaLR, math.Inf(1), it)
+			for i, s := range sg {
+				rx.beta[l][i] = s * beta[l][i]
+			}
+		}
+	}
+	return best, bestX, bestRx
+}
+
+func cloneRows(a [][]float64) [][]float64 {
+	out := make([][]float64, len(a))
+	for i, r := range a {
+		if r != nil {
+			out[i] = append([]float64(nil), r...)
+		}
+	}
+	return out
 }
 
 // alphaGrad is the gradient of the bound in the slopes. The bound is
@@ -80,13 +177,29 @@ func (g *graph) alphaUpper(b *Bounds, L int, r Row, opt alphaOptions) float64 {
 // the value ζ of those pre-activations in the relaxed network (every
 // activation replaced by the line back-substitution chose) at the maximising
 // input xs; a slope α scales λᵢ = cᵢ·α, so ∂bound/∂α = cᵢ·ζᵢ wherever α is
-// in use (cᵢ < 0 on an unstable ReLU).
-func (g *graph) alphaGrad(b *Bounds, L int, xs []float64, al [][]float64, rec *backRecord) [][]float64 {
-	grad := zerosLike(al)
+// in use (cᵢ < 0 on an unstable ReLU). It also returns ζ.
+// split marks (non-zero) the neurons whose ζ is wanted even when they are
+// stably off (β-CROWN's inactive splits); nil for none.
+func (g *graph) alphaGrad(b *Bounds, L int, xs []float64, al [][]float64, rec *backRecord, split [][]float64) (grad, zeta [][]float64) {
+	grad = zerosLike(al)
+	zeta = make([][]float64, L+1)
 	in := xs
 	for l := 0; l <= L; l++ {
 		n := g.nodes[l]
-		z := n.aff.eval(in)
+		// A neuron that is stably off outputs 0 under every relaxation, so
+		// its pre-activation is needed only as a split's ζ; skipping the
+		// others saves most of the pass.
+		z := make([]float64, len(n.aff.rows))
+		for j, r := range n.aff.rows {
+			if oi := n.act.interval(b.Pre[l][j]); oi.Lo == 0 && oi.Hi == 0 && (split == nil || split[l] == nil || split[l][j] == 0) {
+				continue
+			}
+			s := r.B
+			for k, idx := range r.Idx {
+				s += r.W[k] * in[idx]
+			}
+			z[j] = s
+		}
 		if n.fb != nil {
 			tok := rec.token[l]
 			if tok < 0 { // nothing above depends on this node's token
@@ -103,6 +216,7 @@ func (g *graph) alphaGrad(b *Bounds, L int, xs []float64, al [][]float64, rec *b
 				}
 			}
 		}
+		zeta[l] = z
 		out := make([]float64, len(z))
 		for i, zi := range z {
 			iv := b.Pre[l][i]
@@ -122,7 +236,7 @@ func (g *graph) alphaGrad(b *Bounds, L int, xs []float64, al [][]float64, rec *b
 		}
 		in = out
 	}
-	return grad
+	return grad, zeta
 }
 
 func zerosLike(a [][]float64) [][]float64 {

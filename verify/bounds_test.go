@@ -2,8 +2,10 @@ package verify
 
 import (
 	"context"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/lenspec/lenspec/ad"
@@ -123,10 +125,7 @@ func TestBoundsContainSamples(t *testing.T) {
 		for _, method := range []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN} {
 			b := computeBounds(s, lo, hi, method)
 			for trial := 0; trial < 300; trial++ {
-				x := make([]float64, n.InputSize)
-				for i := range x {
-					x[i] = lo[i] + (hi[i]-lo[i])*rng.Float64()
-				}
+				x := sampleIn(rng, lo, hi)
 				if trial == 0 {
 					copy(x, lo)
 				}
@@ -209,4 +208,112 @@ func TestCROWNTighter(t *testing.T) {
 	if tighter == 0 {
 		t.Fatal("CROWN never tightened an interval bound")
 	}
+}
+
+// TestSplitBoundsContainSamples: the bounds of a branch-and-bound domain
+// contain every sampled input that satisfies its splits (its activations,
+// logits and margins along the greedy path), a domain the bounds call
+// empty has no such input, and a child domain's bounds computed from its
+// parent's equal those computed from scratch.
+func TestSplitBoundsContainSamples(t *testing.T) {
+	const K = 3
+	inside, emptied := 0, 0
+	for seed := uint64(1); seed <= 24; seed++ {
+		_, n := tinyNet(t, seed, int(seed%3))
+		rng := rand.New(rand.NewPCG(seed, 19))
+		lo, hi := randomBox(rng, n.InputSize, 0.5)
+		g := newGraph(n, K)
+		method := []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN}[seed%3]
+		root := computeBounds(g, lo, hi, method)
+		var unstable []neuron
+		for L, pre := range root.Pre {
+			for j, iv := range pre {
+				if g.nodes[L].act.unstable(iv) {
+					unstable = append(unstable, neuron{L, j})
+				}
+			}
+		}
+		if len(unstable) < 2 {
+			continue
+		}
+		// Two splits, the second bounded both from its parent and from scratch.
+		a, c := unstable[rng.IntN(len(unstable))], unstable[rng.IntN(len(unstable))]
+		if c.node < a.node {
+			a, c = c, a
+		}
+		s1 := splitSet{a: rng.IntN(2) == 0}
+		parent := computeSplitBounds(g, lo, hi, method, s1, nil, root, a.node)
+		if parent.Proven {
+			continue
+		}
+		s2 := maps.Clone(s1)
+		if _, ok := s2[c]; !ok {
+			s2[c] = rng.IntN(2) == 0
+		}
+		b := computeSplitBounds(g, lo, hi, method, s2, nil, parent, c.node)
+		if again := computeSplitBounds(g, lo, hi, method, s2, nil, nil, 0); !reflect.DeepEqual(again.Pre, b.Pre) || !reflect.DeepEqual(again.Margin, b.Margin) {
+			t.Fatalf("seed %d: a child's bounds from its parent differ from its bounds from scratch", seed)
+		}
+		for trial := 0; trial < 2000; trial++ {
+			x := sampleIn(rng, lo, hi)
+			pre, logits, toks := greedy(n, x, K+1)
+			ok := true
+			for nu, active := range s2 {
+				if nu.node >= len(pre) || (pre[nu.node][nu.index] >= 0) != active && pre[nu.node][nu.index] != 0 {
+					ok = false
+				}
+			}
+			if !ok {
+				continue
+			}
+			if b.Empty {
+				t.Fatalf("seed %d: domain %v called empty, but %v satisfies it", seed, s2, x)
+			}
+			inside++
+			for L := 0; L <= g.enc; L++ {
+				checkIn(t, method, g.nodes[L].name, b.Pre[L], pre[L])
+			}
+			for step := 0; step < len(logits) && step < len(b.Margin); step++ {
+				checkIn(t, method, g.nodes[g.hidden(step)].name, b.Pre[g.hidden(step)], pre[g.hidden(step)])
+				for z := range logits[step] {
+					if z == n.EOS {
+						continue
+					}
+					if d, mg := logits[step][z]-logits[step][n.EOS], b.Margin[step][z]; d < mg.Lo || d > mg.Hi {
+						t.Fatalf("seed %d step %d: margin %v outside %+v in domain %v", seed, step, d, mg, s2)
+					}
+				}
+				if toks[step] == n.EOS {
+					break
+				}
+			}
+		}
+		if b.Empty {
+			emptied++
+		}
+	}
+	if inside < 1000 {
+		t.Fatalf("only %d samples fell in the domains tested", inside)
+	}
+	t.Logf("%d samples inside the split domains, %d domains empty", inside, emptied)
+}
+
+// sampleIn draws a point of the box [lo, hi] uniformly.
+func sampleIn(rng *rand.Rand, lo, hi []float64) []float64 {
+	x := make([]float64, len(lo))
+	for i := range x {
+		x[i] = lo[i] + (hi[i]-lo[i])*rng.Float64()
+	}
+	return x
+}
+
+// randomBox is a box of half-width r around a random centre of [−1, 1]ⁿ,
+// clipped to it.
+func randomBox(rng *rand.Rand, n int, r float64) (lo, hi []float64) {
+	lo, hi = make([]float64, n), make([]float64, n)
+	for i := range lo {
+		c := 2*rng.Float64() - 1
+		lo[i], hi[i] = max(c-r, -1), min(c+r, 1)
+	}
+	return lo, hi
 }

@@ -177,7 +177,10 @@ type Bounds struct {
 	// t ≤ K for every input: the property holds.
 	Proven   bool
 	ProvenAt int
-	Method   string
+	// Empty is set when the bounds show a branch-and-bound domain has no
+	// input at all (Proven too, ProvenAt −1).
+	Empty  bool
+	Method string
 	// NumUnstable counts neurons whose bounds need a binary in the MIP
 	// (ReLUs whose bounds straddle 0).
 	NumUnstable int
@@ -218,13 +221,84 @@ const (
 // computeBounds bounds the graph over the input box, node by node,
 // stopping early if eos provably wins at some step.
 func computeBounds(g *graph, lo, hi []float64, method BoundMethod) *Bounds {
+	return computeSplitBounds(g, lo, hi, method, nil, nil, nil, 0)
+}
+
+// neuron names one pre-activation of the graph: node and index.
+type neuron struct{ node, index int }
+
+// splitSet fixes the sign of some ReLU pre-activations, a branch-and-bound
+// domain: true means z ≥ 0 (active), false z ≤ 0 (inactive). The inputs
+// of the box whose network satisfies every split form the domain; a
+// neuron's two splits cover the box between them.
+type splitSet map[neuron]bool
+
+// tokenSet fixes the token emitted at some decoder steps (step → token), the
+// other kind of domain: a counterexample emits at each step one of the
+// tokens the bounds allow there, so one domain per allowed token covers
+// them all.
+type tokenSet map[int]int
+
+// restrict keeps only token tok of allowed (and reports whether it was
+// allowed at all).
+func restrict(allowed []bool, tok int) ([]bool, bool) {
+	out := make([]bool, len(allowed))
+	out[tok] = allowed[tok]
+	return out, allowed[tok]
+}
+
+// computeSplitBounds bounds the graph over the inputs of the box that
+// satisfy splits and emit tokens at the steps it fixes: each split
+// neuron's bounds are cut at 0 on its side, so that everything after it is
+// bounded with it stable, and a fixed step allows only its token. With
+// parent (the bounds of a domain these extend, differing only at nodes ≥
+// start), nodes before start are taken from it rather than recomputed. An
+// empty domain (a split against its neuron's bounds, a token the bounds do
+// not allow) is Proven, with Empty set.
+func computeSplitBounds(g *graph, lo, hi []float64, method BoundMethod, splits splitSet, tokens tokenSet, parent *Bounds, start int) *Bounds {
 	b := &Bounds{Method: string(method)}
-	for i := range lo {
-		b.Input = append(b.Input, Interval{lo[i], hi[i]})
+	if parent == nil {
+		start = 0
+		for i := range lo {
+			b.Input = append(b.Input, Interval{lo[i], hi[i]})
+		}
+	} else {
+		b.Input = parent.Input
+		b.Pre = parent.Pre[:start:start]
+		for L, pre := range b.Pre {
+			for _, iv := range pre {
+				if g.nodes[L].act.unstable(iv) {
+					b.NumUnstable++
+				}
+			}
+		}
+		for t := range parent.Logits {
+			if g.hidden(t) >= start {
+				break
+			}
+			al := parent.Allowed[t]
+			if tok, ok := tokens[t]; ok {
+				var any bool
+				if al, any = restrict(al, tok); !any {
+					b.Proven, b.Empty, b.ProvenAt = true, true, -1
+					return b
+				}
+			}
+			b.Logits = append(b.Logits, parent.Logits[t])
+			b.Margin = append(b.Margin, parent.Margin[t])
+			b.Allowed = append(b.Allowed, al)
+		}
 	}
 	crown := method == BoundCROWN || method == BoundAlphaCROWN
 	out := b.Input // bounds of the previous node's output
-	for L, n := range g.nodes {
+	if start > 0 {
+		out = make([]Interval, len(b.Pre[start-1]))
+		for j, iv := range b.Pre[start-1] {
+			out[j] = g.nodes[start-1].act.interval(iv)
+		}
+	}
+	for L := start; L < len(g.nodes); L++ {
+		n := g.nodes[L]
 		var allowed []bool
 		if n.fb != nil {
 			allowed = b.Allowed[n.step-1]
@@ -238,6 +312,17 @@ func computeBounds(g *graph, lo, hi []float64, method BoundMethod) *Bounds {
 			}
 			if crown && L > 0 {
 				iv = intersect(iv, g.crownNeuron(b, L, j))
+			}
+			if active, ok := splits[neuron{L, j}]; ok {
+				if active {
+					iv.Lo = math.Max(iv.Lo, 0)
+				} else {
+					iv.Hi = math.Min(iv.Hi, 0)
+				}
+				if iv.Lo > iv.Hi {
+					b.Proven, b.Empty, b.ProvenAt = true, true, -1
+					return b
+				}
 			}
 			pre[j] = iv
 		}
@@ -253,6 +338,12 @@ func computeBounds(g *graph, lo, hi []float64, method BoundMethod) *Bounds {
 			continue
 		}
 		logits, margin, al, any := g.head.bound(g, b, L, out, crown, method == BoundAlphaCROWN)
+		if tok, ok := tokens[n.step]; ok && any {
+			if al, any = restrict(al, tok); !any {
+				b.Proven, b.Empty, b.ProvenAt = true, true, -1
+				return b
+			}
+		}
 		b.Logits = append(b.Logits, logits)
 		b.Margin = append(b.Margin, margin)
 		b.Allowed = append(b.Allowed, al)
@@ -336,9 +427,9 @@ func (g *graph) linearUpper(b *Bounds, L int, c []float64, k float64) ([]float64
 // operators' backward rules in turn (activation, token feedback, affine):
 // it returns coefficients over x, the constant, the absolute sum of the
 // constant's terms and the absolute coefficients (for rounding allowances).
-// al, if set, holds α-CROWN's lower slopes per node and neuron (nil rows:
-// CROWN's choice); rec, if set, records what the gradient in α needs.
-func (g *graph) back(b *Bounds, L int, c []float64, k float64, al [][]float64, rec *backRecord) (xc []float64, kk, abs float64, absc []float64) {
+// rx, if set, holds α-CROWN's lower slopes and β-CROWN's split
+// multipliers; rec, if set, records what their gradient needs.
+func (g *graph) back(b *Bounds, L int, c []float64, k float64, rx *relaxation, rec *backRecord) (xc []float64, kk, abs float64, absc []float64) {
 	abs = math.Abs(k)
 	absc = make([]float64, len(c))
 	for i, v := range c {
@@ -358,8 +449,8 @@ func (g *graph) back(b *Bounds, L int, c []float64, k float64, al [][]float64, r
 			}
 			iv := b.Pre[L][i]
 			alpha := math.NaN()
-			if al != nil && al[L] != nil {
-				alpha = al[L][i]
+			if rx != nil && rx.alpha != nil && rx.alpha[L] != nil {
+				alpha = rx.alpha[L][i]
 			} else {
 				alpha = n.act.slope(iv)
 			}
@@ -372,6 +463,17 @@ func (g *graph) back(b *Bounds, L int, c []float64, k float64, al [][]float64, r
 			k += d
 			abs += math.Abs(d)
 			any = any || c[i] != 0
+		}
+		if rx != nil && rx.beta != nil && rx.beta[L] != nil {
+			// β-CROWN: + β·z for a split z ≥ 0, − β·z for z ≤ 0 (signed in
+			// beta), which is ≥ 0 on the domain and so keeps the bound.
+			for i, bv := range rx.beta[L] {
+				if bv != 0 {
+					c[i] += bv
+					absc[i] += math.Abs(bv)
+					any = true
+				}
+			}
 		}
 		var best, bestAbs float64
 		if n.fb != nil && any {

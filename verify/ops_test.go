@@ -169,7 +169,7 @@ func TestAlphaGradient(t *testing.T) {
 				for k, idx := range r.Idx {
 					c[idx] = r.W[k]
 				}
-				xc, k, _, _ := g.back(b, L, c, r.B, al, rec)
+				xc, k, _, _ := g.back(b, L, c, r.B, &relaxation{alpha: al}, rec)
 				xs := make([]float64, len(xc))
 				for i, ci := range xc {
 					if ci >= 0 {
@@ -182,7 +182,7 @@ func TestAlphaGradient(t *testing.T) {
 			}
 			rec := newBackRecord(L + 1)
 			_, xs := bound(al, rec)
-			grad := g.alphaGrad(b, L, xs, al, rec)
+			grad, _ := g.alphaGrad(b, L, xs, al, rec, nil)
 			for l := range al {
 				for i := range al[l] {
 					const h = 1e-6
@@ -206,10 +206,7 @@ func TestAlphaGradient(t *testing.T) {
 				t.Fatalf("seed %d token %d: α-CROWN %v looser than CROWN %v", seed, z, opt, cr)
 			}
 			for trial := 0; trial < 200; trial++ {
-				x := make([]float64, n.InputSize)
-				for i := range x {
-					x[i] = lo[i] + (hi[i]-lo[i])*rng.Float64()
-				}
+				x := sampleIn(rng, lo, hi)
 				tr := g.eval(x, nil)
 				if len(tr.logits) <= K || tr.tokens[K-1] == n.EOS || !b.Allowed[K-1][tr.tokens[K-1]] {
 					continue // not a path the bound covers
@@ -222,5 +219,116 @@ func TestAlphaGradient(t *testing.T) {
 	}
 	if checked < 20 {
 		t.Fatalf("only %d non-zero gradient entries checked", checked)
+	}
+}
+
+// TestBetaGradient: the gradient of the bound in β-CROWN's signed split
+// multipliers is the split neurons' pre-activation ζ in the relaxed network
+// at the maximising vertex (checked against finite differences), and the
+// optimised bound of a split domain is never below a sampled margin of an
+// input in that domain.
+func TestBetaGradient(t *testing.T) {
+	checked, sampled := 0, 0
+	for seed := uint64(1); seed <= 16; seed++ {
+		_, n := tinyNet(t, seed, int(seed%3))
+		rng := rand.New(rand.NewPCG(seed, 78))
+		lo, hi := randomBox(rng, n.InputSize, 0.4)
+		const K = 1
+		g := newGraph(n, K)
+		b := computeBounds(g, lo, hi, BoundCROWN)
+		if b.Proven {
+			continue
+		}
+		L := g.hidden(K)
+		var unstable []neuron
+		for l := 0; l <= L; l++ {
+			for i, iv := range b.Pre[l] {
+				if g.nodes[l].act.unstable(iv) {
+					unstable = append(unstable, neuron{l, i})
+				}
+			}
+		}
+		if len(unstable) == 0 {
+			continue
+		}
+		splits := splitSet{}
+		for range 2 {
+			splits[unstable[rng.IntN(len(unstable))]] = rng.IntN(2) == 0
+		}
+		sb := computeSplitBounds(g, lo, hi, BoundCROWN, splits, nil, nil, 0)
+		if sb.Proven {
+			continue
+		}
+		for z := range g.head.margin {
+			if z == n.EOS {
+				continue
+			}
+			r := g.head.margin[z]
+			rx := &relaxation{beta: make([][]float64, L+1)}
+			for nu, active := range splits {
+				if rx.beta[nu.node] == nil {
+					rx.beta[nu.node] = make([]float64, len(sb.Pre[nu.node]))
+				}
+				rx.beta[nu.node][nu.index] = 0.5 * rng.Float64()
+				if !active {
+					rx.beta[nu.node][nu.index] *= -1
+				}
+			}
+			bound := func(rec *backRecord) (float64, []float64) {
+				xc, k, abs, absc := g.back(sb, L, r.dense(g.width(sb, L)), r.B, rx, rec)
+				xs := make([]float64, len(xc))
+				return concretize(sb, xc, k, abs, absc, xs), xs
+			}
+			rec := newBackRecord(L + 1)
+			_, xs := bound(rec)
+			al := make([][]float64, L+1)
+			for l := range al {
+				al[l] = make([]float64, len(sb.Pre[l]))
+				for i, iv := range sb.Pre[l] {
+					al[l][i] = g.nodes[l].act.slope(iv)
+				}
+			}
+			_, zeta := g.alphaGrad(sb, L, xs, al, rec, rx.beta)
+			for nu := range splits {
+				const h = 1e-6
+				rx.beta[nu.node][nu.index] += h
+				up, _ := bound(nil)
+				rx.beta[nu.node][nu.index] -= 2 * h
+				down, _ := bound(nil)
+				rx.beta[nu.node][nu.index] += h
+				fd := (up - down) / (2 * h)
+				if want := zeta[nu.node][nu.index]; math.Abs(fd-want) > 1e-5*(1+math.Abs(fd)) {
+					t.Fatalf("seed %d token %d split %v: gradient %v, finite difference %v", seed, z, nu, want, fd)
+				}
+				checked++
+			}
+			ub, _, _ := g.optimisedUpper(sb, L, r, splits, nil, defaultAlpha)
+			if cr := g.crownLinear(sb, L, r).Hi; ub > cr {
+				t.Fatalf("seed %d token %d: α,β-CROWN %v looser than CROWN %v", seed, z, ub, cr)
+			}
+			for trial := 0; trial < 400; trial++ {
+				x := sampleIn(rng, lo, hi)
+				tr := g.eval(x, nil)
+				if len(tr.logits) <= K || tr.tokens[K-1] == n.EOS || !sb.Allowed[K-1][tr.tokens[K-1]] {
+					continue
+				}
+				in := true
+				for nu, active := range splits {
+					if v := tr.pre[nu.node][nu.index]; (active && v < 0) || (!active && v > 0) {
+						in = false
+					}
+				}
+				if !in {
+					continue
+				}
+				sampled++
+				if m := tr.logits[K][z] - tr.logits[K][n.EOS]; m > ub {
+					t.Fatalf("seed %d token %d: sampled margin %v above the α,β-CROWN bound %v of domain %v", seed, z, m, ub, splits)
+				}
+			}
+		}
+	}
+	if checked < 20 || sampled < 500 {
+		t.Fatalf("only %d gradient entries and %d samples checked", checked, sampled)
 	}
 }

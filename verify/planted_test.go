@@ -66,6 +66,9 @@ func TestPlantedCounterexample(t *testing.T) {
 		"short-limit":  func(o *Options) { o.TimeLimit = 30 * time.Millisecond },
 		"tiny-limit":   func(o *Options) { o.TimeLimit = 3 * time.Millisecond },
 		"short+interv": func(o *Options) { o.TimeLimit = 30 * time.Millisecond; o.Bounds = BoundInterval },
+		"bab":          func(o *Options) { o.BaB = true },
+		"bab-only":     func(o *Options) { o.BaB, o.Solver, o.NewLP, o.Abstract = true, nil, nil, false },
+		"bab-short":    func(o *Options) { o.BaB, o.Solver, o.TimeLimit = true, nil, 5*time.Millisecond },
 	}
 	found := 0
 	for name, set := range settings {

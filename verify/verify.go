@@ -63,6 +63,9 @@ type Options struct {
 	// branch and bound over the emitted tokens, bounded by this LP
 	// relaxation of the exact MIP, then MIPs on the open token sequences.
 	NewLP func(*mip.Model) (LPRelaxation, error)
+	// BaB runs branch and bound over ReLU splits and tokens (bab.go)
+	// straight after the bounds, with half the time when MIPs follow.
+	BaB bool
 	// Params are passed to the MIP solver (for CBC, e.g. "-cuts", "off").
 	Params []string
 	// WriteMPS, if set, is a directory where each sample's MIP is written.
@@ -232,7 +235,7 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 	// The bounds' own bound on M*: min over steps of the largest margin a
 	// token allowed there can reach.
 	res.Bound = b.MarginBound()
-	if opt.Solver == nil {
+	if opt.Solver == nil && !opt.BaB {
 		res.Reason = fmt.Sprintf("bounds inconclusive (margin ≤ %.3g) and no MIP solver", res.Bound)
 		return res, nil
 	}
@@ -249,6 +252,10 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 		return v
 	}
 	for _, st := range stages(g, sm, opt, b, mipStart, replay, res) {
+		// Without a solver, branch and bound is the only stage.
+		if opt.Solver == nil && st.name != "bab" {
+			break
+		}
 		if ctx.Err() != nil {
 			if res.Reason == "" {
 				res.Reason = "time limit before phase " + st.name
@@ -290,6 +297,7 @@ const (
 	shareTokens   = 2.0 / 3
 	shareAbstract = 1.0 / 3
 	shareRelaxed  = 1.0 / 2
+	shareBaB      = 1.0 / 2
 )
 
 // stages lists the phases the options enable, coarse to exact: the box
@@ -302,7 +310,17 @@ func stages(g *graph, sm Sample, opt Options, b *Bounds, mipStart func(*encoding
 		}
 	}
 	var st []stage
-	if opt.Abstract {
+	if opt.BaB {
+		share := shareBaB
+		if opt.Solver == nil {
+			share = 1
+		}
+		lo, hi := sm.Set.Box()
+		st = append(st, stage{"bab", share, func(ctx context.Context) (bool, error) {
+			return babPhase(ctx, g, lo, hi, opt, b, func(x []float64) (bool, error) { return replay(x, "bab") }, res)
+		}})
+	}
+	if opt.Abstract && opt.Solver != nil {
 		st = append(st, stage{"box-i0", shareBox, solve(encodeOptions{abstract: true, abstractAt: g.enc, box: true})})
 	}
 	if opt.NewLP != nil {

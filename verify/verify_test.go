@@ -219,6 +219,10 @@ func TestRandomTinyCaptionersAgainstGrid(t *testing.T) {
 	// bounds (no abstractions), which must settle some samples itself.
 	tokensFirst := verifyOpts()
 	tokensFirst.Abstract = false
+	// Branch and bound alone (no MIP) must settle some samples itself.
+	babOnly := verifyOpts()
+	babOnly.BaB, babOnly.Solver, babOnly.NewLP, babOnly.Abstract = true, nil, nil, false
+	byBaB, babTotal, babDecided := 0, 0, 0
 	byTokens := 0
 	decided, total := 0, 0
 	for seed := uint64(1); seed <= 48; seed++ {
@@ -246,9 +250,23 @@ func TestRandomTinyCaptionersAgainstGrid(t *testing.T) {
 			if K < 0 {
 				continue
 			}
-			for _, opt := range []Options{verifyOpts(), tokensFirst} {
-				total++
+			for i, opt := range []Options{verifyOpts(), tokensFirst, babOnly} {
 				r := verifyOne(t, m, ball, K, opt)
+				if i == 2 {
+					babTotal++
+					if r.Verdict == Robust && maxLen > K {
+						t.Fatalf("seed %d: branch and bound says robust (%s) at K̂ %d but the grid finds length %d", seed, r.Stage, K, maxLen)
+					}
+					if r.Verdict != Unknown {
+						babDecided++
+					}
+					t.Logf("bab seed %d K̂ %d grid %d: %s %s %s %+v", seed, K, maxLen, r.Verdict, r.Stage, r.Reason, r.Phases)
+					if r.Stage == "bab" && r.Verdict == Robust {
+						byBaB++
+					}
+					continue
+				}
+				total++
 				switch r.Verdict {
 				case Robust:
 					if maxLen > K {
@@ -266,7 +284,10 @@ func TestRandomTinyCaptionersAgainstGrid(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("decided %d of %d samples, %d by the token search", decided, total, byTokens)
+	t.Logf("decided %d of %d samples, %d by the token search; branch and bound alone decided %d of %d, proved %d the root bounds did not", decided, total, byTokens, babDecided, babTotal, byBaB)
+	if byBaB == 0 {
+		t.Fatal("branch and bound proved no sample the root bounds left open")
+	}
 	if byTokens == 0 {
 		t.Fatal("the token search settled no sample")
 	}

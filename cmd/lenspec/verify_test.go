@@ -239,6 +239,24 @@ func TestVerifyOwnInput(t *testing.T) {
 			t.Fatalf("verify at K̂ = lower−1 = %d: %s", b.Lower-1, v)
 		}
 	}
+	// Branch and bound alone (--bab --no-mip) never contradicts the grid,
+	// and its records say it ran.
+	for _, k := range []int{longest - 1, *b.Upper} {
+		if k < 0 {
+			continue
+		}
+		out := filepath.Join(t.TempDir(), "bab.jsonl")
+		code, stdout, stderr := runCLI(t, "verify", "--model", dir, "--eps", fmt.Sprint(eps), "--input", input, "--max-len", fmt.Sprint(k),
+			"--bab", "--no-mip", "--attack-steps", "0", "--timeout", "20s", "--out", out, "-q")
+		v := strings.TrimSpace(stdout)
+		if code != 0 || (v == "robust" && k < longest) || (v == "vulnerable" && k >= longest) {
+			t.Fatalf("verify --bab --no-mip at K̂ = %d (grid %d): exit %d, %q: %s", k, longest, code, v, stderr)
+		}
+		raw, _ := os.ReadFile(out)
+		if !strings.Contains(string(raw), `"bab":true`) {
+			t.Fatalf("record without the bab setting: %s", raw)
+		}
+	}
 	// The same problem as a spec file, and a box inside the ball (one
 	// coordinate fixed) whose worst case cannot be longer.
 	specDir := t.TempDir()

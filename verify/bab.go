@@ -1,0 +1,241 @@
+package verify
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"time"
+)
+
+// Branch and bound over ReLU splits (the input-side half of α,β-CROWN's
+// engine): a domain fixes the sign of some unstable ReLUs' pre-activations;
+// its bounds are the graph's bounds with those neurons cut at 0
+// (computeSplitBounds), which makes them stable and tightens everything
+// after them. A domain is closed when its bounds prove eos wins at some step
+// (or show it empty); the property holds when every domain is closed, since
+// a neuron's two splits cover the inputs between them. The open domain with
+// the largest margin bound is split next, on the neuron whose relaxation
+// costs that margin most (a BaBSR-style score). Each domain's maximising
+// vertex is decoded as a counterexample candidate; nothing is claimed on it
+// before the float64 replay.
+
+// domain is one open branch-and-bound domain with its bounds and what
+// bounding it found: the margin bound that orders the frontier, the
+// neuron to split next (ok false: no unstable neuron left to split) and
+// the box vertex that maximises its worst margin.
+type domain struct {
+	splits splitSet
+	tokens tokenSet
+	b      *Bounds
+	bound  float64
+	next   neuron
+	ok     bool
+	vertex []float64
+	// rx is where the slope and multiplier search of the domain's worst
+	// margin ended: its children's searches start there.
+	rx    *relaxation
+	fixed int // the step whose token this domain fixed last (children of a token branch)
+}
+
+// branch returns d's children: its two ReLU splits on d.next, or, with no
+// ReLU left to split, one domain per token allowed at the earliest step
+// whose token is not fixed yet and has a choice; nil when neither is left.
+func (g *graph) branch(d *domain) []*domain {
+	if d.ok {
+		var out []*domain
+		for _, active := range []bool{true, false} {
+			s := maps.Clone(d.splits)
+			s[d.next] = active
+			out = append(out, &domain{splits: s, tokens: d.tokens})
+		}
+		return out
+	}
+	for t, al := range d.b.Allowed {
+		if _, fixed := d.tokens[t]; fixed || g.hidden(t+1) >= len(g.nodes) {
+			continue
+		}
+		var out []*domain
+		for z, ok := range al {
+			if ok {
+				tk := maps.Clone(d.tokens)
+				if tk == nil {
+					tk = tokenSet{}
+				}
+				tk[t] = z
+				out = append(out, &domain{splits: d.splits, tokens: tk, fixed: t})
+			}
+		}
+		if len(out) > 1 {
+			return out
+		}
+	}
+	return nil
+}
+
+// frontier is a max-heap of open domains by margin bound.
+type frontier []*domain
+
+func (f frontier) Len() int           { return len(f) }
+func (f frontier) Less(i, j int) bool { return f[i].bound > f[j].bound }
+func (f frontier) Swap(i, j int)      { f[i], f[j] = f[j], f[i] }
+func (f *frontier) Push(x any)        { *f = append(*f, x.(*domain)) }
+func (f *frontier) Pop() any {
+	old := *f
+	d := old[len(old)-1]
+	*f = old[:len(old)-1]
+	return d
+}
+
+// worstMargin is the step and token of a domain's margin bound (the step
+// whose best allowed margin is smallest, and that token): the objective
+// the domain must be split for.
+func worstMargin(b *Bounds) (step, token int) {
+	ub := math.Inf(1)
+	step, token = -1, -1
+	for t, al := range b.Allowed {
+		best, bz := math.Inf(-1), -1
+		for z, ok := range al {
+			if ok && b.Margin[t][z].Hi > best {
+				best, bz = b.Margin[t][z].Hi, z
+			}
+		}
+		if best < ub {
+			ub, step, token = best, t, bz
+		}
+	}
+	return step, token
+}
+
+// examine bounds d's worst step by α,β-CROWN, every token allowed there,
+// and reports whether that closes the domain (every such margin below 0).
+// Otherwise it fills d's bound (the largest of those margins), the
+// candidate vertex that attains it, and the neuron to split: the unstable
+// ReLU with the largest |c|·(−l·u/(u−l)) in CROWN's bound of that margin,
+// its coefficient times the height of its triangle relaxation, the most its
+// split can remove from the bound (BaBSR's intercept score).
+func (g *graph) examine(d *domain, init *relaxation, opt alphaOptions) (closed bool) {
+	b := d.b
+	t, _ := worstMargin(b)
+	L := g.hidden(t)
+	d.bound, d.vertex = math.Inf(-1), nil
+	z := -1
+	for tok, ok := range b.Allowed[t] {
+		if !ok {
+			continue
+		}
+		ub, x, rx := g.optimisedUpper(b, L, g.head.margin[tok], d.splits, init, opt)
+		if ub > d.bound {
+			d.bound, d.vertex, d.rx, z = ub, x, rx, tok
+		}
+	}
+	if d.bound < 0 {
+		return true
+	}
+	d.bound = math.Min(d.bound, b.MarginBound())
+	rec := newBackRecord(L + 1)
+	r := g.head.margin[z]
+	g.back(b, L, r.dense(g.width(b, L)), r.B, nil, rec)
+	best := 0.0
+	d.ok = false
+	for l := 0; l <= L; l++ {
+		for i, c := range rec.coef[l] {
+			iv := b.Pre[l][i]
+			if c == 0 || !g.nodes[l].act.unstable(iv) {
+				continue
+			}
+			if s := math.Abs(c) * (-iv.Lo * iv.Hi / (iv.Hi - iv.Lo)); s > best {
+				best, d.next, d.ok = s, neuron{l, i}, true
+			}
+		}
+	}
+	return false
+}
+
+// babPhase runs branch and bound from the root bounds until every domain
+// is closed (robust), a candidate replays (vulnerable), a domain is left
+// with nothing to split, or ctx ends. It logs itself as the phase "bab"
+// (Nodes: domains bounded; Bound: the largest open margin bound).
+func babPhase(ctx context.Context, g *graph, lo, hi []float64, opt Options, root *Bounds, candidate func([]float64) (bool, error), res *Result) (done bool, err error) {
+	ph := Phase{Name: "bab", Status: "time limit"}
+	start := time.Now()
+	defer func() {
+		ph.Seconds = time.Since(start).Seconds()
+		res.Phases = append(res.Phases, ph)
+	}()
+	prove := func() (bool, error) {
+		ph.Status, ph.Bound = "proven", nil
+		res.Verdict, res.Stage = Robust, "bab"
+		res.Bound = math.Inf(-1)
+		res.Reason = ""
+		return true, nil
+	}
+	open := &frontier{}
+	r := &domain{splits: splitSet{}, b: root}
+	if g.examine(r, nil, babAlpha) {
+		return prove()
+	}
+	heap.Push(open, r)
+	tried := map[string]bool{}
+	try := func(d *domain) (bool, error) {
+		x := d.vertex
+		key := fmt.Sprint(x)
+		if tried[key] {
+			return false, nil
+		}
+		tried[key] = true
+		tr := g.eval(x, nil)
+		for _, y := range tr.tokens {
+			if y == g.net.EOS {
+				return false, nil
+			}
+		}
+		if len(tr.tokens) <= g.nodes[len(g.nodes)-1].step {
+			return false, nil
+		}
+		return candidate(append([]float64(nil), x...))
+	}
+	for open.Len() > 0 {
+		top := (*open)[0]
+		bound := top.bound
+		ph.Bound = &bound
+		if ok, err := try(top); ok || err != nil {
+			ph.Status = "candidate"
+			return ok, err
+		}
+		if ctx.Err() != nil {
+			// Closed domains have no counterexample: the open ones' largest
+			// margin bound bounds M* over the whole box.
+			res.Bound = math.Min(res.Bound, bound)
+			res.Reason = fmt.Sprintf("time limit in branch and bound: %d domains open, margin ≤ %.3g", open.Len(), bound)
+			return false, nil
+		}
+		d := heap.Pop(open).(*domain)
+		children := g.branch(d)
+		if children == nil {
+			ph.Status = "no split left"
+			res.Reason = fmt.Sprintf("branch and bound: a domain with every ReLU on its worst margin split and every token fixed stays open (margin ≤ %.3g)", d.bound)
+			return false, nil
+		}
+		for _, c := range children {
+			if ctx.Err() != nil {
+				heap.Push(open, d) // not closed: still counts as open
+				break
+			}
+			start := d.next.node
+			if !d.ok {
+				start = g.hidden(c.fixed + 1)
+			}
+			c.b = computeSplitBounds(g, lo, hi, opt.Bounds, c.splits, c.tokens, d.b, start)
+			ph.Nodes++
+			if c.b.Proven {
+				continue
+			}
+			if !g.examine(c, d.rx, babChildAlpha) {
+				heap.Push(open, c)
+			}
+		}
+	}
+	return prove()
+}
