@@ -33,6 +33,9 @@ func newBackRecord(n int) *backRecord {
 // (+β for z ≥ 0, −β for z ≤ 0; nil rows: none).
 type relaxation struct {
 	alpha, beta [][]float64
+	// unpadded skips the rounding allowance: the optimiser's iterates,
+	// whose best is then bounded again with it.
+	unpadded bool
 }
 
 // alphaOptions are the optimiser's settings: Adam on the slopes (lr) and
@@ -50,7 +53,7 @@ var babAlpha = alphaOptions{iters: 60, lr: 0.2, betaLR: 0.5}
 
 // babChildAlpha is the shorter search of a child domain, warm-started
 // from its parent's.
-var babChildAlpha = alphaOptions{iters: 20, lr: 0.2, betaLR: 0.5}
+var babChildAlpha = alphaOptions{iters: 5, lr: 0.2, betaLR: 0.5}
 
 // alphaUpper returns an upper bound of r·a_L + r.B over the input box, at
 // least as tight as CROWN's: the best over the slopes tried, starting from
@@ -69,7 +72,7 @@ func (g *graph) alphaUpper(b *Bounds, L int, r Row, opt alphaOptions) float64 {
 // set, starts the slopes and multipliers where a parent domain's search
 // ended (a warm start: a child needs fewer iterations).
 func (g *graph) optimisedUpper(b *Bounds, L int, r Row, splits splitSet, init *relaxation, opt alphaOptions) (float64, []float64, *relaxation) {
-	rx := &relaxation{alpha: make([][]float64, L+1), beta: make([][]float64, L+1)}
+	rx := &relaxation{alpha: make([][]float64, L+1), beta: make([][]float64, L+1), unpadded: true}
 	sign := make([][]float64, L+1)
 	for l := 0; l <= L; l++ {
 		rx.alpha[l] = make([]float64, len(b.Pre[l]))
@@ -133,7 +136,7 @@ func (g *graph) optimisedUpper(b *Bounds, L int, r Row, splits splitSet, init *r
 		xc, k, abs, absc := g.back(b, L, r.dense(g.width(b, L)), r.B, rx, rec)
 		xs := make([]float64, len(xc))
 		if ub := concretize(b, xc, k, abs, absc, xs); ub < best {
-			best, bestX = ub, xs
+			best = ub
 			bestRx = &relaxation{alpha: cloneRows(rx.alpha), beta: cloneRows(rx.beta)}
 		}
 		if it == opt.iters {
@@ -159,7 +162,11 @@ func (g *graph) optimisedUpper(b *Bounds, L int, r Row, splits splitSet, init *r
 			}
 		}
 	}
-	return best, bestX, bestRx
+	// The iterates skipped the rounding allowance: the bound returned is
+	// the best parameters' back-substitution with it.
+	xc, k, abs, absc := g.back(b, L, r.dense(g.width(b, L)), r.B, bestRx, nil)
+	bestX = make([]float64, len(xc))
+	return concretize(b, xc, k, abs, absc, bestX), bestX, bestRx
 }
 
 func cloneRows(a [][]float64) [][]float64 {

@@ -227,7 +227,7 @@ func babPhase(ctx context.Context, g *graph, lo, hi []float64, opt Options, root
 			if !d.ok {
 				start = g.hidden(c.fixed + 1)
 			}
-			c.b = computeSplitBounds(g, lo, hi, opt.Bounds, c.splits, c.tokens, d.b, start)
+			c.b = computeSplitBounds(g, lo, hi, opt.Bounds, c.splits, c.tokens, d.b, start, true)
 			ph.Nodes++
 			if c.b.Proven {
 				continue

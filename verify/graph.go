@@ -221,7 +221,7 @@ const (
 // computeBounds bounds the graph over the input box, node by node,
 // stopping early if eos provably wins at some step.
 func computeBounds(g *graph, lo, hi []float64, method BoundMethod) *Bounds {
-	return computeSplitBounds(g, lo, hi, method, nil, nil, nil, 0)
+	return computeSplitBounds(g, lo, hi, method, nil, nil, nil, 0, false)
 }
 
 // neuron names one pre-activation of the graph: node and index.
@@ -254,8 +254,12 @@ func restrict(allowed []bool, tok int) ([]bool, bool) {
 // parent (the bounds of a domain these extend, differing only at nodes ≥
 // start), nodes before start are taken from it rather than recomputed. An
 // empty domain (a split against its neuron's bounds, a token the bounds do
-// not allow) is Proven, with Empty set.
-func computeSplitBounds(g *graph, lo, hi []float64, method BoundMethod, splits splitSet, tokens tokenSet, parent *Bounds, start int) *Bounds {
+// not allow) is Proven, with Empty set. With inherit, the intermediate
+// nodes from start on are bounded by intervals intersected with the
+// parent's bounds (which hold on a sub-domain) instead of by CROWN: far
+// cheaper, and branch and bound's β multipliers carry the splits to the
+// input anyway; the margins are still bounded by the method.
+func computeSplitBounds(g *graph, lo, hi []float64, method BoundMethod, splits splitSet, tokens tokenSet, parent *Bounds, start int, inherit bool) *Bounds {
 	b := &Bounds{Method: string(method)}
 	if parent == nil {
 		start = 0
@@ -310,7 +314,10 @@ func computeSplitBounds(g *graph, lo, hi []float64, method BoundMethod, splits s
 				tl, th := n.fb.interval(j, allowed)
 				iv = Interval{iv.Lo + tl, iv.Hi + th}
 			}
-			if crown && L > 0 {
+			switch {
+			case inherit && parent != nil:
+				iv = intersect(iv, parent.Pre[L][j])
+			case crown && L > 0:
 				iv = intersect(iv, g.crownNeuron(b, L, j))
 			}
 			if active, ok := splits[neuron{L, j}]; ok {
@@ -393,7 +400,8 @@ func (g *graph) upper(b *Bounds, L int, c []float64, k float64) float64 {
 }
 
 // concretize is the largest value of xc·x + k over the input box, padded
-// for rounding (abs and absc: the absolute values of the terms so far).
+// for rounding (abs and absc: the absolute values of the terms so far;
+// absc nil: not padded, for an unpadded back-substitution).
 // If xs is not nil it receives the vertex that attains it.
 func concretize(b *Bounds, xc []float64, k, abs float64, absc, xs []float64) float64 {
 	for i, ci := range xc {
@@ -406,7 +414,12 @@ func concretize(b *Bounds, xc []float64, k, abs float64, absc, xs []float64) flo
 		if xs != nil {
 			xs[i] = v
 		}
-		abs += absc[i] * math.Max(math.Abs(iv.Lo), math.Abs(iv.Hi))
+		if absc != nil {
+			abs += absc[i] * math.Max(math.Abs(iv.Lo), math.Abs(iv.Hi))
+		}
+	}
+	if absc == nil {
+		return k // unpadded: an optimiser's iterate, not a bound
 	}
 	return k + relPad*abs + absPad
 }
@@ -431,9 +444,11 @@ func (g *graph) linearUpper(b *Bounds, L int, c []float64, k float64) ([]float64
 // multipliers; rec, if set, records what their gradient needs.
 func (g *graph) back(b *Bounds, L int, c []float64, k float64, rx *relaxation, rec *backRecord) (xc []float64, kk, abs float64, absc []float64) {
 	abs = math.Abs(k)
-	absc = make([]float64, len(c))
-	for i, v := range c {
-		absc[i] = math.Abs(v)
+	if rx == nil || !rx.unpadded {
+		absc = make([]float64, len(c))
+		for i, v := range c {
+			absc[i] = math.Abs(v)
+		}
 	}
 	for ; L >= 0; L-- {
 		n := g.nodes[L]
@@ -459,7 +474,9 @@ func (g *graph) back(b *Bounds, L int, c []float64, k float64, rx *relaxation, r
 				rec.slope[L][i], rec.shift[L][i] = s, d/ci
 			}
 			c[i] = ci * s
-			absc[i] *= math.Abs(s)
+			if absc != nil {
+				absc[i] *= math.Abs(s)
+			}
 			k += d
 			abs += math.Abs(d)
 			any = any || c[i] != 0
@@ -470,7 +487,9 @@ func (g *graph) back(b *Bounds, L int, c []float64, k float64, rx *relaxation, r
 			for i, bv := range rx.beta[L] {
 				if bv != 0 {
 					c[i] += bv
-					absc[i] += math.Abs(bv)
+					if absc != nil {
+						absc[i] += math.Abs(bv)
+					}
 					any = true
 				}
 			}

@@ -62,9 +62,23 @@ func affineIBP(r Row, in []Interval) Interval {
 
 // back is the CROWN backward rule, exact for an affine map: c·(A·in + b)
 // + k = (Aᵀc)·in + (c·b + k). absc and abs carry the absolute values of
-// the terms, from which the rounding allowance is computed.
+// the terms, from which the rounding allowance is computed (absc nil: none,
+// for an optimiser's unpadded iterates).
 func (a *affine) back(c, absc []float64, k, abs float64) (next, nextAbs []float64, k2, abs2 float64) {
 	next = make([]float64, a.in)
+	if absc == nil { // unpadded: no rounding allowance to carry
+		for i, ci := range c {
+			if ci == 0 {
+				continue
+			}
+			r := a.rows[i]
+			k += ci * r.B
+			for q, idx := range r.Idx {
+				next[idx] += ci * r.W[q]
+			}
+		}
+		return next, nil, k, abs
+	}
 	nextAbs = make([]float64, a.in)
 	for i, ci := range c {
 		if ci == 0 {

@@ -255,7 +255,7 @@ func TestBetaGradient(t *testing.T) {
 		for range 2 {
 			splits[unstable[rng.IntN(len(unstable))]] = rng.IntN(2) == 0
 		}
-		sb := computeSplitBounds(g, lo, hi, BoundCROWN, splits, nil, nil, 0)
+		sb := computeSplitBounds(g, lo, hi, BoundCROWN, splits, nil, nil, 0, false)
 		if sb.Proven {
 			continue
 		}
