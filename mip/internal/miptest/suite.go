@@ -362,7 +362,10 @@ func testCancel(t *testing.T, s mip.Solver) {
 		})
 	}
 	var once sync.Once
-	opt := mip.Options{TimeLimit: 20 * time.Second, OnEvent: func(e mip.Event) {
+	// A long limit: the external backend's grace for an interrupted cbc to
+	// write its incumbent is 2 % of it (at most 1 s), and 400 ms (a 20 s
+	// limit) was seen to pass on a loaded machine before cbc wrote it.
+	opt := mip.Options{TimeLimit: 60 * time.Second, OnEvent: func(e mip.Event) {
 		if e.Kind == mip.IncumbentFound {
 			once.Do(func() {
 				mu.Lock()
