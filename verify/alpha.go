@@ -196,17 +196,10 @@ func (g *graph) alphaGrad(b *Bounds, L int, xs []float64, al [][]float64, rec *b
 		// A neuron that is stably off outputs 0 under every relaxation, so
 		// its pre-activation is needed only as a split's ζ; skipping the
 		// others saves most of the pass.
-		z := make([]float64, len(n.aff.rows))
-		for j, r := range n.aff.rows {
-			if oi := n.act.interval(b.Pre[l][j]); oi.Lo == 0 && oi.Hi == 0 && (split == nil || split[l] == nil || split[l][j] == 0) {
-				continue
-			}
-			s := r.B
-			for k, idx := range r.Idx {
-				s += r.W[k] * in[idx]
-			}
-			z[j] = s
-		}
+		z := n.aff.evalRows(in, func(j int) bool {
+			oi := n.act.interval(b.Pre[l][j])
+			return oi.Lo == 0 && oi.Hi == 0 && (split == nil || split[l] == nil || split[l][j] == 0)
+		})
 		if n.fb != nil {
 			tok := rec.token[l]
 			if tok < 0 { // nothing above depends on this node's token

@@ -26,9 +26,15 @@ type affine struct {
 }
 
 // eval is the float64 forward pass.
-func (a *affine) eval(in []float64) []float64 {
+func (a *affine) eval(in []float64) []float64 { return a.evalRows(in, nil) }
+
+// evalRows is eval leaving at 0 the rows skip reports (nil: none).
+func (a *affine) evalRows(in []float64, skip func(j int) bool) []float64 {
 	z := make([]float64, len(a.rows))
 	for j, r := range a.rows {
+		if skip != nil && skip(j) {
+			continue
+		}
 		s := r.B
 		for k, idx := range r.Idx {
 			s += r.W[k] * in[idx]
