@@ -9,17 +9,21 @@ import (
 	"time"
 )
 
-// Branch and bound over ReLU splits (the input-side half of α,β-CROWN's
-// engine): a domain fixes the sign of some unstable ReLUs' pre-activations;
-// its bounds are the graph's bounds with those neurons cut at 0
-// (computeSplitBounds), which makes them stable and tightens everything
-// after them. A domain is closed when its bounds prove eos wins at some step
-// (or show it empty); the property holds when every domain is closed, since
-// a neuron's two splits cover the inputs between them. The open domain with
-// the largest margin bound is split next, on the neuron whose relaxation
-// costs that margin most (a BaBSR-style score). Each domain's maximising
-// vertex is decoded as a counterexample candidate; nothing is claimed on it
-// before the float64 replay.
+// Branch and bound over ReLU splits and tokens (the engine of α,β-CROWN,
+// with the decoder's tokens as a second kind of split): a domain fixes the
+// sign of some unstable ReLUs' pre-activations and the token of some steps;
+// its bounds are the graph's bounds with those neurons cut at 0 and those
+// steps restricted to their token (computeSplitBounds), and its worst
+// margins are bounded by α,β-CROWN, whose multipliers carry the splits back
+// to the input. A domain is closed when every margin of its worst step is
+// below 0 (eos wins there for all its inputs) or its bounds show it empty;
+// the property holds when every domain is closed, since a neuron's two
+// splits, and a step's allowed tokens, cover every counterexample of their
+// parent. The open domain with the largest margin bound is split next, on
+// the neuron whose relaxation costs that margin most (a BaBSR-style score),
+// or on tokens once no neuron is left. Each domain's maximising vertex is
+// decoded as a counterexample candidate; nothing is claimed on it before
+// the float64 replay.
 
 // domain is one open branch-and-bound domain with its bounds and what
 // bounding it found: the margin bound that orders the frontier, the
