@@ -74,16 +74,14 @@ func (tp *Tape[T]) SmoothedCrossEntropy(logits *Node[T], targets []int, weights 
 		if t < 0 {
 			continue
 		}
-		l := lses[r] - float64(logits.Value.Data[r*cols+t])
+		var mean float64 // only the smoothed loss needs it
 		if eps > 0 {
-			var mean float64
 			for _, v := range logits.Value.Data[r*cols : (r+1)*cols] {
 				mean += float64(v)
 			}
 			mean /= float64(cols)
-			l = lses[r] - (1-eps)*float64(logits.Value.Data[r*cols+t]) - eps*mean
 		}
-		loss += w(r) * l
+		loss += w(r) * (lses[r] - (1-eps)*float64(logits.Value.Data[r*cols+t]) - eps*mean)
 	}
 	out := tp.alloc(false)
 	out.Data[0] = T(loss)

@@ -261,13 +261,7 @@ func TestSplitBoundsContainSamples(t *testing.T) {
 		for trial := 0; trial < 2000; trial++ {
 			x := sampleIn(rng, lo, hi)
 			pre, logits, toks := greedy(n, x, K+1)
-			ok := true
-			for nu, active := range s2 {
-				if nu.node >= len(pre) || (pre[nu.node][nu.index] >= 0) != active && pre[nu.node][nu.index] != 0 {
-					ok = false
-				}
-			}
-			if !ok {
+			if !inDomain(pre, s2) {
 				continue
 			}
 			if b.Empty {
@@ -320,4 +314,18 @@ func randomBox(rng *rand.Rand, n int, r float64) (lo, hi []float64) {
 		lo[i], hi[i] = max(c-r, -1), min(c+r, 1)
 	}
 	return lo, hi
+}
+
+// inDomain reports whether pre-activations pre (a decoding's, node by
+// node) satisfy every split of s.
+func inDomain(pre [][]float64, s splitSet) bool {
+	for nu, active := range s {
+		if nu.node >= len(pre) {
+			return false
+		}
+		if v := pre[nu.node][nu.index]; (active && v < 0) || (!active && v > 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -224,6 +224,12 @@ func computeBounds(g *graph, lo, hi []float64, method BoundMethod) *Bounds {
 	return computeSplitBounds(g, lo, hi, method, nil, nil, nil, 0, false)
 }
 
+// empty marks b as a domain with no input: closed, nothing to bound.
+func (b *Bounds) empty() *Bounds {
+	b.Proven, b.Empty, b.ProvenAt = true, true, -1
+	return b
+}
+
 // neuron names one pre-activation of the graph: node and index.
 type neuron struct{ node, index int }
 
@@ -284,8 +290,7 @@ func computeSplitBounds(g *graph, lo, hi []float64, method BoundMethod, splits s
 			if tok, ok := tokens[t]; ok {
 				var any bool
 				if al, any = restrict(al, tok); !any {
-					b.Proven, b.Empty, b.ProvenAt = true, true, -1
-					return b
+					return b.empty()
 				}
 			}
 			b.Logits = append(b.Logits, parent.Logits[t])
@@ -327,8 +332,7 @@ func computeSplitBounds(g *graph, lo, hi []float64, method BoundMethod, splits s
 					iv.Hi = math.Min(iv.Hi, 0)
 				}
 				if iv.Lo > iv.Hi {
-					b.Proven, b.Empty, b.ProvenAt = true, true, -1
-					return b
+					return b.empty()
 				}
 			}
 			pre[j] = iv
@@ -347,8 +351,7 @@ func computeSplitBounds(g *graph, lo, hi []float64, method BoundMethod, splits s
 		logits, margin, al, any := g.head.bound(g, b, L, out, crown, method == BoundAlphaCROWN)
 		if tok, ok := tokens[n.step]; ok && any {
 			if al, any = restrict(al, tok); !any {
-				b.Proven, b.Empty, b.ProvenAt = true, true, -1
-				return b
+				return b.empty()
 			}
 		}
 		b.Logits = append(b.Logits, logits)

@@ -141,6 +141,18 @@ func openStep(n *Net, lo, hi []float64, K int) (g *graph, b *Bounds, L int, ok b
 	return g, b, g.hidden(K), !b.Proven
 }
 
+// coveredMargin decodes x greedily and returns the margin of token z over
+// eos at step K, with the trace; ok is false when the path is not one the
+// bounds cover (eos before K, or a token the bounds do not allow at K−1).
+func coveredMargin(g *graph, b *Bounds, x []float64, K, z int) (m float64, tr trace, ok bool) {
+	tr = g.eval(x, nil)
+	eos := g.net.EOS
+	if len(tr.logits) <= K || tr.tokens[K-1] == eos || !b.Allowed[K-1][tr.tokens[K-1]] {
+		return 0, tr, false
+	}
+	return tr.logits[K][z] - tr.logits[K][eos], tr, true
+}
+
 func TestAlphaGradient(t *testing.T) {
 	checked := 0
 	for seed := uint64(1); seed <= 12; seed++ {
@@ -213,12 +225,11 @@ func TestAlphaGradient(t *testing.T) {
 				t.Fatalf("seed %d token %d: α-CROWN %v looser than CROWN %v", seed, z, opt, cr)
 			}
 			for trial := 0; trial < 200; trial++ {
-				x := sampleIn(rng, lo, hi)
-				tr := g.eval(x, nil)
-				if len(tr.logits) <= K || tr.tokens[K-1] == n.EOS || !b.Allowed[K-1][tr.tokens[K-1]] {
+				m, _, ok := coveredMargin(g, b, sampleIn(rng, lo, hi), K, z)
+				if !ok {
 					continue // not a path the bound covers
 				}
-				if m := tr.logits[K][z] - tr.logits[K][n.EOS]; m > opt {
+				if m > opt {
 					t.Fatalf("seed %d token %d: sampled margin %v above the α-CROWN bound %v", seed, z, m, opt)
 				}
 			}
@@ -312,22 +323,12 @@ func TestBetaGradient(t *testing.T) {
 				t.Fatalf("seed %d token %d: α,β-CROWN %v looser than CROWN %v", seed, z, ub, cr)
 			}
 			for trial := 0; trial < 400; trial++ {
-				x := sampleIn(rng, lo, hi)
-				tr := g.eval(x, nil)
-				if len(tr.logits) <= K || tr.tokens[K-1] == n.EOS || !sb.Allowed[K-1][tr.tokens[K-1]] {
-					continue
-				}
-				in := true
-				for nu, active := range splits {
-					if v := tr.pre[nu.node][nu.index]; (active && v < 0) || (!active && v > 0) {
-						in = false
-					}
-				}
-				if !in {
+				m, tr, ok := coveredMargin(g, sb, sampleIn(rng, lo, hi), K, z)
+				if !ok || !inDomain(tr.pre, splits) {
 					continue
 				}
 				sampled++
-				if m := tr.logits[K][z] - tr.logits[K][n.EOS]; m > ub {
+				if m > ub {
 					t.Fatalf("seed %d token %d: sampled margin %v above the α,β-CROWN bound %v of domain %v", seed, z, m, ub, splits)
 				}
 			}

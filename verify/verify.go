@@ -235,10 +235,6 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 	// The bounds' own bound on M*: min over steps of the largest margin a
 	// token allowed there can reach.
 	res.Bound = b.MarginBound()
-	if opt.Solver == nil && !opt.BaB {
-		res.Reason = fmt.Sprintf("bounds inconclusive (margin ≤ %.3g) and no MIP solver", res.Bound)
-		return res, nil
-	}
 	// The falsifier's best candidate, decoded along its path, starts an
 	// optimising MIP when it is a feasible point of the encoding.
 	mipStart := func(enc *encoding) []float64 {
@@ -251,11 +247,12 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 		}
 		return v
 	}
-	for _, st := range stages(g, sm, opt, b, mipStart, replay, res) {
-		// Without a solver, branch and bound is the only stage.
-		if opt.Solver == nil && st.name != "bab" {
-			break
-		}
+	pipeline := stages(g, sm, opt, b, mipStart, replay, res)
+	if len(pipeline) == 0 {
+		res.Reason = fmt.Sprintf("bounds inconclusive (margin ≤ %.3g) and no MIP solver", res.Bound)
+		return res, nil
+	}
+	for _, st := range pipeline {
 		if ctx.Err() != nil {
 			if res.Reason == "" {
 				res.Reason = "time limit before phase " + st.name
@@ -300,8 +297,8 @@ const (
 	shareBaB      = 1.0 / 2
 )
 
-// stages lists the phases the options enable, coarse to exact: the box
-// MIP around i₀, the token search, the MIPs with the encoder abstracted at
+// stages lists the phases the options enable, coarse to exact: branch and
+// bound (the only one without a MIP solver), the box MIP around i₀, the token search, the MIPs with the encoder abstracted at
 // i₀ and at fc1, the relaxed MIP, and the exact MIP.
 func stages(g *graph, sm Sample, opt Options, b *Bounds, mipStart func(*encoding) []float64, replay func([]float64, string) (bool, error), res *Result) []stage {
 	solve := func(eo encodeOptions) func(context.Context) (bool, error) {
@@ -320,7 +317,10 @@ func stages(g *graph, sm Sample, opt Options, b *Bounds, mipStart func(*encoding
 			return babPhase(ctx, g, lo, hi, opt, b, func(x []float64) (bool, error) { return replay(x, "bab") }, res)
 		}})
 	}
-	if opt.Abstract && opt.Solver != nil {
+	if opt.Solver == nil {
+		return st // every later stage solves a MIP or its LP
+	}
+	if opt.Abstract {
 		st = append(st, stage{"box-i0", shareBox, solve(encodeOptions{abstract: true, abstractAt: g.enc, box: true})})
 	}
 	if opt.NewLP != nil {
