@@ -122,8 +122,8 @@ func TestBoundsContainSamples(t *testing.T) {
 			lo[i], hi[i] = max(c-delta, -1), min(c+delta, 1)
 		}
 		s := newGraph(n, K)
-		for _, method := range []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN} {
-			b := computeBounds(s, lo, hi, method)
+		for _, method := range []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN, BoundAlphaCROWNFull} {
+			b := computeBounds(context.Background(), s, lo, hi, method)
 			for trial := 0; trial < 300; trial++ {
 				x := sampleIn(rng, lo, hi)
 				if trial == 0 {
@@ -179,9 +179,10 @@ func checkIn(t *testing.T, method BoundMethod, name string, b []Interval, v []fl
 }
 
 // TestCROWNTighter: CROWN bounds are never looser (by construction) and
-// strictly tighter somewhere on deeper layers.
+// strictly tighter somewhere on deeper layers; so are α-CROWN's optimised
+// intermediate bounds against CROWN's.
 func TestCROWNTighter(t *testing.T) {
-	tighter := 0
+	tighter, alphaTighter := 0, 0
 	for seed := uint64(1); seed <= 10; seed++ {
 		_, n := tinyNet(t, seed, 2)
 		lo, hi := make([]float64, n.InputSize), make([]float64, n.InputSize)
@@ -189,8 +190,22 @@ func TestCROWNTighter(t *testing.T) {
 			lo[i], hi[i] = -0.3, 0.3
 		}
 		s := newGraph(n, 2)
-		bi := computeBounds(s, lo, hi, BoundInterval)
-		bc := computeBounds(s, lo, hi, BoundCROWN)
+		bi := computeBounds(context.Background(), s, lo, hi, BoundInterval)
+		bc := computeBounds(context.Background(), s, lo, hi, BoundCROWN)
+		ba := computeBounds(context.Background(), s, lo, hi, BoundAlphaCROWNFull)
+		for L := range ba.Pre {
+			if L >= len(bc.Pre) {
+				break
+			}
+			for j, iv := range ba.Pre[L] {
+				if iv.Lo < bc.Pre[L][j].Lo-1e-9 || iv.Hi > bc.Pre[L][j].Hi+1e-9 {
+					t.Fatalf("seed %d: α-CROWN looser than CROWN at layer %d neuron %d: %+v against %+v", seed, L, j, iv, bc.Pre[L][j])
+				}
+				if iv.Hi-iv.Lo < 0.99*(bc.Pre[L][j].Hi-bc.Pre[L][j].Lo) {
+					alphaTighter++
+				}
+			}
+		}
 		for L := range bc.Pre {
 			if L >= len(bi.Pre) {
 				break
@@ -208,6 +223,9 @@ func TestCROWNTighter(t *testing.T) {
 	if tighter == 0 {
 		t.Fatal("CROWN never tightened an interval bound")
 	}
+	if alphaTighter == 0 {
+		t.Fatal("α-CROWN never tightened a CROWN bound")
+	}
 }
 
 // TestSplitBoundsContainSamples: the bounds of a branch-and-bound domain
@@ -224,8 +242,8 @@ func TestSplitBoundsContainSamples(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 19))
 		lo, hi := randomBox(rng, n.InputSize, 0.5)
 		g := newGraph(n, K)
-		method := []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN}[seed%3]
-		root := computeBounds(g, lo, hi, method)
+		method := []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN, BoundAlphaCROWNFull}[seed%4]
+		root := computeBounds(context.Background(), g, lo, hi, method)
 		var unstable []neuron
 		for L, pre := range root.Pre {
 			for j, iv := range pre {
@@ -243,7 +261,7 @@ func TestSplitBoundsContainSamples(t *testing.T) {
 			a, c = c, a
 		}
 		s1 := splitSet{a: rng.IntN(2) == 0}
-		parent := computeSplitBounds(g, lo, hi, method, s1, nil, root, a.node, false)
+		parent := computeSplitBounds(context.Background(), g, lo, hi, method, s1, nil, root, a.node, false)
 		if parent.Proven {
 			continue
 		}
@@ -254,8 +272,8 @@ func TestSplitBoundsContainSamples(t *testing.T) {
 		if _, ok := s2[c]; !ok {
 			s2[c] = rng.IntN(2) == 0
 		}
-		b := computeSplitBounds(g, lo, hi, method, s2, nil, parent, c.node, inherit)
-		if again := computeSplitBounds(g, lo, hi, method, s2, nil, nil, 0, false); !inherit && (!reflect.DeepEqual(again.Pre, b.Pre) || !reflect.DeepEqual(again.Margin, b.Margin)) {
+		b := computeSplitBounds(context.Background(), g, lo, hi, method, s2, nil, parent, c.node, inherit)
+		if again := computeSplitBounds(context.Background(), g, lo, hi, method, s2, nil, nil, 0, false); !inherit && (!reflect.DeepEqual(again.Pre, b.Pre) || !reflect.DeepEqual(again.Margin, b.Margin)) {
 			t.Fatalf("seed %d: a child's bounds from its parent differ from its bounds from scratch", seed)
 		}
 		for trial := 0; trial < 2000; trial++ {

@@ -1,6 +1,9 @@
 package verify
 
-import "math"
+import (
+	"context"
+	"math"
+)
 
 // graph is the verifier's IR: the network unrolled for decoder steps
 // 0..K as a chain of nodes,
@@ -216,12 +219,31 @@ const (
 	// BoundAlphaCROWN is CROWN with the lower slopes of the unstable ReLUs
 	// optimised (α-CROWN, alpha.go) for each margin CROWN leaves open.
 	BoundAlphaCROWN BoundMethod = "alpha-crown"
+	// BoundAlphaCROWNFull also optimises the slopes for the bounds of each
+	// unstable intermediate neuron (as α-CROWN's authors do), in every node
+	// with at most maxAlphaNeurons of them: every later node and margin is
+	// then bounded with tighter relaxations, which is where CROWN's
+	// looseness compounds over the unrolled steps. Nodes with more unstable
+	// neurons (the first convolutions) keep CROWN's bounds: there the cost
+	// grows with their number and the gain, measured, is small.
+	BoundAlphaCROWNFull BoundMethod = "alpha-crown-full"
 )
 
+// BoundMethods lists the bound methods, cheapest first.
+var BoundMethods = []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN, BoundAlphaCROWNFull}
+
+// maxAlphaNeurons caps the unstable neurons of a node whose bounds
+// BoundAlphaCROWNFull optimises, two slope searches each.
+const maxAlphaNeurons = 64
+
+// optimised reports whether the method optimises the margins' slopes.
+func (m BoundMethod) optimised() bool { return m == BoundAlphaCROWN || m == BoundAlphaCROWNFull }
+
 // computeBounds bounds the graph over the input box, node by node,
-// stopping early if eos provably wins at some step.
-func computeBounds(g *graph, lo, hi []float64, method BoundMethod) *Bounds {
-	return computeSplitBounds(g, lo, hi, method, nil, nil, nil, 0, false)
+// stopping early if eos provably wins at some step. ctx only ends
+// BoundAlphaCROWNFull's optional searches early (the bounds stay sound).
+func computeBounds(ctx context.Context, g *graph, lo, hi []float64, method BoundMethod) *Bounds {
+	return computeSplitBounds(ctx, g, lo, hi, method, nil, nil, nil, 0, false)
 }
 
 // empty marks b as a domain with no input: closed, nothing to bound.
@@ -265,7 +287,7 @@ func restrict(allowed []bool, tok int) ([]bool, bool) {
 // parent's bounds (which hold on a sub-domain) instead of by CROWN: far
 // cheaper, and branch and bound's β multipliers carry the splits to the
 // input anyway; the margins are still bounded by the method.
-func computeSplitBounds(g *graph, lo, hi []float64, method BoundMethod, splits splitSet, tokens tokenSet, parent *Bounds, start int, inherit bool) *Bounds {
+func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method BoundMethod, splits splitSet, tokens tokenSet, parent *Bounds, start int, inherit bool) *Bounds {
 	b := &Bounds{Method: string(method)}
 	if parent == nil {
 		start = 0
@@ -298,7 +320,7 @@ func computeSplitBounds(g *graph, lo, hi []float64, method BoundMethod, splits s
 			b.Allowed = append(b.Allowed, al)
 		}
 	}
-	crown := method == BoundCROWN || method == BoundAlphaCROWN
+	crown := method != BoundInterval
 	out := b.Input // bounds of the previous node's output
 	if start > 0 {
 		out = make([]Interval, len(b.Pre[start-1]))
@@ -337,6 +359,9 @@ func computeSplitBounds(g *graph, lo, hi []float64, method BoundMethod, splits s
 			}
 			pre[j] = iv
 		}
+		if method == BoundAlphaCROWNFull && L > 0 && !(inherit && parent != nil) && !g.tightenNode(ctx, b, L, pre) {
+			return b.empty()
+		}
 		b.Pre = append(b.Pre, pre)
 		out = make([]Interval, len(pre))
 		for j, iv := range pre {
@@ -348,7 +373,7 @@ func computeSplitBounds(g *graph, lo, hi []float64, method BoundMethod, splits s
 		if n.step < 0 {
 			continue
 		}
-		logits, margin, al, any := g.head.bound(g, b, L, out, crown, method == BoundAlphaCROWN)
+		logits, margin, al, any := g.head.bound(g, b, L, out, crown, method.optimised())
 		if tok, ok := tokens[n.step]; ok && any {
 			if al, any = restrict(al, tok); !any {
 				return b.empty()
@@ -369,6 +394,45 @@ func computeSplitBounds(g *graph, lo, hi []float64, method BoundMethod, splits s
 func (g *graph) crownNeuron(b *Bounds, L, j int) Interval {
 	n := g.nodes[L]
 	iv := g.crownLinear(b, L-1, n.aff.rows[j])
+	if n.fb != nil {
+		tl, th := n.fb.interval(j, b.Allowed[n.step-1])
+		iv = Interval{iv.Lo + tl, iv.Hi + th}
+	}
+	return iv
+}
+
+// tightenNode intersects the bounds pre of node L's unstable neurons with
+// α-CROWN's (alphaNeuron), when there are at most maxAlphaNeurons of them
+// and until ctx ends. It reports false when a bound crosses its other end:
+// a split domain with no input.
+func (g *graph) tightenNode(ctx context.Context, b *Bounds, L int, pre []Interval) bool {
+	act := g.nodes[L].act
+	n := 0
+	for _, iv := range pre {
+		if act.unstable(iv) {
+			n++
+		}
+	}
+	if n > maxAlphaNeurons {
+		return true
+	}
+	for j, iv := range pre {
+		if !act.unstable(iv) || ctx.Err() != nil {
+			continue
+		}
+		if pre[j] = intersect(iv, g.alphaNeuron(b, L, j)); pre[j].Lo > pre[j].Hi {
+			return false
+		}
+	}
+	return true
+}
+
+// alphaNeuron bounds pre-activation j of node L by α-CROWN: each end by its
+// own slope search, both starting from CROWN's slopes.
+func (g *graph) alphaNeuron(b *Bounds, L, j int) Interval {
+	n := g.nodes[L]
+	r := n.aff.rows[j]
+	iv := Interval{-g.alphaUpper(b, L-1, r.neg(), defaultAlpha), g.alphaUpper(b, L-1, r, defaultAlpha)}
 	if n.fb != nil {
 		tl, th := n.fb.interval(j, b.Allowed[n.step-1])
 		iv = Interval{iv.Lo + tl, iv.Hi + th}

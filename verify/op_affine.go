@@ -19,6 +19,15 @@ func (r Row) dense(n int) []float64 {
 	return c
 }
 
+// neg is −r.
+func (r Row) neg() Row {
+	n := Row{Idx: r.Idx, W: make([]float64, len(r.W)), B: -r.B}
+	for k, w := range r.W {
+		n.W[k] = -w
+	}
+	return n
+}
+
 // affine is the operator in = A·prev + b: a convolution or a dense layer.
 type affine struct {
 	in   int // width of the previous node's output

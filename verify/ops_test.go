@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -137,7 +138,7 @@ func TestFeedbackRules(t *testing.T) {
 // already prove the property (nothing left to optimise).
 func openStep(n *Net, lo, hi []float64, K int) (g *graph, b *Bounds, L int, ok bool) {
 	g = newGraph(n, K)
-	b = computeBounds(g, lo, hi, BoundCROWN)
+	b = computeBounds(context.Background(), g, lo, hi, BoundCROWN)
 	return g, b, g.hidden(K), !b.Proven
 }
 
@@ -271,7 +272,7 @@ func TestBetaGradient(t *testing.T) {
 		for range 2 {
 			splits[unstable[rng.IntN(len(unstable))]] = rng.IntN(2) == 0
 		}
-		sb := computeSplitBounds(g, lo, hi, BoundCROWN, splits, nil, nil, 0, false)
+		sb := computeSplitBounds(context.Background(), g, lo, hi, BoundCROWN, splits, nil, nil, 0, false)
 		if sb.Proven {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/lenspec/lenspec/mip"
@@ -90,8 +91,8 @@ func DefaultOptions() Options {
 // Validate checks the options before any work.
 func (o Options) Validate() error {
 	var errs []error
-	if o.Bounds != BoundInterval && o.Bounds != BoundCROWN && o.Bounds != BoundAlphaCROWN {
-		errs = append(errs, fmt.Errorf("bound method %q: want %q, %q or %q", o.Bounds, BoundInterval, BoundCROWN, BoundAlphaCROWN))
+	if !slices.Contains(BoundMethods, o.Bounds) {
+		errs = append(errs, fmt.Errorf("bound method %q: want one of %q", o.Bounds, BoundMethods))
 	}
 	if o.TimeLimit < 0 {
 		errs = append(errs, fmt.Errorf("time limit %v must be non-negative (0: none)", o.TimeLimit))
@@ -219,12 +220,12 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 	bstart := time.Now()
 	g := newGraph(net, sm.K)
 	lo, hi := sm.Set.Box()
-	b := computeBounds(g, lo, hi, opt.Bounds)
+	b := computeBounds(ctx, g, lo, hi, opt.Bounds)
 	res.BoundSeconds = time.Since(bstart).Seconds()
 	res.Unstable = b.NumUnstable
 	res.UnstableInterval = b.NumUnstable
 	if opt.Bounds != BoundInterval { // for comparison: intervals are cheap
-		res.UnstableInterval = computeBounds(g, lo, hi, BoundInterval).NumUnstable
+		res.UnstableInterval = computeBounds(ctx, g, lo, hi, BoundInterval).NumUnstable
 	}
 	if b.Proven {
 		res.Verdict, res.Stage = Robust, "bounds"

@@ -40,9 +40,9 @@ func TestEncodingFeasibleAtTrueActivations(t *testing.T) {
 				continue
 			}
 			for K := 0; K < len(res[0].Tokens); K++ {
-				for _, method := range []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN} {
+				for _, method := range []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN, BoundAlphaCROWNFull} {
 					s := newGraph(n, K)
-					b := computeBounds(s, lo, hi, method)
+					b := computeBounds(context.Background(), s, lo, hi, method)
 					if b.Proven {
 						t.Fatalf("seed %d: bounds proved ℓ ≤ %d but a sample decodes %v", seed, K, res[0].Tokens)
 					}
@@ -199,7 +199,7 @@ func TestToyModelMatchesGrid(t *testing.T) {
 		t.Fatalf("toy model's longest output over the box is %d; the test needs 2..10", maxLen)
 	}
 	opt := verifyOpts()
-	for _, method := range []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN} {
+	for _, method := range []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN, BoundAlphaCROWNFull} {
 		opt.Bounds = method
 		if r := verifyOne(t, m, ball, maxLen-1, opt); r.Verdict != Vulnerable {
 			t.Errorf("%s: K̂ = %d (one below the true maximum): %s (%s)", method, maxLen-1, r.Verdict, r.Reason)

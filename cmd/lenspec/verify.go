@@ -30,7 +30,7 @@ func (f *verifyFlags) register(c *cobra.Command, samples bool) {
 	fl.Lookup("max-len").DefValue = "0" // −1 is a sentinel the usage explains; "0" hides it from the help
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "time limit per sample (attack + bounds + MIP)")
 	fl.IntVar(&f.s.Threads, "threads", f.s.Threads, "MIP solver threads")
-	fl.StringVar(&f.s.Bounds, "bounds", f.s.Bounds, "bound method: interval, crown or alpha-crown (CROWN with slopes optimised for each open margin)")
+	fl.StringVar(&f.s.Bounds, "bounds", f.s.Bounds, "bound method: interval, crown, alpha-crown (CROWN with slopes optimised for each open margin) or alpha-crown-full (also for the bounds of each unstable intermediate neuron)")
 	fl.BoolVar(&f.noMIP, "no-mip", false, "bounds and attack only (robust only if the bounds prove it)")
 	fl.BoolVar(&f.s.Optimize, "optimize", false, "optimise the MIP (report the max-min margin) instead of deciding")
 	fl.IntVar(&f.s.AttackSteps, "attack-steps", f.s.AttackSteps, "PGD warm-start iterations (0: none)")
