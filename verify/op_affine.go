@@ -79,8 +79,9 @@ func affineIBP(r Row, in []Interval) Interval {
 // + k = (Aᵀc)·in + (c·b + k). absc and abs carry the absolute values of
 // the terms, from which the rounding allowance is computed (absc nil: none,
 // for an optimiser's unpadded iterates).
-func (a *affine) back(c, absc []float64, k, abs float64) (next, nextAbs []float64, k2, abs2 float64) {
-	next = make([]float64, a.in)
+// The new vectors come from bufs (nil: allocated).
+func (a *affine) back(c, absc []float64, k, abs float64, bufs *buffers) (next, nextAbs []float64, k2, abs2 float64) {
+	next = bufs.get(a.in)
 	if absc == nil { // unpadded: no rounding allowance to carry
 		for i, ci := range c {
 			if ci == 0 {
@@ -94,7 +95,7 @@ func (a *affine) back(c, absc []float64, k, abs float64) (next, nextAbs []float6
 		}
 		return next, nil, k, abs
 	}
-	nextAbs = make([]float64, a.in)
+	nextAbs = bufs.get(a.in)
 	for i, ci := range c {
 		if ci == 0 {
 			continue
@@ -131,4 +132,35 @@ func denseRow(w []float64, b float64) Row {
 		}
 	}
 	return r
+}
+
+// buffers recycles the zeroed vectors of back-substitutions: a bounded
+// domain runs thousands of them through the convolutions' wide layers, and
+// allocating each one left the garbage collector a third of the time. Not
+// safe for concurrent use (a graph bounds one sample at a time).
+type buffers struct{ free map[int][][]float64 }
+
+// get returns a zeroed vector of n values.
+func (p *buffers) get(n int) []float64 {
+	if p == nil {
+		return make([]float64, n)
+	}
+	if l := p.free[n]; len(l) > 0 {
+		v := l[len(l)-1]
+		p.free[n] = l[:len(l)-1]
+		clear(v)
+		return v
+	}
+	return make([]float64, n)
+}
+
+// put returns v to the pool: nothing may use it afterwards.
+func (p *buffers) put(v []float64) {
+	if p == nil || v == nil {
+		return
+	}
+	if p.free == nil {
+		p.free = map[int][][]float64{}
+	}
+	p.free[len(v)] = append(p.free[len(v)], v)
 }

@@ -39,10 +39,19 @@ func (hd *head) eval(h []float64) []float64 { return hd.logit.eval(h) }
 // (and by α-CROWN where CROWN leaves one that might still be negative
 // open), and decides which tokens can continue a counterexample: z ≠ eos
 // whose margin can reach 0 and whose logit can be the largest non-eos one.
-func (hd *head) bound(g *graph, b *Bounds, L int, out []Interval, crown, alpha bool) (logits, margin []Interval, allowed []bool, any bool) {
+// within, if set, are the step's bounds over a domain containing this one
+// (a branch-and-bound parent's): they are intersected in, and CROWN then
+// bounds only the margins' upper ends, the only ones a domain's allowed
+// tokens and branching read. empty reports a bound crossing its other end:
+// a domain with no input.
+func (hd *head) bound(g *graph, b *Bounds, L int, out []Interval, crown, alpha bool, within *stepBounds) (logits, margin []Interval, allowed []bool, any, empty bool) {
 	logits = make([]Interval, len(hd.margin))
 	for z := range logits {
 		logits[z] = hd.logit.interval(out, z)
+		if within != nil {
+			logits[z] = intersect(logits[z], within.logits[z])
+			empty = empty || logits[z].Lo > logits[z].Hi
+		}
 	}
 	margin = make([]Interval, len(hd.margin))
 	for z := range margin {
@@ -50,7 +59,14 @@ func (hd *head) bound(g *graph, b *Bounds, L int, out []Interval, crown, alpha b
 			continue
 		}
 		margin[z] = affineIBP(hd.margin[z], out)
-		if crown {
+		switch {
+		case within != nil:
+			margin[z] = intersect(margin[z], within.margin[z])
+			if crown {
+				margin[z].Hi = math.Min(margin[z].Hi, g.crownUpper(b, L, hd.margin[z]))
+			}
+			empty = empty || margin[z].Lo > margin[z].Hi
+		case crown:
 			margin[z] = intersect(margin[z], g.crownLinear(b, L, hd.margin[z]))
 		}
 		if alpha && margin[z].Hi >= 0 && margin[z].Lo < 0 {
@@ -70,8 +86,11 @@ func (hd *head) bound(g *graph, b *Bounds, L int, out []Interval, crown, alpha b
 			any = true
 		}
 	}
-	return logits, margin, allowed, any
+	return logits, margin, allowed, any, empty
 }
+
+// stepBounds are one decoder step's logit and margin bounds.
+type stepBounds struct{ logits, margin []Interval }
 
 // encode adds step t's logits over the hidden variables h, the argmax
 // one-hot over the allowed tokens and the margin constraint

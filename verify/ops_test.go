@@ -69,7 +69,14 @@ func TestAffineRules(t *testing.T) {
 			c[j] = rng.NormFloat64()
 			absc[j] = math.Abs(c[j])
 		}
-		next, _, k, _ := a.back(c, absc, 0.5, 0.5)
+		// A recycled vector full of garbage must come back zeroed.
+		bufs := &buffers{}
+		dirty := make([]float64, in)
+		for i := range dirty {
+			dirty[i] = math.NaN()
+		}
+		bufs.put(dirty)
+		next, _, k, _ := a.back(c, absc, 0.5, 0.5, bufs)
 		for s := 0; s < 50; s++ {
 			x := make([]float64, in)
 			for i := range x {
