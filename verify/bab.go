@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -41,7 +42,14 @@ type domain struct {
 	// margin ended: its children's searches start there.
 	rx    *relaxation
 	fixed int // the step whose token this domain fixed last (children of a token branch)
+	// step and token are the worst margin's; cands the neurons with the
+	// best branching scores, best first (next is the first).
+	step, token int
+	cands       []neuron
 }
+
+// fsbCandidates is how many of the best-scored neurons chooseSplit tries.
+const fsbCandidates = 16
 
 // branch returns d's children: its two ReLU splits on d.next, or, with no
 // ReLU left to split, one domain per token allowed at the earliest step
@@ -138,23 +146,77 @@ func (g *graph) examine(d *domain, init *relaxation, opt alphaOptions) (closed b
 		return true
 	}
 	d.bound = math.Min(d.bound, b.MarginBound())
+	d.step, d.token = t, z
 	rec := newBackRecord(L + 1)
 	r := g.head.margin[z]
 	g.back(b, L, r.dense(g.width(b, L)), r.B, nil, rec)
-	best := 0.0
-	d.ok = false
+	type scored struct {
+		nu    neuron
+		score float64
+	}
+	var top []scored // the fsbCandidates best, best first
 	for l := 0; l <= L; l++ {
 		for i, c := range rec.coef[l] {
 			iv := b.Pre[l][i]
 			if c == 0 || !g.nodes[l].act.unstable(iv) {
 				continue
 			}
-			if s := math.Abs(c) * (-iv.Lo * iv.Hi / (iv.Hi - iv.Lo)); s > best {
-				best, d.next, d.ok = s, neuron{l, i}, true
+			s := math.Abs(c) * (-iv.Lo * iv.Hi / (iv.Hi - iv.Lo))
+			if s <= 0 || (len(top) == fsbCandidates && s <= top[len(top)-1].score) {
+				continue
+			}
+			at := len(top)
+			for at > 0 && top[at-1].score < s {
+				at--
+			}
+			top = slices.Insert(top, at, scored{neuron{l, i}, s})
+			if len(top) > fsbCandidates {
+				top = top[:fsbCandidates]
 			}
 		}
 	}
+	d.cands = d.cands[:0]
+	for _, c := range top {
+		d.cands = append(d.cands, c.nu)
+	}
+	d.ok = len(top) > 0
+	if d.ok {
+		d.next = top[0].nu
+	}
 	return false
+}
+
+// chooseSplit picks d.next among d.cands as filtered smart branching does
+// (De Palma et al., 2021): each candidate's two children are bounded
+// cheaply — the nodes after the split by intervals within d's bounds, then
+// d's worst margin by one back-substitution with d's slopes and
+// multipliers — and the neuron whose worse child is lowest is split. The
+// intercept score alone ranks by what the split removes from d's own
+// relaxation, not by what its children can prove.
+func (g *graph) chooseSplit(ctx context.Context, d *domain, lo, hi []float64) {
+	if len(d.cands) < 2 || d.rx == nil {
+		return
+	}
+	L := g.hidden(d.step)
+	r := g.head.margin[d.token]
+	rx := &relaxation{alpha: d.rx.alpha, beta: d.rx.beta, unpadded: true}
+	best := math.Inf(1)
+	for _, nu := range d.cands {
+		worst := math.Inf(-1)
+		for _, active := range []bool{true, false} {
+			s := maps.Clone(d.splits)
+			s[nu] = active
+			cb := computeSplitBounds(ctx, g, lo, hi, BoundInterval, s, d.tokens, d.b, nu.node, true)
+			if cb.Proven {
+				continue
+			}
+			xc, k, _, _ := g.back(cb, L, r.dense(g.width(cb, L)), r.B, rx, nil)
+			worst = math.Max(worst, concretize(cb, xc, k, 0, nil, nil))
+		}
+		if worst < best {
+			best, d.next = worst, nu
+		}
+	}
 }
 
 // babPhase runs branch and bound from the root bounds until every domain
@@ -224,6 +286,9 @@ func babPhase(ctx context.Context, g *graph, lo, hi []float64, opt Options, root
 			return false, nil
 		}
 		d := heap.Pop(open).(*domain)
+		if d.ok {
+			g.chooseSplit(ctx, d, lo, hi)
+		}
 		children := g.branch(d)
 		if children == nil {
 			ph.Status = "no split left"
