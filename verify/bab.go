@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"fmt"
@@ -154,34 +155,26 @@ func (g *graph) examine(d *domain, init *relaxation, opt alphaOptions) (closed b
 		nu    neuron
 		score float64
 	}
-	var top []scored // the fsbCandidates best, best first
+	var all []scored
 	for l := 0; l <= L; l++ {
 		for i, c := range rec.coef[l] {
 			iv := b.Pre[l][i]
 			if c == 0 || !g.nodes[l].act.unstable(iv) {
 				continue
 			}
-			s := math.Abs(c) * (-iv.Lo * iv.Hi / (iv.Hi - iv.Lo))
-			if s <= 0 || (len(top) == fsbCandidates && s <= top[len(top)-1].score) {
-				continue
-			}
-			at := len(top)
-			for at > 0 && top[at-1].score < s {
-				at--
-			}
-			top = slices.Insert(top, at, scored{neuron{l, i}, s})
-			if len(top) > fsbCandidates {
-				top = top[:fsbCandidates]
+			if s := math.Abs(c) * (-iv.Lo * iv.Hi / (iv.Hi - iv.Lo)); s > 0 {
+				all = append(all, scored{neuron{l, i}, s})
 			}
 		}
 	}
-	d.cands = d.cands[:0]
-	for _, c := range top {
+	slices.SortStableFunc(all, func(a, b scored) int { return cmp.Compare(b.score, a.score) })
+	d.cands = nil
+	for _, c := range all[:min(len(all), fsbCandidates)] {
 		d.cands = append(d.cands, c.nu)
 	}
-	d.ok = len(top) > 0
+	d.ok = len(d.cands) > 0
 	if d.ok {
-		d.next = top[0].nu
+		d.next = d.cands[0]
 	}
 	return false
 }
