@@ -324,6 +324,7 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 		}
 	}
 	crown := method != BoundInterval
+	inheriting := inherit && parent != nil
 	out := b.Input // bounds of the previous node's output
 	if start > 0 {
 		out = make([]Interval, len(b.Pre[start-1]))
@@ -345,7 +346,7 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 				iv = Interval{iv.Lo + tl, iv.Hi + th}
 			}
 			switch {
-			case inherit && parent != nil:
+			case inheriting:
 				iv = intersect(iv, parent.Pre[L][j])
 			case crown && L > 0:
 				iv = intersect(iv, g.crownNeuron(b, L, j))
@@ -362,7 +363,7 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 			}
 			pre[j] = iv
 		}
-		if method == BoundAlphaCROWNFull && L > 0 && !(inherit && parent != nil) && !g.tightenNode(ctx, b, L, pre) {
+		if method == BoundAlphaCROWNFull && L > 0 && !inheriting && !g.tightenNode(ctx, b, L, pre) {
 			return b.empty()
 		}
 		b.Pre = append(b.Pre, pre)
@@ -377,7 +378,7 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 			continue
 		}
 		var within *stepBounds
-		if inherit && parent != nil && n.step < len(parent.Margin) {
+		if inheriting && n.step < len(parent.Margin) {
 			within = &stepBounds{parent.Logits[n.step], parent.Margin[n.step]}
 		}
 		logits, margin, al, any, empty := g.head.bound(g, b, L, out, crown, method.optimised(), within)
@@ -402,13 +403,18 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 
 // crownNeuron bounds pre-activation j of node L by back-substitution.
 func (g *graph) crownNeuron(b *Bounds, L, j int) Interval {
+	return g.withToken(b, L, j, g.crownLinear(b, L-1, g.nodes[L].aff.rows[j]))
+}
+
+// withToken adds to iv, a bound of node L's affine term j, the range of
+// its fed-back token's term (none in the encoder and at step 0).
+func (g *graph) withToken(b *Bounds, L, j int, iv Interval) Interval {
 	n := g.nodes[L]
-	iv := g.crownLinear(b, L-1, n.aff.rows[j])
-	if n.fb != nil {
-		tl, th := n.fb.interval(j, b.Allowed[n.step-1])
-		iv = Interval{iv.Lo + tl, iv.Hi + th}
+	if n.fb == nil {
+		return iv
 	}
-	return iv
+	tl, th := n.fb.interval(j, b.Allowed[n.step-1])
+	return Interval{iv.Lo + tl, iv.Hi + th}
 }
 
 // tightenNode intersects the bounds pre of node L's unstable neurons with
@@ -440,25 +446,14 @@ func (g *graph) tightenNode(ctx context.Context, b *Bounds, L int, pre []Interva
 // alphaNeuron bounds pre-activation j of node L by α-CROWN: each end by its
 // own slope search, both starting from CROWN's slopes.
 func (g *graph) alphaNeuron(b *Bounds, L, j int) Interval {
-	n := g.nodes[L]
-	r := n.aff.rows[j]
-	iv := Interval{-g.alphaUpper(b, L-1, r.neg(), defaultAlpha), g.alphaUpper(b, L-1, r, defaultAlpha)}
-	if n.fb != nil {
-		tl, th := n.fb.interval(j, b.Allowed[n.step-1])
-		iv = Interval{iv.Lo + tl, iv.Hi + th}
-	}
-	return iv
+	r := g.nodes[L].aff.rows[j]
+	return g.withToken(b, L, j, Interval{-g.alphaUpper(b, L-1, r.neg(), defaultAlpha), g.alphaUpper(b, L-1, r, defaultAlpha)})
 }
 
 // crownLinear bounds a linear function r of node L's output (L = −1: of
 // the input).
 func (g *graph) crownLinear(b *Bounds, L int, r Row) Interval {
-	c := r.dense(g.width(b, L))
-	up := g.upper(b, L, append([]float64(nil), c...), r.B)
-	for i := range c {
-		c[i] = -c[i]
-	}
-	return Interval{-g.upper(b, L, c, -r.B), up}
+	return Interval{-g.crownUpper(b, L, r.neg()), g.crownUpper(b, L, r)}
 }
 
 // crownUpper is the upper end of crownLinear alone.
