@@ -235,7 +235,7 @@ func babPhase(ctx context.Context, g *graph, lo, hi []float64, opt Options, root
 		// Children inherit the root's intermediate bounds, so tightening
 		// them once tightens every domain: measured, it lowers the open
 		// margin after 30 s on each of six hard samples (docs/results.md).
-		if root = computeBounds(ctx, g, lo, hi, BoundAlphaCROWNFull); root.Proven {
+		if root = computeSplitBounds(ctx, g, lo, hi, BoundAlphaCROWNFull, nil, nil, root, g.alphaStart(root), false); root.Proven {
 			return prove()
 		}
 	}

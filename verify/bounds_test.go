@@ -122,7 +122,7 @@ func TestBoundsContainSamples(t *testing.T) {
 			lo[i], hi[i] = max(c-delta, -1), min(c+delta, 1)
 		}
 		s := newGraph(n, K)
-		for _, method := range []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN, BoundAlphaCROWNFull} {
+		for _, method := range boundMethods {
 			b := computeBounds(context.Background(), s, lo, hi, method)
 			for trial := 0; trial < 300; trial++ {
 				x := sampleIn(rng, lo, hi)
@@ -242,7 +242,7 @@ func TestSplitBoundsContainSamples(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 19))
 		lo, hi := randomBox(rng, n.InputSize, 0.5)
 		g := newGraph(n, K)
-		method := []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN, BoundAlphaCROWNFull}[seed%4]
+		method := boundMethods[seed%uint64(len(boundMethods))]
 		root := computeBounds(context.Background(), g, lo, hi, method)
 		var unstable []neuron
 		for L, pre := range root.Pre {

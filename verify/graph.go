@@ -230,8 +230,8 @@ const (
 	BoundAlphaCROWNFull BoundMethod = "alpha-crown-full"
 )
 
-// BoundMethods lists the bound methods, cheapest first.
-var BoundMethods = []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN, BoundAlphaCROWNFull}
+// boundMethods lists the bound methods, cheapest first.
+var boundMethods = []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN, BoundAlphaCROWNFull}
 
 // maxAlphaNeurons caps the unstable neurons of a node whose bounds
 // BoundAlphaCROWNFull optimises, two slope searches each.
@@ -301,11 +301,7 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 		b.Input = parent.Input
 		b.Pre = parent.Pre[:start:start]
 		for L, pre := range b.Pre {
-			for _, iv := range pre {
-				if g.nodes[L].act.unstable(iv) {
-					b.NumUnstable++
-				}
-			}
+			b.NumUnstable += g.unstable(L, pre)
 		}
 		for t := range parent.Logits {
 			if g.hidden(t) >= start {
@@ -370,10 +366,8 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 		out = make([]Interval, len(pre))
 		for j, iv := range pre {
 			out[j] = n.act.interval(iv)
-			if n.act.unstable(iv) {
-				b.NumUnstable++
-			}
 		}
+		b.NumUnstable += g.unstable(L, pre)
 		if n.step < 0 {
 			continue
 		}
@@ -422,16 +416,10 @@ func (g *graph) withToken(b *Bounds, L, j int, iv Interval) Interval {
 // and until ctx ends. It reports false when a bound crosses its other end:
 // a split domain with no input.
 func (g *graph) tightenNode(ctx context.Context, b *Bounds, L int, pre []Interval) bool {
-	act := g.nodes[L].act
-	n := 0
-	for _, iv := range pre {
-		if act.unstable(iv) {
-			n++
-		}
-	}
-	if n > maxAlphaNeurons {
+	if g.unstable(L, pre) > maxAlphaNeurons {
 		return true
 	}
+	act := g.nodes[L].act
 	for j, iv := range pre {
 		if !act.unstable(iv) || ctx.Err() != nil {
 			continue
@@ -441,6 +429,32 @@ func (g *graph) tightenNode(ctx context.Context, b *Bounds, L int, pre []Interva
 		}
 	}
 	return true
+}
+
+// unstable counts node L's neurons whose bounds pre leave them unstable.
+func (g *graph) unstable(L int, pre []Interval) int {
+	n := 0
+	for _, iv := range pre {
+		if g.nodes[L].act.unstable(iv) {
+			n++
+		}
+	}
+	return n
+}
+
+// alphaStart is the first node whose BoundAlphaCROWNFull bounds can differ
+// from those in b, CROWN's (or α-CROWN's) bounds of the same box: before it
+// no node has 1..maxAlphaNeurons unstable neurons and no step has margins,
+// so a tightening of b can reuse those nodes instead of bounding them
+// again (the convolutions' CROWN bounds are most of the cost).
+func (g *graph) alphaStart(b *Bounds) int {
+	end := min(len(b.Pre), g.hidden(0))
+	for L := 1; L < end; L++ {
+		if n := g.unstable(L, b.Pre[L]); n > 0 && n <= maxAlphaNeurons {
+			return L
+		}
+	}
+	return end
 }
 
 // alphaNeuron bounds pre-activation j of node L by α-CROWN: each end by its

@@ -137,9 +137,6 @@ func TestFeedbackRules(t *testing.T) {
 	}
 }
 
-// TestAlphaGradient checks α-CROWN's gradient against finite differences
-// of the bound, and that the optimised bound is sound (above every
-// sampled margin) and no looser than CROWN's.
 // openStep unrolls n for steps 0..K and bounds it by CROWN over the box:
 // the graph, its bounds and step K's hidden node; ok false when the bounds
 // already prove the property (nothing left to optimise).
@@ -161,6 +158,9 @@ func coveredMargin(g *graph, b *Bounds, x []float64, K, z int) (m float64, tr tr
 	return tr.logits[K][z] - tr.logits[K][eos], tr, true
 }
 
+// TestAlphaGradient checks α-CROWN's gradient against finite differences
+// of the bound, and that the optimised bound is sound (above every
+// sampled margin) and no looser than CROWN's.
 func TestAlphaGradient(t *testing.T) {
 	checked := 0
 	for seed := uint64(1); seed <= 12; seed++ {

@@ -91,8 +91,8 @@ func DefaultOptions() Options {
 // Validate checks the options before any work.
 func (o Options) Validate() error {
 	var errs []error
-	if !slices.Contains(BoundMethods, o.Bounds) {
-		errs = append(errs, fmt.Errorf("bound method %q: want one of %q", o.Bounds, BoundMethods))
+	if !slices.Contains(boundMethods, o.Bounds) {
+		errs = append(errs, fmt.Errorf("bound method %q: want one of %q", o.Bounds, boundMethods))
 	}
 	if o.TimeLimit < 0 {
 		errs = append(errs, fmt.Errorf("time limit %v must be non-negative (0: none)", o.TimeLimit))
@@ -302,8 +302,9 @@ const (
 )
 
 // stages lists the phases the options enable, coarse to exact: branch and
-// bound (the only one without a MIP solver), the box MIP around i₀, the token search, the MIPs with the encoder abstracted at
-// i₀ and at fc1, the relaxed MIP, and the exact MIP.
+// bound (the only one without a MIP solver), the box MIP around i₀, the
+// token search, the MIPs with the encoder abstracted at i₀ and at fc1, the
+// relaxed MIP, and the exact MIP.
 func stages(g *graph, sm Sample, opt Options, b *Bounds, mipStart func(*encoding) []float64, replay func([]float64, string) (bool, error), res *Result) []stage {
 	solve := func(eo encodeOptions) func(context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {

@@ -40,7 +40,7 @@ func TestEncodingFeasibleAtTrueActivations(t *testing.T) {
 				continue
 			}
 			for K := 0; K < len(res[0].Tokens); K++ {
-				for _, method := range []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN, BoundAlphaCROWNFull} {
+				for _, method := range boundMethods {
 					s := newGraph(n, K)
 					b := computeBounds(context.Background(), s, lo, hi, method)
 					if b.Proven {
@@ -199,7 +199,7 @@ func TestToyModelMatchesGrid(t *testing.T) {
 		t.Fatalf("toy model's longest output over the box is %d; the test needs 2..10", maxLen)
 	}
 	opt := verifyOpts()
-	for _, method := range []BoundMethod{BoundInterval, BoundCROWN, BoundAlphaCROWN, BoundAlphaCROWNFull} {
+	for _, method := range boundMethods {
 		opt.Bounds = method
 		if r := verifyOne(t, m, ball, maxLen-1, opt); r.Verdict != Vulnerable {
 			t.Errorf("%s: K̂ = %d (one below the true maximum): %s (%s)", method, maxLen-1, r.Verdict, r.Reason)
