@@ -223,27 +223,74 @@ func babPhase(ctx context.Context, g *graph, lo, hi []float64, opt Options, root
 		ph.Seconds = time.Since(start).Seconds()
 		res.Phases = append(res.Phases, ph)
 	}()
-	prove := func() (bool, error) {
+	out, err := g.bab(ctx, lo, hi, opt, []*domain{{splits: splitSet{}, b: root}}, candidate)
+	ph.Nodes = out.domains
+	if err != nil {
+		return false, err
+	}
+	if !math.IsInf(out.bound, 1) {
+		bound := out.bound
+		ph.Bound = &bound
+	}
+	switch out.status {
+	case babProven:
 		ph.Status, ph.Bound = "proven", nil
 		res.Verdict, res.Stage = Robust, "bab"
 		res.Bound = math.Inf(-1)
 		res.Reason = ""
 		return true, nil
+	case babCandidate:
+		ph.Status = "candidate"
+		return true, nil
+	case babNoSplit:
+		ph.Status = "no split left"
+		res.Reason = fmt.Sprintf("branch and bound: a domain with every ReLU on its worst margin split and every token fixed stays open (margin ≤ %.3g)", out.bound)
+	default:
+		// Closed domains have no counterexample: the open ones' largest
+		// margin bound bounds M* over the whole box.
+		res.Bound = math.Min(res.Bound, out.bound)
+		res.Reason = fmt.Sprintf("time limit in branch and bound: %d domains open, margin ≤ %.3g", out.open, out.bound)
 	}
+	return false, nil
+}
+
+// babStatus is how a branch-and-bound search ended.
+type babStatus int
+
+const (
+	babTimeLimit babStatus = iota // domains left open
+	babProven                     // every domain closed
+	babCandidate                  // a domain's vertex replayed as a counterexample
+	babNoSplit                    // an open domain with nothing left to split
+)
+
+// babOutcome is what a branch-and-bound search found: its status, the
+// largest open margin bound (when not proven), the open domains left and
+// the domains bounded.
+type babOutcome struct {
+	status  babStatus
+	bound   float64
+	open    int
+	domains int64
+}
+
+// bab is branch and bound from roots (each with its bounds set; its
+// splits and tokens are kept by all its descendants), which together cover
+// the set, until every domain is closed, a domain's vertex replays, or ctx
+// ends. One frontier holds every root's domains, so the time goes to the
+// root whose domains have the largest margin bounds.
+func (g *graph) bab(ctx context.Context, lo, hi []float64, opt Options, roots []*domain, candidate func([]float64) (bool, error)) (babOutcome, error) {
+	out := babOutcome{bound: math.Inf(1)}
 	open := &frontier{}
-	if opt.Bounds == BoundCROWN || opt.Bounds == BoundAlphaCROWN {
-		// Children inherit the root's intermediate bounds, so tightening
-		// them once tightens every domain: measured, it lowers the open
-		// margin after 30 s on each of six hard samples (docs/results.md).
-		if root = computeSplitBounds(ctx, g, lo, hi, BoundAlphaCROWNFull, nil, nil, root, g.alphaStart(root), false); root.Proven {
-			return prove()
+	for i, r := range roots {
+		if ctx.Err() != nil {
+			out.open = open.Len() + len(roots) - i
+			return out, nil
+		}
+		if !r.b.Proven && !g.examine(r, nil, babAlpha) {
+			heap.Push(open, r)
 		}
 	}
-	r := &domain{splits: splitSet{}, b: root}
-	if g.examine(r, nil, babAlpha) {
-		return prove()
-	}
-	heap.Push(open, r)
 	tried := map[string]bool{}
 	try := func(d *domain) (bool, error) {
 		x := d.vertex
@@ -265,18 +312,13 @@ func babPhase(ctx context.Context, g *graph, lo, hi []float64, opt Options, root
 	}
 	for open.Len() > 0 {
 		top := (*open)[0]
-		bound := top.bound
-		ph.Bound = &bound
+		out.bound, out.open = top.bound, open.Len()
 		if ok, err := try(top); ok || err != nil {
-			ph.Status = "candidate"
-			return ok, err
+			out.status = babCandidate
+			return out, err
 		}
 		if ctx.Err() != nil {
-			// Closed domains have no counterexample: the open ones' largest
-			// margin bound bounds M* over the whole box.
-			res.Bound = math.Min(res.Bound, bound)
-			res.Reason = fmt.Sprintf("time limit in branch and bound: %d domains open, margin ≤ %.3g", open.Len(), bound)
-			return false, nil
+			return out, nil
 		}
 		d := heap.Pop(open).(*domain)
 		if d.ok {
@@ -284,9 +326,8 @@ func babPhase(ctx context.Context, g *graph, lo, hi []float64, opt Options, root
 		}
 		children := g.branch(d)
 		if children == nil {
-			ph.Status = "no split left"
-			res.Reason = fmt.Sprintf("branch and bound: a domain with every ReLU on its worst margin split and every token fixed stays open (margin ≤ %.3g)", d.bound)
-			return false, nil
+			out.status, out.bound = babNoSplit, d.bound
+			return out, nil
 		}
 		for _, c := range children {
 			if ctx.Err() != nil {
@@ -298,7 +339,7 @@ func babPhase(ctx context.Context, g *graph, lo, hi []float64, opt Options, root
 				start = g.hidden(c.fixed + 1)
 			}
 			c.b = computeSplitBounds(ctx, g, lo, hi, opt.Bounds, c.splits, c.tokens, d.b, start, true)
-			ph.Nodes++
+			out.domains++
 			if c.b.Proven {
 				continue
 			}
@@ -307,5 +348,6 @@ func babPhase(ctx context.Context, g *graph, lo, hi []float64, opt Options, root
 			}
 		}
 	}
-	return prove()
+	out.status, out.bound, out.open = babProven, math.Inf(1), 0
+	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/lenspec/lenspec/ad"
@@ -346,4 +347,88 @@ func inDomain(pre [][]float64, s splitSet) bool {
 		}
 	}
 	return true
+}
+
+// TestTokenBoundsContainSamples: bounds with a token sequence fixed (the
+// token search's leaves, bounded from the root's nodes) contain every
+// sample that decodes that sequence, and a proof covers them: each emits
+// eos by the proven step. The sequences are sampled decodings (which some
+// inputs follow) and random ones (which may be empty).
+func TestTokenBoundsContainSamples(t *testing.T) {
+	const K = 3
+	following, proven := 0, 0
+	for seed := uint64(1); seed <= 24; seed++ {
+		_, n := tinyNet(t, seed, int(seed%3))
+		rng := rand.New(rand.NewPCG(seed, 29))
+		lo, hi := randomBox(rng, n.InputSize, []float64{0.1, 0.5, 1}[seed%3])
+		g := newGraph(n, K)
+		method := boundMethods[seed%uint64(len(boundMethods))]
+		root := computeBounds(context.Background(), g, lo, hi, method)
+		if root.Proven {
+			continue
+		}
+		for try := 0; try < 4; try++ {
+			var leaf []int
+			if try%2 == 0 {
+				_, _, toks := greedy(n, sampleIn(rng, lo, hi), K+1)
+				for _, y := range toks {
+					if y == n.EOS {
+						break
+					}
+					leaf = append(leaf, y)
+				}
+			} else {
+				for range K + 1 {
+					leaf = append(leaf, rng.IntN(n.Vocab))
+				}
+			}
+			if len(leaf) == 0 {
+				continue
+			}
+			tk := tokenSet{}
+			for s, z := range leaf {
+				tk[s] = z
+			}
+			b := computeSplitBounds(context.Background(), g, lo, hi, method, nil, tk, root, min(g.hidden(1), len(root.Pre)), false)
+			if b.Proven {
+				proven++
+			}
+			for trial := 0; trial < 500; trial++ {
+				x := sampleIn(rng, lo, hi)
+				pre, logits, toks := greedy(n, x, K+1)
+				if len(toks) < len(leaf) || !slices.Equal(toks[:len(leaf)], leaf) {
+					continue
+				}
+				following++
+				if b.Proven {
+					if !slices.Contains(toks[:b.ProvenAt+1], n.EOS) {
+						t.Fatalf("%s seed %d: tokens %v proven to end by step %d, sample %v decodes %v", method, seed, leaf, b.ProvenAt, x, toks)
+					}
+					continue
+				}
+				for L := 0; L <= g.enc; L++ {
+					checkIn(t, method, g.nodes[L].name, b.Pre[L], pre[L])
+				}
+				for step := 0; step < len(logits) && step < len(b.Margin); step++ {
+					checkIn(t, method, g.nodes[g.hidden(step)].name, b.Pre[g.hidden(step)], pre[g.hidden(step)])
+					for z := range logits[step] {
+						if d, mg := logits[step][z]-logits[step][n.EOS], b.Margin[step][z]; z != n.EOS && (d < mg.Lo || d > mg.Hi) {
+							t.Fatalf("%s seed %d step %d: margin %v outside %+v with tokens %v", method, seed, step, d, mg, leaf)
+						}
+					}
+					y := toks[step]
+					if y == n.EOS {
+						break
+					}
+					if !b.Allowed[step][y] {
+						t.Fatalf("%s seed %d step %d: token %d emitted but not allowed with tokens %v", method, seed, step, y, leaf)
+					}
+				}
+			}
+		}
+	}
+	if following < 1000 || proven == 0 {
+		t.Fatalf("%d samples followed the token sequences tested, %d sequences proven: too few to test", following, proven)
+	}
+	t.Logf("%d samples followed the sequences tested; %d sequences proven", following, proven)
 }

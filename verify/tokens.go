@@ -34,7 +34,7 @@ type LPRelaxation interface {
 // bounding each prefix by the LP relaxation of the exact MIP (with CLP's
 // rigorous dual bound); a prefix whose bound is ≤ −safety, or whose LP is
 // infeasible, is closed. Prefixes fixed up to step K̂ that stay open are
-// returned as leaves for the MIP.
+// returned as leaves for branch and bound over ReLU splits.
 type tokenSearch struct {
 	enc    *encoding
 	lp     LPRelaxation
@@ -47,7 +47,7 @@ type tokenSearch struct {
 }
 
 // fix sets the one-hot bounds of steps < len(prefix) to prefix and frees
-// the later steps, in both the LP and the MIP model.
+// the later steps in the LP.
 func (ts *tokenSearch) fix(prefix []int) error {
 	for t, row := range ts.enc.delta {
 		for z, d := range row {
@@ -62,12 +62,9 @@ func (ts *tokenSearch) fix(prefix []int) error {
 					hi = 0
 				}
 			}
-			if ts.lp != nil {
-				if err := ts.lp.SetBounds(d, lo, hi); err != nil {
-					return err
-				}
+			if err := ts.lp.SetBounds(d, lo, hi); err != nil {
+				return err
 			}
-			ts.enc.m.SetBounds(d, lo, hi)
 		}
 	}
 	return nil
@@ -116,8 +113,9 @@ func (ts *tokenSearch) search(ctx context.Context, prefix []int) error {
 	return nil
 }
 
-// tokenPhase runs the token search on the exact encoding and then the MIP
-// on each open leaf, recording into res. done reports a final verdict.
+// tokenPhase runs the token search on the exact encoding's LP and then
+// branch and bound on the open leaves, recording into res. done reports a
+// final verdict.
 func tokenPhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options, res *Result, replay func(x []float64, how string) (bool, error)) (done bool, err error) {
 	enc, err := encode(g, b, sm.K, encodeOptions{})
 	if err != nil {
@@ -159,38 +157,42 @@ func tokenPhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 		res.Verdict, res.Stage, res.Reason = Robust, "tokens", ""
 		return true, nil
 	}
-	// Open leaves: the MIP over the ReLU binaries with the tokens fixed.
-	for i, leaf := range ts.leaves {
-		if err := ts.fix(leaf); err != nil {
-			return false, err
-		}
-		mo := mip.Options{Threads: opt.Threads, Params: opt.Params}
-		dl, ok := ctx.Deadline()
-		if ok {
-			// Share the remaining time among the remaining leaves.
-			mo.TimeLimit = time.Until(dl) / time.Duration(len(ts.leaves)-i)
-			if mo.TimeLimit <= 0 {
-				ph.Status = "time limit"
-				return false, nil
-			}
-		}
-		r, err := decide(ctx, opt, enc.m, mo)
-		if err != nil {
-			return false, err
-		}
-		ph.Nodes += r.Nodes
-		res.Nodes += r.Nodes
-		if r.HasSolution {
-			if ok, err := replay(enc.input(r.Solution), "tokens"); ok || err != nil {
-				ph.Status = "counterexample"
-				return ok, err
-			}
-		}
-		if r.Status != mip.Infeasible && !(r.Bound >= opt.Safety) {
-			ph.Status = fmt.Sprintf("leaf %d/%d open (%v)", i+1, len(ts.leaves), r.Status)
-			res.Reason = fmt.Sprintf("token search: %d of %d token sequences left open", len(ts.leaves)-i, len(ts.leaves))
+	// Open leaves. Each is bounded again with its tokens fixed (the fed-back
+	// embeddings become constants, so every later step's bounds shrink),
+	// and those left open go to branch and bound over ReLU splits, all in
+	// one frontier. Measured on models/mmnist-rnn-rs at δ = 0.05, the
+	// bounds close most leaves in 0.02–0.08 s each, and branch and bound
+	// proves every sample the leaves' MIPs proved, faster, and one more
+	// (docs/results.md).
+	lo, hi := sm.Set.Box()
+	var roots []*domain
+	for _, leaf := range ts.leaves {
+		if ctx.Err() != nil {
+			ph.Status = "time limit"
 			return false, nil
 		}
+		tk := make(tokenSet, len(leaf))
+		for t, z := range leaf {
+			tk[t] = z
+		}
+		if lb := computeSplitBounds(ctx, g, lo, hi, opt.Bounds, nil, tk, b, min(g.hidden(1), len(b.Pre)), false); !lb.Proven {
+			roots = append(roots, &domain{splits: splitSet{}, tokens: tk, b: lb})
+		}
+	}
+	ph.Leaves, ph.LeavesOpen = len(ts.leaves), len(roots)
+	out, err := g.bab(ctx, lo, hi, opt, roots, func(x []float64) (bool, error) { return replay(x, "tokens") })
+	ph.Nodes += out.domains
+	switch {
+	case err != nil:
+		return false, err
+	case out.status == babCandidate:
+		ph.Status = "counterexample"
+		return true, nil
+	case out.status != babProven:
+		ph.Status = fmt.Sprintf("%d domains of %d leaves open", out.open, len(roots))
+		res.Bound = math.Min(res.Bound, math.Max(ts.maxBound, out.bound))
+		res.Reason = fmt.Sprintf("token search: %d of %d token sequences left to branch and bound, %d domains open, margin ≤ %.3g", len(roots), len(ts.leaves), out.open, out.bound)
+		return false, nil
 	}
 	ph.Status = "infeasible"
 	bound := -opt.Safety

@@ -151,9 +151,10 @@ type Result struct {
 	Phases []Phase
 }
 
-// Phase is one MIP solve of a sample.
+// Phase is one stage of a sample's pipeline after the bounds.
 type Phase struct {
-	// Name: "box-i0" (encoder replaced by a box around i₀),
+	// Name: "bab" (branch and bound), "tokens" (the token search),
+	// "box-i0" (encoder replaced by a box around i₀),
 	// "abstract-i0" or "abstract-fc1" (by linear bounds in the input up to
 	// that layer's pre-activations), "relaxed", or "exact".
 	Name     string  `json:"name"`
@@ -163,6 +164,10 @@ type Phase struct {
 	Nodes    int64   `json:"nodes"`
 	// Bound is the proven upper bound on the margin (null: none).
 	Bound *float64 `json:"bound,omitempty"`
+	// Leaves and LeavesOpen count the token search's full token sequences
+	// and those its per-leaf bounds left to a MIP.
+	Leaves     int `json:"leaves,omitempty"`
+	LeavesOpen int `json:"leaves_open,omitempty"`
 }
 
 // Sample is one verification problem: does some input of Set decode more
@@ -226,6 +231,13 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 	res.UnstableInterval = b.NumUnstable
 	if opt.Bounds != BoundInterval { // for comparison: intervals are cheap
 		res.UnstableInterval = computeBounds(ctx, g, lo, hi, BoundInterval).NumUnstable
+	}
+	if opt.BaB && !b.Proven && (opt.Bounds == BoundCROWN || opt.Bounds == BoundAlphaCROWN) {
+		// Branch and bound starts from a root whose intermediate bounds α-CROWN
+		// tightened (every domain inherits them); the stages after it encode
+		// and bound with the same, tighter, bounds.
+		b = computeSplitBounds(ctx, g, lo, hi, BoundAlphaCROWNFull, nil, nil, b, g.alphaStart(b), false)
+		res.BoundSeconds = time.Since(bstart).Seconds()
 	}
 	if b.Proven {
 		res.Verdict, res.Stage = Robust, "bounds"

@@ -223,7 +223,7 @@ func TestRandomTinyCaptionersAgainstGrid(t *testing.T) {
 	babOnly := verifyOpts()
 	babOnly.BaB, babOnly.Solver, babOnly.NewLP, babOnly.Abstract = true, nil, nil, false
 	byBaB, babTotal, babDecided := 0, 0, 0
-	byTokens := 0
+	byTokens, byLeaves := 0, 0
 	decided, total := 0, 0
 	for seed := uint64(1); seed <= 48; seed++ {
 		pixels := 2 + int(seed%3)
@@ -280,16 +280,21 @@ func TestRandomTinyCaptionersAgainstGrid(t *testing.T) {
 				}
 				if r.Stage == "tokens" {
 					byTokens++
+					for _, ph := range r.Phases {
+						if ph.Name == "tokens" && ph.LeavesOpen > 0 {
+							byLeaves++
+						}
+					}
 				}
 			}
 		}
 	}
-	t.Logf("decided %d of %d samples, %d by the token search; branch and bound alone decided %d of %d, proved %d the root bounds did not", decided, total, byTokens, babDecided, babTotal, byBaB)
+	t.Logf("decided %d of %d samples, %d by the token search (%d through branch and bound on its leaves); branch and bound alone decided %d of %d, proved %d the root bounds did not", decided, total, byTokens, byLeaves, babDecided, babTotal, byBaB)
 	if byBaB == 0 {
 		t.Fatal("branch and bound proved no sample the root bounds left open")
 	}
-	if byTokens == 0 {
-		t.Fatal("the token search settled no sample")
+	if byTokens == 0 || byLeaves == 0 {
+		t.Fatalf("the token search settled %d samples, %d through branch and bound on its leaves", byTokens, byLeaves)
 	}
 	if total < 20 || decided < total*9/10 {
 		t.Fatalf("decided %d of %d samples", decided, total)
