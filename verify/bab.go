@@ -212,19 +212,21 @@ func (g *graph) chooseSplit(ctx context.Context, d *domain, lo, hi []float64) {
 	}
 }
 
-// babPhase runs branch and bound from the root bounds until every domain
-// is closed (robust), a candidate replays (vulnerable), a domain is left
-// with nothing to split, or ctx ends. It logs itself as the phase "bab"
-// (Nodes: domains bounded; Bound: the largest open margin bound).
-func babPhase(ctx context.Context, g *graph, lo, hi []float64, opt Options, root *Bounds, candidate func([]float64) (bool, error), res *Result) (done bool, err error) {
+// babPhase runs search (a branch and bound begun on the root bounds, or
+// resumed where an earlier phase left it) until every domain is closed
+// (robust), a candidate replays (vulnerable), a domain is left with
+// nothing to split, or ctx ends. It logs itself as the phase "bab" (Nodes:
+// domains bounded; Bound: the largest open margin bound).
+func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, err error) {
 	ph := Phase{Name: "bab", Status: "time limit"}
 	start := time.Now()
 	defer func() {
 		ph.Seconds = time.Since(start).Seconds()
 		res.Phases = append(res.Phases, ph)
 	}()
-	out, err := g.bab(ctx, lo, hi, opt, []*domain{{splits: splitSet{}, b: root}}, candidate)
-	ph.Nodes = out.domains
+	before := search.domains
+	out, err := search.run(ctx)
+	ph.Nodes = out.domains - before
 	if err != nil {
 		return false, err
 	}
@@ -266,7 +268,7 @@ const (
 
 // babOutcome is what a branch-and-bound search found: its status, the
 // largest open margin bound (when not proven), the open domains left and
-// the domains bounded.
+// the domains bounded so far.
 type babOutcome struct {
 	status  babStatus
 	bound   float64
@@ -274,60 +276,88 @@ type babOutcome struct {
 	domains int64
 }
 
-// bab is branch and bound from roots (each with its bounds set; its
+// babSearch is branch and bound from roots (each with its bounds set; its
 // splits and tokens are kept by all its descendants), which together cover
-// the set, until every domain is closed, a domain's vertex replays, or ctx
-// ends. One frontier holds every root's domains, so the time goes to the
-// root whose domains have the largest margin bounds.
-func (g *graph) bab(ctx context.Context, lo, hi []float64, opt Options, roots []*domain, candidate func([]float64) (bool, error)) (babOutcome, error) {
-	out := babOutcome{bound: math.Inf(1)}
-	open := &frontier{}
-	for i, r := range roots {
-		if ctx.Err() != nil {
-			out.open = open.Len() + len(roots) - i
-			return out, nil
+// the set. One frontier holds every root's domains, so the time goes to
+// the root whose domains have the largest margin bounds. A search that
+// ran out of time keeps its frontier: run resumes it.
+type babSearch struct {
+	g         *graph
+	lo, hi    []float64
+	opt       Options
+	roots     []*domain // not examined yet
+	open      frontier
+	tried     map[string]bool
+	candidate func([]float64) (bool, error)
+	domains   int64
+	final     *babOutcome // set once the search has ended for good
+}
+
+// newBaB starts a search over roots; candidate replays a vertex.
+func (g *graph) newBaB(lo, hi []float64, opt Options, roots []*domain, candidate func([]float64) (bool, error)) *babSearch {
+	return &babSearch{g: g, lo: lo, hi: hi, opt: opt, roots: roots, tried: map[string]bool{}, candidate: candidate}
+}
+
+// try decodes d's maximising vertex and, if it runs past the property's
+// last step without eos, replays it.
+func (s *babSearch) try(d *domain) (bool, error) {
+	g, x := s.g, d.vertex
+	key := fmt.Sprint(x)
+	if s.tried[key] {
+		return false, nil
+	}
+	s.tried[key] = true
+	tr := g.eval(x, nil)
+	for _, y := range tr.tokens {
+		if y == g.net.EOS {
+			return false, nil
 		}
+	}
+	if len(tr.tokens) <= g.nodes[len(g.nodes)-1].step {
+		return false, nil
+	}
+	return s.candidate(append([]float64(nil), x...))
+}
+
+// run continues the search until every domain is closed, a domain's
+// vertex replays, a domain has nothing left to split, or ctx ends.
+func (s *babSearch) run(ctx context.Context) (babOutcome, error) {
+	if s.final != nil {
+		return *s.final, nil
+	}
+	g, open := s.g, &s.open
+	end := func(st babStatus, bound float64) (babOutcome, error) {
+		s.final = &babOutcome{status: st, bound: bound, open: open.Len(), domains: s.domains}
+		return *s.final, nil
+	}
+	for len(s.roots) > 0 {
+		if ctx.Err() != nil {
+			return babOutcome{bound: math.Inf(1), open: open.Len() + len(s.roots), domains: s.domains}, nil
+		}
+		r := s.roots[0]
+		s.roots = s.roots[1:]
 		if !r.b.Proven && !g.examine(r, nil, babAlpha) {
 			heap.Push(open, r)
 		}
 	}
-	tried := map[string]bool{}
-	try := func(d *domain) (bool, error) {
-		x := d.vertex
-		key := fmt.Sprint(x)
-		if tried[key] {
-			return false, nil
-		}
-		tried[key] = true
-		tr := g.eval(x, nil)
-		for _, y := range tr.tokens {
-			if y == g.net.EOS {
-				return false, nil
-			}
-		}
-		if len(tr.tokens) <= g.nodes[len(g.nodes)-1].step {
-			return false, nil
-		}
-		return candidate(append([]float64(nil), x...))
-	}
 	for open.Len() > 0 {
 		top := (*open)[0]
-		out.bound, out.open = top.bound, open.Len()
-		if ok, err := try(top); ok || err != nil {
-			out.status = babCandidate
-			return out, err
+		if ok, err := s.try(top); err != nil {
+			return babOutcome{}, err
+		} else if ok {
+			return end(babCandidate, top.bound)
 		}
 		if ctx.Err() != nil {
-			return out, nil
+			return babOutcome{bound: top.bound, open: open.Len(), domains: s.domains}, nil
 		}
 		d := heap.Pop(open).(*domain)
 		if d.ok {
-			g.chooseSplit(ctx, d, lo, hi)
+			g.chooseSplit(ctx, d, s.lo, s.hi)
 		}
 		children := g.branch(d)
 		if children == nil {
-			out.status, out.bound = babNoSplit, d.bound
-			return out, nil
+			heap.Push(open, d)
+			return end(babNoSplit, d.bound)
 		}
 		for _, c := range children {
 			if ctx.Err() != nil {
@@ -338,8 +368,8 @@ func (g *graph) bab(ctx context.Context, lo, hi []float64, opt Options, roots []
 			if !d.ok {
 				start = g.hidden(c.fixed + 1)
 			}
-			c.b = computeSplitBounds(ctx, g, lo, hi, opt.Bounds, c.splits, c.tokens, d.b, start, true)
-			out.domains++
+			c.b = computeSplitBounds(ctx, g, s.lo, s.hi, s.opt.Bounds, c.splits, c.tokens, d.b, start, true)
+			s.domains++
 			if c.b.Proven {
 				continue
 			}
@@ -348,6 +378,5 @@ func (g *graph) bab(ctx context.Context, lo, hi []float64, opt Options, roots []
 			}
 		}
 	}
-	out.status, out.bound, out.open = babProven, math.Inf(1), 0
-	return out, nil
+	return end(babProven, math.Inf(1))
 }

@@ -477,3 +477,101 @@ func TestWitnessJudgedOnDecidingSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestBaBResumes: a branch-and-bound search stopped by its deadline keeps
+// its frontier, so one cut into many short slices (as the pipeline's two
+// branch-and-bound stages cut it) ends as the uninterrupted search does:
+// proven, or at a replayed counterexample, never robust where the grid
+// finds a longer output.
+func TestBaBResumes(t *testing.T) {
+	compared, sliced := 0, 0
+	for seed := uint64(1); seed <= 40 && compared < 8; seed++ {
+		pixels := 2 + int(seed%2)
+		m, err := model.NewCaptioner[float64](pixelConfig(pixels, 3), rand.New(rand.NewPCG(seed, 77)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		randomBiases(m, seed)
+		rng := rand.New(rand.NewPCG(seed, 1))
+		center := make([]float64, pixels)
+		for i := range center {
+			center[i] = 2*rng.Float64() - 1
+		}
+		ball, _ := spec.NewBall(center, []float64{0.2, 0.5}[seed%2], -1, 1)
+		lo, hi := ball.Box()
+		maxLen, _ := gridMax(t, m, lo, hi, map[int]int{2: 301, 3: 61}[pixels], 12)
+		if maxLen > 11 {
+			continue
+		}
+		n, err := Lower(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, K := range []int{maxLen - 1, maxLen} {
+			if K < 0 {
+				continue
+			}
+			g := newGraph(n, K)
+			b := computeBounds(context.Background(), g, lo, hi, BoundCROWN)
+			if b.Proven {
+				continue
+			}
+			candidate := func(x []float64) (bool, error) {
+				return spec.Exceeds(decode(t, m, x, 12)[0], K), nil
+			}
+			search := func() *babSearch {
+				return g.newBaB(lo, hi, verifyOpts(), []*domain{{splits: splitSet{}, b: b}}, candidate)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			whole, err := search().run(ctx)
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if whole.status == babTimeLimit {
+				continue
+			}
+			s := search()
+			var out babOutcome
+			for slices := 0; ; slices++ {
+				out, err = s.run(&countdown{Context: context.Background(), left: 3})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out.status != babTimeLimit || slices > 1e5 {
+					sliced += slices
+					break
+				}
+			}
+			if out.status != whole.status {
+				t.Fatalf("seed %d K̂ %d: sliced search ends %v, whole search %v", seed, K, out.status, whole.status)
+			}
+			if out.status == babProven && maxLen > K {
+				t.Fatalf("seed %d: branch and bound proves K̂ %d, the grid finds length %d", seed, K, maxLen)
+			}
+			if again, _ := s.run(context.Background()); again.status != out.status {
+				t.Fatalf("seed %d: an ended search resumed ends %v, had ended %v", seed, again.status, out.status)
+			}
+			compared++
+		}
+	}
+	if compared < 4 || sliced == 0 {
+		t.Fatalf("%d searches compared, %d slices: too few", compared, sliced)
+	}
+	t.Logf("%d searches compared, cut into %d slices in all", compared, sliced)
+}
+
+// countdown is a context whose deadline passes after its Err has said nil
+// left times: a search stopped at the same points on every run.
+type countdown struct {
+	context.Context
+	left int
+}
+
+func (c *countdown) Err() error {
+	if c.left <= 0 {
+		return context.DeadlineExceeded
+	}
+	c.left--
+	return nil
+}
