@@ -2,11 +2,7 @@ package verify
 
 import (
 	"context"
-	"math/rand/v2"
 	"testing"
-
-	"github.com/lenspec/lenspec/model"
-	"github.com/lenspec/lenspec/spec"
 )
 
 // TestBoundAgainstGrid: on random tiny captioners the certified interval
@@ -17,17 +13,7 @@ func TestBoundAgainstGrid(t *testing.T) {
 	certified, total, raised := 0, 0, 0
 	for seed := uint64(1); seed <= 40; seed++ {
 		pixels := 2 + int(seed%2)
-		m, err := model.NewCaptioner[float64](pixelConfig(pixels, 3), rand.New(rand.NewPCG(seed, 77)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		randomBiases(m, seed)
-		rng := rand.New(rand.NewPCG(seed, 1))
-		center := make([]float64, pixels)
-		for i := range center {
-			center[i] = 2*rng.Float64() - 1
-		}
-		ball, _ := spec.NewBall(center, []float64{0.05, 0.2, 0.5, 1}[seed%4], -1, 1)
+		m, ball := pixelProblem(t, seed, pixels, []float64{0.05, 0.2, 0.5, 1}[seed%4])
 		lo, hi := ball.Box()
 		gridLen, _ := gridMax(t, m, lo, hi, map[int]int{2: 301, 3: 61}[pixels], 12)
 		net, err := Lower(m)

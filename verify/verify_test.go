@@ -122,6 +122,25 @@ func pixelConfig(pixels, vocab int) *model.Config {
 	return &c
 }
 
+// pixelProblem is a random pixel captioner (pixelConfig, seeded weights
+// and biases) and a ball of radius delta around a random centre of
+// [−1, 1]^pixels: the tiny problems the grid tests decide by brute force.
+func pixelProblem(t *testing.T, seed uint64, pixels int, delta float64) (*model.Captioner[float64], spec.Ball) {
+	t.Helper()
+	m, err := model.NewCaptioner[float64](pixelConfig(pixels, 3), rand.New(rand.NewPCG(seed, 77)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomBiases(m, seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	center := make([]float64, pixels)
+	for i := range center {
+		center[i] = 2*rng.Float64() - 1
+	}
+	ball, _ := spec.NewBall(center, delta, -1, 1)
+	return m, ball
+}
+
 func verifyOpts() Options {
 	o := DefaultOptions()
 	o.Solver = cbc.Solver{}
@@ -227,19 +246,7 @@ func TestRandomTinyCaptionersAgainstGrid(t *testing.T) {
 	decided, total := 0, 0
 	for seed := uint64(1); seed <= 48; seed++ {
 		pixels := 2 + int(seed%3)
-		cfg := pixelConfig(pixels, 3)
-		m, err := model.NewCaptioner[float64](cfg, rand.New(rand.NewPCG(seed, 77)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		randomBiases(m, seed)
-		rng := rand.New(rand.NewPCG(seed, 1))
-		center := make([]float64, pixels)
-		for i := range center {
-			center[i] = 2*rng.Float64() - 1
-		}
-		delta := []float64{0.05, 0.2, 0.5, 1}[seed%4]
-		ball, _ := spec.NewBall(center, delta, -1, 1)
+		m, ball := pixelProblem(t, seed, pixels, []float64{0.05, 0.2, 0.5, 1}[seed%4])
 		lo, hi := ball.Box()
 		per := map[int]int{2: 301, 3: 61, 4: 25}[pixels]
 		maxLen, _ := gridMax(t, m, lo, hi, per, 12)
@@ -487,17 +494,7 @@ func TestBaBResumes(t *testing.T) {
 	compared, sliced := 0, 0
 	for seed := uint64(1); seed <= 40 && compared < 8; seed++ {
 		pixels := 2 + int(seed%2)
-		m, err := model.NewCaptioner[float64](pixelConfig(pixels, 3), rand.New(rand.NewPCG(seed, 77)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		randomBiases(m, seed)
-		rng := rand.New(rand.NewPCG(seed, 1))
-		center := make([]float64, pixels)
-		for i := range center {
-			center[i] = 2*rng.Float64() - 1
-		}
-		ball, _ := spec.NewBall(center, []float64{0.2, 0.5}[seed%2], -1, 1)
+		m, ball := pixelProblem(t, seed, pixels, []float64{0.2, 0.5}[seed%2])
 		lo, hi := ball.Box()
 		maxLen, _ := gridMax(t, m, lo, hi, map[int]int{2: 301, 3: 61}[pixels], 12)
 		if maxLen > 11 {
