@@ -162,8 +162,8 @@ func tokenPhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 	// and those left open go to branch and bound over ReLU splits, all in
 	// one frontier. Measured on models/mmnist-rnn-rs at δ = 0.05, the
 	// bounds close most leaves in 0.02–0.08 s each, and branch and bound
-	// proves every sample the leaves' MIPs proved, faster, and one more
-	// (docs/results.md).
+	// proves every sample that one CBC MIP per leaf proved, faster, and one
+	// more (docs/results.md).
 	lo, hi := sm.Set.Box()
 	var roots []*domain
 	for _, leaf := range ts.leaves {

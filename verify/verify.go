@@ -62,10 +62,13 @@ type Options struct {
 	Abstract bool
 	// NewLP, if set, enables the token search (after the box phase):
 	// branch and bound over the emitted tokens, bounded by this LP
-	// relaxation of the exact MIP, then MIPs on the open token sequences.
+	// relaxation of the exact MIP, then branch and bound over ReLU splits
+	// on the open token sequences.
 	NewLP func(*mip.Model) (LPRelaxation, error)
 	// BaB runs branch and bound over ReLU splits and tokens (bab.go)
-	// straight after the bounds, with a quarter of the time when MIPs follow.
+	// straight after the bounds, with a quarter of the time when MIPs
+	// follow, and again after the token search, resumed, with half of what
+	// is left then.
 	BaB bool
 	// Params are passed to the MIP solver (for CBC, e.g. "-cuts", "off").
 	Params []string

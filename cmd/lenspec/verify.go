@@ -39,7 +39,7 @@ func (f *verifyFlags) register(c *cobra.Command, samples bool) {
 	fl.BoolVar(&f.s.AttackTargeted, "attack-targeted", false, "if the warm start finds no witness, also push the decoder onto each other first token (targeted continuations)")
 	fl.Float64Var(&f.s.RelaxGap, "relax-gap", f.s.RelaxGap, "first solve a MIP where unstable ReLUs with a triangle-relaxation gap below this get no binary (0: exact MIP only)")
 	fl.BoolVar(&f.s.Tokens, "tokens", f.s.Tokens, "branch and bound over the emitted tokens with LP bounds before the big MIPs")
-	fl.BoolVar(&f.s.BaB, "bab", false, "branch and bound over ReLU splits and tokens with α,β-CROWN bounds first, with a quarter of the time (with --no-mip: all of it)")
+	fl.BoolVar(&f.s.BaB, "bab", false, "branch and bound over ReLU splits and tokens with α,β-CROWN bounds first, with a quarter of the time, and resumed after the token search with half of what is left (with --no-mip: all of it)")
 	fl.BoolVar(&f.s.Abstract, "abstract", f.s.Abstract, "solve the small abstracted MIPs (encoder replaced by bounds) before the exact one")
 	fl.Float64Var(&f.s.Safety, "safety", f.s.Safety, "robust needs the proven margin bound ≤ −safety")
 	fl.StringVar(&f.writeMPS, "write-mps", "", "write each sample's MIP to this directory (MPS, for SCIP, Gurobi, HiGHS…)")
