@@ -303,7 +303,26 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 			// A deadline is a time limit too; a plain cancellation
 			// (such as a stop at the first good incumbent) lets the LP
 			// under way finish, or CBC could drop that incumbent.
-			C.ls_ctx_cancel(c, 1, C.int(btoi(errors.Is(ctx.Err(), context.DeadlineExceeded))))
+			deadline := errors.Is(ctx.Err(), context.DeadlineExceeded)
+			C.ls_ctx_cancel(c, 1, C.int(btoi(deadline)))
+			if deadline {
+				return
+			}
+			// But not past the time limit or an enclosing deadline:
+			// that LP can run for seconds.
+			var dl <-chan time.Time
+			if d, ok := ctx.Deadline(); ok {
+				tm := time.NewTimer(time.Until(d))
+				defer tm.Stop()
+				dl = tm.C
+			}
+			select {
+			case <-limit:
+			case <-dl:
+			case <-done:
+				return
+			}
+			C.ls_ctx_cancel(c, 2, 1)
 		case <-limit:
 			C.ls_ctx_cancel(c, 2, 1)
 		case <-done:

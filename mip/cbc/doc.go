@@ -46,7 +46,12 @@
 // ReLU model of the tests a 2 s limit now ends within 1–3 % of it (CBC
 // alone: 2.6 s); what remains is work between simplex iterations
 // (probing, copying a large model), about 0.7 s on a 4,000 × 400 dense
-// knapsack.
+// knapsack. A plain cancellation (not a deadline) is the exception: it
+// lets the LP under way finish, since CBC may be checking a heuristic's
+// incumbent with it, which a caller that stops at its first good
+// incumbent would otherwise lose. The time limit and any deadline of the
+// context still cut that LP when they pass: before they did, a 500 ms
+// limit cancelled after 50 ms ended after 1.8 s on a 600 × 600 dense LP.
 //
 // Silence: CBC's log level is 0 and, for the duration of a solve, the C
 // stdio stdout and stderr pointers and the C++ standard streams point to

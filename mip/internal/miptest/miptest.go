@@ -320,3 +320,31 @@ func ShortLimitReLU() (*mip.Model, *ReLUNet) {
 	m, _ := n.Encode(lo, hi)
 	return m, n
 }
+
+// LongRootLP returns a MIP whose root LP alone takes CLP about a second:
+// 600 dense random rows over 600 continuous variables in [-1, 1] and one
+// binary, feasible at 0. The model for tests of what stops an LP under
+// way.
+func LongRootLP() *mip.Model {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 600
+	m := mip.NewModel("longroot")
+	idx := make([]int, n)
+	for j := range idx {
+		idx[j] = m.AddVar(fmt.Sprint("x", j), -1, 1, mip.Continuous)
+	}
+	z := m.AddVar("z", 0, 1, mip.Binary)
+	row := make([]float64, n)
+	for i := 0; i < n; i++ {
+		for j := range row {
+			row[j] = rng.NormFloat64()
+		}
+		m.AddRow(fmt.Sprint("r", i), idx, row, mip.LE, 1+rng.Float64())
+	}
+	obj := make([]float64, n+1)
+	for j := range obj {
+		obj[j] = rng.NormFloat64()
+	}
+	m.SetObjective(append(idx, z), obj, 0)
+	return m
+}

@@ -27,6 +27,7 @@ func Run(t *testing.T, s mip.Solver) {
 	t.Run("TimeLimit", func(t *testing.T) { testTimeLimit(t, s) })
 	t.Run("ShortLimitNeverInfeasible", func(t *testing.T) { testShortLimit(t, s) })
 	t.Run("LimitHolds", func(t *testing.T) { testLimitHolds(t, s) })
+	t.Run("LimitHoldsAfterCancel", func(t *testing.T) { testLimitAfterCancel(t, s) })
 	t.Run("Cancel", func(t *testing.T) { testCancel(t, s) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, s) })
 }
@@ -462,6 +463,37 @@ func testLimitHolds(t *testing.T, s mip.Solver) {
 			if max := limit + limit/20 + 100*time.Millisecond; wall > max {
 				t.Errorf("%v limit (deadline %v): returned after %v (status %s), over %v", limit, deadline, wall, res.Status, max)
 			}
+		}
+	}
+}
+
+// testLimitAfterCancel: a plain cancellation (verify's decision mode stops
+// this way at its first good incumbent) lets the LP under way finish, so
+// as not to lose an incumbent CBC is checking, but not past the time
+// limit, given as an option or as a deadline. On this model's root LP the
+// cancellation alone ended a 500 ms limit after 1.9 s.
+func testLimitAfterCancel(t *testing.T, s mip.Solver) {
+	m := LongRootLP()
+	const limit = 500 * time.Millisecond
+	for _, deadline := range []bool{false, true} {
+		ctx, opt := context.Background(), mip.Options{TimeLimit: limit}
+		if deadline {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, limit)
+			defer cancel()
+			opt.TimeLimit = 0
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer time.AfterFunc(limit/10, cancel).Stop()
+		t0 := time.Now()
+		res, err := s.Solve(ctx, m, opt)
+		wall := time.Since(t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		CheckResult(t, m, &opt, res)
+		if max := limit + limit/20 + 100*time.Millisecond; wall > max {
+			t.Errorf("%v limit (deadline %v), cancelled after %v: returned after %v (status %s), over %v", limit, deadline, limit/10, wall, res.Status, max)
 		}
 	}
 }
