@@ -96,7 +96,7 @@ type VerifySettings struct {
 	Bounds   string  `json:"bounds"`
 	Timeout  float64 `json:"timeout"` // seconds per sample
 	// Solver is "cbc" (in process), "external" (SolverBinary on an MPS
-	// file) or "none" (bounds and attack only).
+	// file) or "none" (attack, bounds and, with BaB, branch and bound only).
 	Solver       string   `json:"solver"`
 	SolverBinary string   `json:"solver_binary,omitempty"`
 	SolverParams []string `json:"solver_params,omitempty"`
@@ -115,7 +115,11 @@ type VerifySettings struct {
 	AttackLR       float64 `json:"attack_lr"`
 	// AttackTargeted also tries a targeted continuation per first token
 	// when the plain warm start finds no witness (attack.Falsifier).
-	AttackTargeted bool   `json:"attack_targeted,omitempty"`
+	AttackTargeted bool `json:"attack_targeted,omitempty"`
+	// SearchRestarts, if positive, runs the same PGD again with this many
+	// runs as the first stage after bounds that do not prove the property
+	// (verify.Options.Search).
+	SearchRestarts int    `json:"search_restarts,omitempty"`
 	Seed           uint64 `json:"seed"`
 	// Bound searches the worst-case output length (verify.Bound) instead
 	// of deciding one K̂; MaxLen is then the largest K̂ tried (−1:

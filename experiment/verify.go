@@ -24,11 +24,12 @@ const (
 )
 
 // DefaultVerifySettings are the CLI's defaults: CROWN bounds, a 300-step
-// PGD warm start, the abstraction phases and the token search, CBC in
+// PGD warm start of 2 runs and, where the bounds do not prove, one of 32,
+// branch and bound, the abstraction phases and the token search, CBC in
 // process, 60 s per sample, K̂ the label's length.
 func DefaultVerifySettings() VerifySettings {
 	return VerifySettings{MaxLen: -1, Bounds: string(verify.BoundCROWN), Timeout: 60, Solver: SolverCBC, Threads: 1, Safety: 1e-3,
-		Tokens: true, Abstract: true, AttackSteps: 300, AttackRestarts: 2, AttackLR: 0.01, Seed: 1}
+		Tokens: true, Abstract: true, BaB: true, AttackSteps: 300, AttackRestarts: 2, SearchRestarts: 32, AttackLR: 0.01, Seed: 1}
 }
 
 // VerifyConfig is one verification run over samples × radii.
@@ -95,8 +96,11 @@ func (c *VerifyConfig) Validate() error {
 		if err := pgd.Validate(); err != nil {
 			errs = append(errs, err)
 		}
+		if s.SearchRestarts < 0 || s.SearchRestarts > 1e5 {
+			bad("search restarts %d must be in 0..1e5", s.SearchRestarts)
+		}
 	} else {
-		s.AttackRestarts, s.AttackLR, s.AttackTargeted = 0, 0, false
+		s.AttackRestarts, s.AttackLR, s.AttackTargeted, s.SearchRestarts = 0, 0, false, 0
 	}
 	if err := c.options().Validate(); err != nil {
 		errs = append(errs, err)
@@ -135,6 +139,10 @@ func (c *VerifyConfig) options() verify.Options {
 		pgd := attack.DefaultPGD()
 		pgd.Steps, pgd.Restarts, pgd.LR = s.AttackSteps, s.AttackRestarts, s.AttackLR
 		o.Falsifier = attack.Falsifier{D32: c.Model.D32, D64: c.Model.D64, PGD: pgd, Seed: s.Seed, Targeted: s.AttackTargeted}
+		if s.SearchRestarts > 0 {
+			pgd.Restarts = s.SearchRestarts
+			o.Search = attack.Falsifier{D32: c.Model.D32, D64: c.Model.D64, PGD: pgd, Seed: s.Seed}
+		}
 	}
 	return o
 }

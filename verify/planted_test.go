@@ -69,6 +69,7 @@ func TestPlantedCounterexample(t *testing.T) {
 		"bab":          func(o *Options) { o.BaB = true },
 		"bab-only":     func(o *Options) { o.BaB, o.Solver, o.NewLP, o.Abstract = true, nil, nil, false },
 		"bab-short":    func(o *Options) { o.BaB, o.Solver, o.TimeLimit = true, nil, 5*time.Millisecond },
+		"search":       func(o *Options) { o.Falsifier, o.Search, o.BaB = fals, fals, true },
 	}
 	found := 0
 	for name, set := range settings {

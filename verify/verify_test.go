@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -452,6 +453,70 @@ func (f fixedCandidate) Falsify(context.Context, spec.Region, int, int, uint64) 
 // vulnerable; for K̂ = 4 the tie is on the deciding path and no witness may
 // be claimed; for K̂ = 5 the model is robust.
 func TestWitnessJudgedOnDecidingSteps(t *testing.T) {
+	m, ball := fiveTokens(t)
+	for _, c := range []struct {
+		k    int
+		want Verdict
+	}{{2, Vulnerable}, {3, Vulnerable}, {4, Unknown}, {5, Robust}} {
+		opt := verifyOpts()
+		opt.TimeLimit = 5 * time.Second
+		r := verifyOne(t, m, ball, c.k, opt)
+		if r.Verdict != c.want {
+			t.Errorf("K̂ = %d: %s (%s), want %s", c.k, r.Verdict, r.Reason, c.want)
+		}
+	}
+}
+
+// countingFalsifier returns x (nil: nothing) and counts its calls.
+type countingFalsifier struct {
+	x     []float64
+	calls int
+}
+
+func (f *countingFalsifier) Falsify(context.Context, spec.Region, int, int, uint64) ([]float64, error) {
+	f.calls++
+	return slices.Clone(f.x), nil
+}
+
+// TestSearchStage: the wide falsifier runs as the first stage only where
+// the bounds do not prove the property; its witness is replayed and
+// decides the sample, and without one the later stages go on.
+func TestSearchStage(t *testing.T) {
+	m, ball := fiveTokens(t)
+	for _, c := range []struct {
+		k     int
+		x     []float64
+		want  Verdict
+		stage string
+		calls int
+		phase string // the first phase's status
+	}{
+		{2, ball.X, Vulnerable, "falsify", 1, "witness"},
+		{2, nil, Vulnerable, "", 1, "no witness"}, // decided by a later stage
+		{5, ball.X, Robust, "bounds", 0, ""},
+	} {
+		opt := verifyOpts()
+		opt.TimeLimit = 5 * time.Second
+		f := &countingFalsifier{x: c.x}
+		opt.Search = f
+		r := verifyOne(t, m, ball, c.k, opt)
+		if r.Verdict != c.want || f.calls != c.calls {
+			t.Fatalf("K̂ = %d, candidate %v: %s at %q (%s) after %d calls, want %s after %d", c.k, c.x, r.Verdict, r.Stage, r.Reason, f.calls, c.want, c.calls)
+		}
+		if c.stage != "" && r.Stage != c.stage || c.stage == "" && r.Stage == "falsify" {
+			t.Errorf("K̂ = %d, candidate %v: stage %q, want %q", c.k, c.x, r.Stage, c.stage)
+		}
+		if c.phase != "" && (len(r.Phases) == 0 || r.Phases[0].Name != "falsify" || r.Phases[0].Status != c.phase) {
+			t.Errorf("K̂ = %d, candidate %v: phases %+v, want falsify (%s) first", c.k, c.x, r.Phases, c.phase)
+		}
+	}
+}
+
+// fiveTokens is a 2-pixel captioner that decodes five tokens whatever the
+// input, with clear margins at steps 0–3 and an exact tie between two
+// tokens at step 4, then eos; and a ball.
+func fiveTokens(t *testing.T) (*model.Captioner[float64], spec.Ball) {
+	t.Helper()
 	c := pixelConfig(2, 3)
 	m, err := model.NewCaptioner[float64](c, nil)
 	if err != nil {
@@ -472,17 +537,7 @@ func TestWitnessJudgedOnDecidingSteps(t *testing.T) {
 	if len(res[0].Tokens) != 5 || !res[0].Stopped || !res[0].Tie() {
 		t.Fatalf("the model decodes %v (stopped %v, margin %g); the test needs 5 tokens with a tie", res[0].Tokens, res[0].Stopped, res[0].MinRelMargin)
 	}
-	for _, c := range []struct {
-		k    int
-		want Verdict
-	}{{2, Vulnerable}, {3, Vulnerable}, {4, Unknown}, {5, Robust}} {
-		opt := verifyOpts()
-		opt.TimeLimit = 5 * time.Second
-		r := verifyOne(t, m, ball, c.k, opt)
-		if r.Verdict != c.want {
-			t.Errorf("K̂ = %d: %s (%s), want %s", c.k, r.Verdict, r.Reason, c.want)
-		}
-	}
+	return m, ball
 }
 
 // TestBaBResumes: a branch-and-bound search stopped by its deadline keeps
