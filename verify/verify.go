@@ -224,11 +224,13 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 	// search cut by its deadline has found nothing.
 	falsify := func(ctx context.Context, f Falsifier, stage string) (x []float64, done bool, err error) {
 		x, err = f.Falsify(ctx, sm.Set, sm.K, maxSteps, sm.Stream)
-		if errors.Is(err, context.DeadlineExceeded) || x == nil {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
 			return nil, false, nil
-		}
-		if err != nil {
+		case err != nil:
 			return nil, false, err
+		case x == nil:
+			return nil, false, nil
 		}
 		done, err = replay(append([]float64(nil), x...), stage)
 		return x, done, err
@@ -360,9 +362,9 @@ const (
 
 // stages lists the phases the options enable: the wide falsifier, then,
 // coarse to exact, branch and bound (the only ones without a MIP solver),
-// the box MIP around i₀, the
-// token search, branch and bound resumed, the MIPs with the encoder
-// abstracted at i₀ and at fc1, the relaxed MIP, and the exact MIP.
+// the box MIP around i₀, the token search, branch and bound resumed, the
+// MIPs with the encoder abstracted at i₀ and at fc1, the relaxed MIP, and
+// the exact MIP.
 func stages(g *graph, sm Sample, opt Options, b *Bounds, mipStart func(*encoding) []float64, replay func([]float64, string) (bool, error), falsify func(context.Context) (bool, error), res *Result) []stage {
 	solve := func(eo encodeOptions) func(context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
