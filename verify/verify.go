@@ -164,7 +164,9 @@ type Result struct {
 
 // Phase is one stage of a sample's pipeline after the bounds.
 type Phase struct {
-	// Name: "bab" (branch and bound), "tokens" (the token search),
+	// Name: "falsify" (the wide falsifier; Status "witness", "no
+	// witness" or "time limit"), "bab" (branch and bound), "tokens" (the
+	// token search),
 	// "box-i0" (encoder replaced by a box around i₀),
 	// "abstract-i0" or "abstract-fc1" (by linear bounds in the input up to
 	// that layer's pre-activations), "relaxed", or "exact".

@@ -33,7 +33,7 @@ func (f *verifyFlags) register(c *cobra.Command, samples bool) {
 	fl.StringVar(&f.s.Bounds, "bounds", f.s.Bounds, "bound method: interval, crown, alpha-crown (CROWN with slopes optimised for each open margin) or alpha-crown-full (also for the bounds of each unstable intermediate neuron)")
 	fl.BoolVar(&f.noMIP, "no-mip", false, "no MIP solver: attack, bounds and branch and bound (with all the time) only; with --bab=false, attack and bounds")
 	fl.BoolVar(&f.s.Optimize, "optimize", false, "optimise the MIP (report the max-min margin) instead of deciding")
-	fl.IntVar(&f.s.AttackSteps, "attack-steps", f.s.AttackSteps, "PGD warm-start iterations (0: none)")
+	fl.IntVar(&f.s.AttackSteps, "attack-steps", f.s.AttackSteps, "PGD iterations of the warm start and of the wide falsifier (0: neither)")
 	fl.IntVar(&f.s.AttackRestarts, "attack-restarts", f.s.AttackRestarts, "PGD warm-start runs (the first from the image, the rest from random points)")
 	fl.IntVar(&f.s.SearchRestarts, "search-restarts", f.s.SearchRestarts, "where the bounds do not prove the property, run the warm start's PGD again with this many runs first (0: no)")
 	fl.Float64Var(&f.s.AttackLR, "attack-lr", f.s.AttackLR, "PGD warm-start learning rate")
