@@ -330,9 +330,13 @@ func (s *babSearch) run(ctx context.Context) (babOutcome, error) {
 		s.final = &babOutcome{status: st, bound: bound, open: open.Len(), domains: s.domains}
 		return *s.final, nil
 	}
+	// pause leaves the search resumable: ctx ended with domains open.
+	pause := func(bound float64) (babOutcome, error) {
+		return babOutcome{bound: bound, open: open.Len() + len(s.roots), domains: s.domains}, nil
+	}
 	for len(s.roots) > 0 {
 		if ctx.Err() != nil {
-			return babOutcome{bound: math.Inf(1), open: open.Len() + len(s.roots), domains: s.domains}, nil
+			return pause(math.Inf(1))
 		}
 		r := s.roots[0]
 		s.roots = s.roots[1:]
@@ -348,7 +352,7 @@ func (s *babSearch) run(ctx context.Context) (babOutcome, error) {
 			return end(babCandidate, top.bound)
 		}
 		if ctx.Err() != nil {
-			return babOutcome{bound: top.bound, open: open.Len(), domains: s.domains}, nil
+			return pause(top.bound)
 		}
 		d := heap.Pop(open).(*domain)
 		if d.ok {

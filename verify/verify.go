@@ -286,7 +286,7 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 		}
 		return v
 	}
-	search := func(ctx context.Context) (bool, error) {
+	falsifyStage := func(ctx context.Context) (bool, error) {
 		ph := Phase{Name: "falsify", Status: "no witness"}
 		t0 := time.Now()
 		x, done, err := falsify(ctx, opt.Search, "falsify")
@@ -302,7 +302,7 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 		res.Phases = append(res.Phases, ph)
 		return done, err
 	}
-	pipeline := stages(g, sm, opt, b, mipStart, replay, search, res)
+	pipeline := stages(g, sm, opt, b, mipStart, replay, falsifyStage, res)
 	if len(pipeline) == 0 {
 		res.Reason = fmt.Sprintf("bounds inconclusive (margin ≤ %.3g) and no MIP solver", res.Bound)
 		return res, nil

@@ -308,25 +308,27 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (*mip.
 			if deadline {
 				return
 			}
-			// But not past the time limit or an enclosing deadline:
-			// that LP can run for seconds.
-			var dl <-chan time.Time
-			if d, ok := ctx.Deadline(); ok {
-				tm := time.NewTimer(time.Until(d))
-				defer tm.Stop()
-				dl = tm.C
-			}
-			select {
-			case <-limit:
-			case <-dl:
-			case <-done:
-				return
-			}
-			C.ls_ctx_cancel(c, 2, 1)
 		case <-limit:
 			C.ls_ctx_cancel(c, 2, 1)
+			return
 		case <-done:
+			return
 		}
+		// Cancelled: the LP may finish, but not past the time limit or
+		// an enclosing deadline (it can run for seconds).
+		var dl <-chan time.Time
+		if d, ok := ctx.Deadline(); ok {
+			tm := time.NewTimer(time.Until(d))
+			defer tm.Stop()
+			dl = tm.C
+		}
+		select {
+		case <-limit:
+		case <-dl:
+		case <-done:
+			return
+		}
+		C.ls_ctx_cancel(c, 2, 1)
 	}()
 	var r C.ls_result
 	C.ls_solve(&p, c, &r, xc)

@@ -321,13 +321,14 @@ func ShortLimitReLU() (*mip.Model, *ReLUNet) {
 	return m, n
 }
 
-// LongRootLP returns a MIP whose root LP alone takes CLP about a second:
-// 600 dense random rows over 600 continuous variables in [-1, 1] and one
+// LongRootLP returns a MIP whose root LP alone takes CLP seconds: 1,000
+// dense random rows over 1,000 continuous variables in [-1, 1] and one
 // binary, feasible at 0. The model for tests of what stops an LP under
-// way.
+// way (600 × 600 was too short: on an idle machine its LP ended about
+// when a 500 ms limit's allowance did).
 func LongRootLP() *mip.Model {
 	rng := rand.New(rand.NewPCG(1, 2))
-	const n = 600
+	const n = 1000
 	m := mip.NewModel("longroot")
 	idx := make([]int, n)
 	for j := range idx {
