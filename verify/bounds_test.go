@@ -105,8 +105,9 @@ func TestLowerMatchesModel(t *testing.T) {
 }
 
 // TestBoundsContainSamples: every sampled input's activations along its
-// greedy path lie inside the bounds, for both methods, as long as the path
-// is still a counterexample candidate (no eos yet).
+// greedy path lie inside the bounds, for every method and for bounds cut
+// short by their context's end, as long as the path is still a
+// counterexample candidate (no eos yet).
 func TestBoundsContainSamples(t *testing.T) {
 	const K = 3
 	for seed := uint64(1); seed <= 30; seed++ {
@@ -123,8 +124,22 @@ func TestBoundsContainSamples(t *testing.T) {
 			lo[i], hi[i] = max(c-delta, -1), min(c+delta, 1)
 		}
 		s := newGraph(n, K)
+		type bounded struct {
+			method BoundMethod
+			b      *Bounds
+		}
+		var all []bounded
 		for _, method := range boundMethods {
-			b := computeBounds(context.Background(), s, lo, hi, method)
+			all = append(all, bounded{method, computeBounds(context.Background(), s, lo, hi, method)})
+		}
+		for _, left := range []int{0, 3, 20} {
+			// Cut after left checks of the context: the rest by intervals.
+			b := computeBounds(&countdown{context.Background(), left}, s, lo, hi, BoundAlphaCROWNFull)
+			checkCut(t, seed, left, all[0].b, b)
+			all = append(all, bounded{BoundMethod("cut-" + itoa(left)), b})
+		}
+		for _, bd := range all {
+			method, b := bd.method, bd.b
 			for trial := 0; trial < 300; trial++ {
 				x := sampleIn(rng, lo, hi)
 				if trial == 0 {
@@ -167,6 +182,26 @@ func TestBoundsContainSamples(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// checkCut checks bounds cut after left checks of their context against
+// the interval bounds ib: never looser, and equal when cut at once.
+func checkCut(t *testing.T, seed uint64, left int, ib, cut *Bounds) {
+	t.Helper()
+	for L := range cut.Pre {
+		if L >= len(ib.Pre) {
+			break
+		}
+		for j, iv := range cut.Pre[L] {
+			want := ib.Pre[L][j]
+			if iv.Lo < want.Lo-1e-9 || iv.Hi > want.Hi+1e-9 || left == 0 && iv != want {
+				t.Fatalf("seed %d, cut after %d: node %d neuron %d %+v, intervals give %+v", seed, left, L, j, iv, want)
+			}
+		}
+	}
+	if left == 0 && (cut.Proven != ib.Proven || len(cut.Pre) != len(ib.Pre)) {
+		t.Fatalf("seed %d: bounds cut at once differ from intervals (proven %v against %v)", seed, cut.Proven, ib.Proven)
 	}
 }
 

@@ -241,8 +241,10 @@ const maxAlphaNeurons = 64
 func (m BoundMethod) optimised() bool { return m == BoundAlphaCROWN || m == BoundAlphaCROWNFull }
 
 // computeBounds bounds the graph over the input box, node by node,
-// stopping early if eos provably wins at some step. ctx only ends
-// BoundAlphaCROWNFull's optional searches early (the bounds stay sound).
+// stopping early if eos provably wins at some step. Once ctx ends, the
+// neurons and margins not yet bounded get interval bounds alone: still
+// sound, and the caller's time limit holds (one CROWN pass over a wide
+// ball's convolutions can take seconds).
 func computeBounds(ctx context.Context, g *graph, lo, hi []float64, method BoundMethod) *Bounds {
 	return computeSplitBounds(ctx, g, lo, hi, method, nil, nil, nil, 0, false)
 }
@@ -290,6 +292,8 @@ func restrict(allowed []bool, tok int) ([]bool, bool) {
 // input anyway; the logits and margins are intersected with the parent's
 // too, and the method then bounds only the margins' upper ends (measured:
 // 35 % more domains a second, the lower ends being read by nothing).
+// Without inherit, ctx's end cuts the rest to interval bounds, as in
+// computeBounds.
 func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method BoundMethod, splits splitSet, tokens tokenSet, parent *Bounds, start int, inherit bool) *Bounds {
 	b := &Bounds{Method: string(method)}
 	if parent == nil {
@@ -321,6 +325,10 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 	}
 	crown := method != BoundInterval
 	inheriting := inherit && parent != nil
+	// Bounds cut by ctx's end go on by intervals alone; a branch-and-bound
+	// domain's (inheriting) never are, so that a paused search resumes with
+	// the bounds it would have had.
+	cut := func() bool { return !inheriting && ctx.Err() != nil }
 	out := b.Input // bounds of the previous node's output
 	if start > 0 {
 		out = make([]Interval, len(b.Pre[start-1]))
@@ -344,7 +352,7 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 			switch {
 			case inheriting:
 				iv = intersect(iv, parent.Pre[L][j])
-			case crown && L > 0:
+			case crown && L > 0 && !cut():
 				iv = intersect(iv, g.crownNeuron(b, L, j))
 			}
 			if active, ok := splits[neuron{L, j}]; ok {
@@ -375,7 +383,8 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 		if inheriting && n.step < len(parent.Margin) {
 			within = &stepBounds{parent.Logits[n.step], parent.Margin[n.step]}
 		}
-		logits, margin, al, any, empty := g.head.bound(g, b, L, out, crown, method.optimised(), within)
+		live := !cut()
+		logits, margin, al, any, empty := g.head.bound(g, b, L, out, crown && live, method.optimised() && live, within)
 		if empty {
 			return b.empty()
 		}

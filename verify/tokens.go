@@ -175,7 +175,10 @@ func tokenPhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 		for t, z := range leaf {
 			tk[t] = z
 		}
-		if lb := computeSplitBounds(ctx, g, lo, hi, opt.Bounds, nil, tk, b, min(g.hidden(1), len(b.Pre)), false); !lb.Proven {
+		// Not cut by ctx: these bounds are the roots of a search that may be
+		// paused and resumed, and must not depend on when it was paused.
+		uncut := context.WithoutCancel(ctx)
+		if lb := computeSplitBounds(uncut, g, lo, hi, opt.Bounds, nil, tk, b, min(g.hidden(1), len(b.Pre)), false); !lb.Proven {
 			roots = append(roots, &domain{splits: splitSet{}, tokens: tk, b: lb})
 		}
 	}

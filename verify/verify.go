@@ -249,9 +249,18 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 		}
 	}
 	bstart := time.Now()
+	// The bounds get at most half of the time left: on a wide ball one CROWN
+	// pass over the convolutions can take a short limit whole, and the
+	// falsifier stage after it would never run. Cut, they end in intervals.
+	bctx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		bctx, cancel = context.WithDeadline(ctx, bstart.Add(dl.Sub(bstart)/2))
+		defer cancel()
+	}
 	g := newGraph(net, sm.K)
 	lo, hi := sm.Set.Box()
-	b := computeBounds(ctx, g, lo, hi, opt.Bounds)
+	b := computeBounds(bctx, g, lo, hi, opt.Bounds)
 	res.BoundSeconds = time.Since(bstart).Seconds()
 	res.Unstable = b.NumUnstable
 	res.UnstableInterval = b.NumUnstable
@@ -262,7 +271,7 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 		// Branch and bound starts from a root whose intermediate bounds α-CROWN
 		// tightened (every domain inherits them); the stages after it encode
 		// and bound with the same, tighter, bounds.
-		b = computeSplitBounds(ctx, g, lo, hi, BoundAlphaCROWNFull, nil, nil, b, g.alphaStart(b), false)
+		b = computeSplitBounds(bctx, g, lo, hi, BoundAlphaCROWNFull, nil, nil, b, g.alphaStart(b), false)
 		res.BoundSeconds = time.Since(bstart).Seconds()
 	}
 	if b.Proven {
