@@ -285,8 +285,9 @@ func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary,
 // SummariseBound draws the certified worst-case length curves of the
 // records of a worst-case length search (`lenspec bound`) and writes their
 // table into outDir: per δ, how many images are certified (witnessed =
-// proven), the median and maximum proven and witnessed lengths, and how
-// many have no proven bound up to the largest K̂ tried.
+// proven), the median and maximum proven and witnessed lengths (an image
+// with no proven bound counting as unbounded: "–" where a statistic falls
+// on one), and how many have no proven bound up to the largest K̂ tried.
 func SummariseBound(recs []VerifyRecord, outDir, title string) (*VerifySummary, error) {
 	by := map[float64][]VerifyRecord{}
 	for _, r := range recs {

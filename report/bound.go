@@ -24,10 +24,13 @@ type BoundPoint struct {
 
 // BoundStats are the curve's values at one radius.
 type BoundStats struct {
-	Delta                 float64
-	Images, Certified     int
-	Proven                int     // images with an upper bound
-	MedianUpper, MaxUpper float64 // over the images with one (NaN: none)
+	Delta             float64
+	Images, Certified int
+	Proven            int // images with an upper bound
+	// MedianUpper and MaxUpper are over all images, one with no proven
+	// bound counting as unbounded: NaN when that is where they fall (the
+	// maximum as soon as one image has none, the median once half have).
+	MedianUpper, MaxUpper float64
 	MedianLower, MaxLower float64
 }
 
@@ -48,8 +51,9 @@ func Bound(p BoundPoint) (BoundStats, error) {
 			return BoundStats{}, fmt.Errorf("delta %v image %d: lower %d, upper %d", p.Delta, i, l, u)
 		}
 		lo = append(lo, float64(l))
+		up = append(up, math.Inf(1))
 		if u >= 0 {
-			up = append(up, float64(u))
+			up[i] = float64(u)
 			s.Proven++
 			if u == l {
 				s.Certified++
@@ -57,9 +61,13 @@ func Bound(p BoundPoint) (BoundStats, error) {
 		}
 	}
 	s.MedianLower, s.MaxLower = Quantile(lo, 0.5), slices.Max(lo)
-	if len(up) > 0 {
-		s.MedianUpper, s.MaxUpper = Quantile(up, 0.5), slices.Max(up)
+	finite := func(v float64) float64 {
+		if math.IsInf(v, 0) {
+			return math.NaN()
+		}
+		return v
 	}
+	s.MedianUpper, s.MaxUpper = finite(Quantile(up, 0.5)), finite(slices.Max(up))
 	return s, nil
 }
 
@@ -74,9 +82,11 @@ var boundEntries = []legendEntry{
 
 // BoundFigure draws the certified worst-case length curves: per δ (equally
 // spaced, labelled), the median and maximum proven upper bound and
-// witnessed length over the image set. Images with no proven bound are
-// left out of the proven curves (the table counts them). It returns the
-// curves' statistics (Bound of each point), sorted by δ.
+// witnessed length over the image set. An image with no proven bound
+// counts as unbounded, so a proven curve has no point (and a gap) where
+// its statistic is unbounded: a maximum over the images that happen to be
+// proven would understate the worst case. It returns the curves'
+// statistics (Bound of each point), sorted by δ.
 func BoundFigure(points []BoundPoint, title, pngPath, svgPath string) ([]BoundStats, error) {
 	if len(points) == 0 {
 		return nil, errors.New("no bound points")
@@ -119,31 +129,44 @@ func BoundFigure(points []BoundPoint, title, pngPath, svgPath string) ([]BoundSt
 		p.Y.Tick.Marker = countTicks{}
 		p.Add(hGrid{})
 		for i, e := range boundEntries {
-			var xy plotter.XYs
-			for k, v := range curves[i] {
-				if !math.IsNaN(v) {
-					xy = append(xy, plotter.XY{X: float64(k), Y: v})
+			for _, xy := range segments(curves[i]) {
+				l, pts, err := plotter.NewLinePoints(xy)
+				if err != nil {
+					continue
 				}
+				l.Color = e.fill
+				l.Width = vg.Points(1.5)
+				if i >= 2 {
+					l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+				}
+				pts.Color = e.fill
+				pts.Shape = draw.CircleGlyph{}
+				pts.Radius = vg.Points(2.2)
+				p.Add(l, pts)
 			}
-			if len(xy) == 0 {
-				continue
-			}
-			l, pts, err := plotter.NewLinePoints(xy)
-			if err != nil {
-				continue
-			}
-			l.Color = e.fill
-			l.Width = vg.Points(1.5)
-			if i >= 2 {
-				l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-			}
-			pts.Color = e.fill
-			pts.Shape = draw.CircleGlyph{}
-			pts.Radius = vg.Points(2.2)
-			p.Add(l, pts)
 		}
 		p.Draw(body)
 	}, pngPath, svgPath)
+}
+
+// segments splits a curve (one value per radius, NaN: no point) into its
+// runs of points, so that no line is drawn across a radius without one.
+func segments(curve []float64) []plotter.XYs {
+	var out []plotter.XYs
+	var run plotter.XYs
+	for k, v := range curve {
+		if math.IsNaN(v) {
+			if len(run) > 0 {
+				out, run = append(out, run), nil
+			}
+			continue
+		}
+		run = append(run, plotter.XY{X: float64(k), Y: v})
+	}
+	if len(run) > 0 {
+		out = append(out, run)
+	}
+	return out
 }
 
 // boundSize is the figure's size for n radii.

@@ -456,8 +456,29 @@ func TestBoundFigure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Images != 3 || s.Proven != 2 || s.Certified != 1 || s.MedianUpper != 3 || s.MaxUpper != 4 || s.MaxLower != 3 || s.MedianLower != 2 {
+	// The unproven image counts as unbounded: median 4 of (2, 4, ∞), no maximum.
+	if s.Images != 3 || s.Proven != 2 || s.Certified != 1 || s.MedianUpper != 4 || !math.IsNaN(s.MaxUpper) || s.MaxLower != 3 || s.MedianLower != 2 {
 		t.Fatalf("stats %+v", s)
+	}
+	if s, _ := Bound(BoundPoint{Delta: 0.1, Lower: []int{1, 2}, Upper: []int{-1, -1}}); !math.IsNaN(s.MedianUpper) || s.Proven != 0 {
+		t.Fatalf("no image proven: stats %+v", s)
+	}
+	for _, c := range []struct {
+		curve []float64
+		runs  []int
+	}{
+		{[]float64{1, 2, 3}, []int{3}},
+		{[]float64{1, math.NaN(), 3, 4}, []int{1, 2}},
+		{[]float64{math.NaN(), math.NaN()}, nil},
+		{[]float64{math.NaN(), 2, math.NaN()}, []int{1}},
+	} {
+		var runs []int
+		for _, r := range segments(c.curve) {
+			runs = append(runs, len(r))
+		}
+		if !slices.Equal(runs, c.runs) {
+			t.Errorf("segments(%v): runs of %v points, want %v", c.curve, runs, c.runs)
+		}
 	}
 	dir := t.TempDir()
 	pngPath, svgPath := filepath.Join(dir, "b.png"), filepath.Join(dir, "b.svg")
