@@ -194,9 +194,11 @@ type Sample struct {
 
 // Verify decides whether any input of the ball decodes more than K tokens:
 // a short PGD attack first (a replayed success is a witness), then sound
-// bounds (which may prove eos wins at some step), then the MIP in
-// decision mode. Every vulnerable verdict carries a float64-replayed
-// witness; every robust verdict a proven bound below −Safety.
+// bounds (which may prove eos wins at some step; at most half of the time
+// left, then intervals), then the stages (falsifier, branch and bound,
+// token search, MIPs in decision mode). Every vulnerable verdict carries a
+// float64-replayed witness; every robust verdict a proven bound below
+// −Safety.
 func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample, opt Options) (*Result, error) {
 	if err := opt.Validate(); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
