@@ -186,7 +186,7 @@ func (g *graph) examine(d *domain, init *relaxation, opt alphaOptions) (closed b
 // multipliers — and the neuron whose worse child is lowest is split. The
 // intercept score alone ranks by what the split removes from d's own
 // relaxation, not by what its children can prove.
-func (g *graph) chooseSplit(ctx context.Context, d *domain, lo, hi []float64) {
+func (g *graph) chooseSplit(d *domain, lo, hi []float64) {
 	if len(d.cands) < 2 || d.rx == nil {
 		return
 	}
@@ -199,7 +199,7 @@ func (g *graph) chooseSplit(ctx context.Context, d *domain, lo, hi []float64) {
 		for _, active := range []bool{true, false} {
 			s := maps.Clone(d.splits)
 			s[nu] = active
-			cb := computeSplitBounds(ctx, g, lo, hi, BoundInterval, s, d.tokens, d.b, nu.node, true)
+			cb := computeSplitBounds(context.Background(), g, lo, hi, BoundInterval, s, d.tokens, d.b, nu.node, true)
 			if cb.Proven {
 				continue
 			}
@@ -356,13 +356,16 @@ func (s *babSearch) run(ctx context.Context) (babOutcome, error) {
 		}
 		d := heap.Pop(open).(*domain)
 		if d.ok {
-			g.chooseSplit(ctx, d, s.lo, s.hi)
+			g.chooseSplit(d, s.lo, s.hi)
 		}
 		children := g.branch(d)
 		if children == nil {
 			heap.Push(open, d)
 			return end(babNoSplit, d.bound)
 		}
+		// A domain's bounds are never cut (computeSplitBounds): a paused
+		// search resumes with the bounds it would have had.
+		uncut := context.WithoutCancel(ctx)
 		for _, c := range children {
 			if ctx.Err() != nil {
 				heap.Push(open, d) // not closed: still counts as open
@@ -372,7 +375,7 @@ func (s *babSearch) run(ctx context.Context) (babOutcome, error) {
 			if !d.ok {
 				start = g.hidden(c.fixed + 1)
 			}
-			c.b = computeSplitBounds(ctx, g, s.lo, s.hi, s.opt.Bounds, c.splits, c.tokens, d.b, start, true)
+			c.b = computeSplitBounds(uncut, g, s.lo, s.hi, s.opt.Bounds, c.splits, c.tokens, d.b, start, true)
 			s.domains++
 			if c.b.Proven {
 				continue

@@ -135,7 +135,7 @@ func TestBoundsContainSamples(t *testing.T) {
 		for _, left := range []int{0, 3, 20} {
 			// Cut after left checks of the context: the rest by intervals.
 			b := computeBounds(&countdown{context.Background(), left}, s, lo, hi, BoundAlphaCROWNFull)
-			checkCut(t, seed, left, all[0].b, b)
+			checkCut(t, seed, left, all[0].b, b) // all[0]: intervals, the cheapest method
 			all = append(all, bounded{BoundMethod("cut-" + itoa(left)), b})
 		}
 		for _, bd := range all {

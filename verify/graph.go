@@ -292,8 +292,9 @@ func restrict(allowed []bool, tok int) ([]bool, bool) {
 // input anyway; the logits and margins are intersected with the parent's
 // too, and the method then bounds only the margins' upper ends (measured:
 // 35 % more domains a second, the lower ends being read by nothing).
-// Without inherit, ctx's end cuts the rest to interval bounds, as in
-// computeBounds.
+// ctx's end cuts the rest to interval bounds, as in computeBounds: the
+// domains of a search that may be paused and resumed are bounded under a
+// context that does not end, so that they do not depend on when it was.
 func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method BoundMethod, splits splitSet, tokens tokenSet, parent *Bounds, start int, inherit bool) *Bounds {
 	b := &Bounds{Method: string(method)}
 	if parent == nil {
@@ -325,10 +326,8 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 	}
 	crown := method != BoundInterval
 	inheriting := inherit && parent != nil
-	// Bounds cut by ctx's end go on by intervals alone; a branch-and-bound
-	// domain's (inheriting) never are, so that a paused search resumes with
-	// the bounds it would have had.
-	cut := func() bool { return !inheriting && ctx.Err() != nil }
+	// Bounds cut by ctx's end go on by intervals alone.
+	cut := func() bool { return ctx.Err() != nil }
 	out := b.Input // bounds of the previous node's output
 	if start > 0 {
 		out = make([]Interval, len(b.Pre[start-1]))

@@ -166,6 +166,9 @@ func tokenPhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 	// more (docs/results.md).
 	lo, hi := sm.Set.Box()
 	var roots []*domain
+	// The roots of a search that may be paused and resumed: their bounds are
+	// never cut (computeSplitBounds), so they do not depend on when it was.
+	uncut := context.WithoutCancel(ctx)
 	for _, leaf := range ts.leaves {
 		if ctx.Err() != nil {
 			ph.Status = "time limit"
@@ -175,9 +178,6 @@ func tokenPhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 		for t, z := range leaf {
 			tk[t] = z
 		}
-		// Not cut by ctx: these bounds are the roots of a search that may be
-		// paused and resumed, and must not depend on when it was paused.
-		uncut := context.WithoutCancel(ctx)
 		if lb := computeSplitBounds(uncut, g, lo, hi, opt.Bounds, nil, tk, b, min(g.hidden(1), len(b.Pre)), false); !lb.Proven {
 			roots = append(roots, &domain{splits: splitSet{}, tokens: tk, b: lb})
 		}
