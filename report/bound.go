@@ -51,14 +51,15 @@ func Bound(p BoundPoint) (BoundStats, error) {
 			return BoundStats{}, fmt.Errorf("delta %v image %d: lower %d, upper %d", p.Delta, i, l, u)
 		}
 		lo = append(lo, float64(l))
-		up = append(up, math.Inf(1))
+		v := math.Inf(1) // no proven bound: unbounded
 		if u >= 0 {
-			up[i] = float64(u)
+			v = float64(u)
 			s.Proven++
 			if u == l {
 				s.Certified++
 			}
 		}
+		up = append(up, v)
 	}
 	s.MedianLower, s.MaxLower = Quantile(lo, 0.5), slices.Max(lo)
 	finite := func(v float64) float64 {

@@ -326,6 +326,9 @@ func (s *babSearch) run(ctx context.Context) (babOutcome, error) {
 		return *s.final, nil
 	}
 	g, open := s.g, &s.open
+	// A domain's bounds are never cut (computeSplitBounds): a paused search
+	// resumes with the bounds it would have had.
+	uncut := context.WithoutCancel(ctx)
 	end := func(st babStatus, bound float64) (babOutcome, error) {
 		s.final = &babOutcome{status: st, bound: bound, open: open.Len(), domains: s.domains}
 		return *s.final, nil
@@ -363,9 +366,6 @@ func (s *babSearch) run(ctx context.Context) (babOutcome, error) {
 			heap.Push(open, d)
 			return end(babNoSplit, d.bound)
 		}
-		// A domain's bounds are never cut (computeSplitBounds): a paused
-		// search resumes with the bounds it would have had.
-		uncut := context.WithoutCancel(ctx)
 		for _, c := range children {
 			if ctx.Err() != nil {
 				heap.Push(open, d) // not closed: still counts as open

@@ -326,8 +326,6 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 	}
 	crown := method != BoundInterval
 	inheriting := inherit && parent != nil
-	// Bounds cut by ctx's end go on by intervals alone.
-	cut := func() bool { return ctx.Err() != nil }
 	out := b.Input // bounds of the previous node's output
 	if start > 0 {
 		out = make([]Interval, len(b.Pre[start-1]))
@@ -351,7 +349,7 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 			switch {
 			case inheriting:
 				iv = intersect(iv, parent.Pre[L][j])
-			case crown && L > 0 && !cut():
+			case crown && L > 0 && ctx.Err() == nil: // cut: intervals alone
 				iv = intersect(iv, g.crownNeuron(b, L, j))
 			}
 			if active, ok := splits[neuron{L, j}]; ok {
@@ -382,7 +380,7 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 		if inheriting && n.step < len(parent.Margin) {
 			within = &stepBounds{parent.Logits[n.step], parent.Margin[n.step]}
 		}
-		live := !cut()
+		live := ctx.Err() == nil
 		logits, margin, al, any, empty := g.head.bound(g, b, L, out, crown && live, method.optimised() && live, within)
 		if empty {
 			return b.empty()
