@@ -291,6 +291,11 @@ type babSearch struct {
 	candidate func([]float64) (bool, error)
 	domains   int64
 	final     *babOutcome // set once the search has ended for good
+	// parent is the domain last split and queued its children not bounded
+	// yet: a search paused between them resumes with the rest, so no child
+	// is bounded twice and the parent is not split again.
+	parent *domain
+	queued []*domain
 }
 
 // newBaB starts a search over roots; candidate replays a vertex.
@@ -333,13 +338,21 @@ func (s *babSearch) run(ctx context.Context) (babOutcome, error) {
 		s.final = &babOutcome{status: st, bound: bound, open: open.Len(), domains: s.domains}
 		return *s.final, nil
 	}
-	// pause leaves the search resumable: ctx ended with domains open.
-	pause := func(bound float64) (babOutcome, error) {
-		return babOutcome{bound: bound, open: open.Len() + len(s.roots), domains: s.domains}, nil
+	// pause leaves the search resumable: ctx ended with domains open. The
+	// queued children are open with at most their parent's bound.
+	pause := func() (babOutcome, error) {
+		bound := math.Inf(1)
+		if open.Len() > 0 && len(s.roots) == 0 {
+			bound = (*open)[0].bound
+		}
+		if len(s.queued) > 0 {
+			bound = math.Max(bound, s.parent.bound)
+		}
+		return babOutcome{bound: bound, open: open.Len() + len(s.queued) + len(s.roots), domains: s.domains}, nil
 	}
 	for len(s.roots) > 0 {
 		if ctx.Err() != nil {
-			return pause(math.Inf(1))
+			return pause()
 		}
 		r := s.roots[0]
 		s.roots = s.roots[1:]
@@ -347,7 +360,27 @@ func (s *babSearch) run(ctx context.Context) (babOutcome, error) {
 			heap.Push(open, r)
 		}
 	}
-	for open.Len() > 0 {
+	for {
+		for len(s.queued) > 0 {
+			if ctx.Err() != nil {
+				return pause()
+			}
+			d, c := s.parent, s.queued[0]
+			s.queued = s.queued[1:]
+			start := d.next.node
+			if !d.ok {
+				start = g.hidden(c.fixed + 1)
+			}
+			c.b = computeSplitBounds(uncut, g, s.lo, s.hi, s.opt.Bounds, c.splits, c.tokens, d.b, start, true)
+			s.domains++
+			if !c.b.Proven && !g.examine(c, d.rx, babChildAlpha) {
+				heap.Push(open, c)
+			}
+		}
+		s.parent = nil
+		if open.Len() == 0 {
+			return end(babProven, math.Inf(1))
+		}
 		top := (*open)[0]
 		if ok, err := s.try(top); err != nil {
 			return babOutcome{}, err
@@ -355,7 +388,7 @@ func (s *babSearch) run(ctx context.Context) (babOutcome, error) {
 			return end(babCandidate, top.bound)
 		}
 		if ctx.Err() != nil {
-			return pause(top.bound)
+			return pause()
 		}
 		d := heap.Pop(open).(*domain)
 		if d.ok {
@@ -366,24 +399,6 @@ func (s *babSearch) run(ctx context.Context) (babOutcome, error) {
 			heap.Push(open, d)
 			return end(babNoSplit, d.bound)
 		}
-		for _, c := range children {
-			if ctx.Err() != nil {
-				heap.Push(open, d) // not closed: still counts as open
-				break
-			}
-			start := d.next.node
-			if !d.ok {
-				start = g.hidden(c.fixed + 1)
-			}
-			c.b = computeSplitBounds(uncut, g, s.lo, s.hi, s.opt.Bounds, c.splits, c.tokens, d.b, start, true)
-			s.domains++
-			if c.b.Proven {
-				continue
-			}
-			if !g.examine(c, d.rx, babChildAlpha) {
-				heap.Push(open, c)
-			}
-		}
+		s.parent, s.queued = d, children
 	}
-	return end(babProven, math.Inf(1))
 }

@@ -546,7 +546,7 @@ func fiveTokens(t *testing.T) (*model.Captioner[float64], spec.Ball) {
 // proven, or at a replayed counterexample, never robust where the grid
 // finds a longer output.
 func TestBaBResumes(t *testing.T) {
-	compared, sliced := 0, 0
+	compared, sliced, between := 0, 0, 0
 	for seed := uint64(1); seed <= 40 && compared < 8; seed++ {
 		pixels := 2 + int(seed%2)
 		m, ball := pixelProblem(t, seed, pixels, []float64{0.2, 0.5}[seed%2])
@@ -586,7 +586,9 @@ func TestBaBResumes(t *testing.T) {
 			s := search()
 			var out babOutcome
 			for slices := 0; ; slices++ {
-				out, err = s.run(&countdown{Context: context.Background(), left: 3})
+				// Pauses land at every point of the loop, between a
+				// domain's children among them.
+				out, err = s.run(&countdown{Context: context.Background(), left: 1 + slices%4})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -594,9 +596,17 @@ func TestBaBResumes(t *testing.T) {
 					sliced += slices
 					break
 				}
+				if len(s.queued) > 0 {
+					between++
+				}
 			}
 			if out.status != whole.status {
 				t.Fatalf("seed %d K̂ %d: sliced search ends %v, whole search %v", seed, K, out.status, whole.status)
+			}
+			// A resumed search does no work twice: it bounds exactly the
+			// domains the whole search bounds.
+			if out.domains != whole.domains {
+				t.Fatalf("seed %d K̂ %d: sliced search bounded %d domains, whole search %d", seed, K, out.domains, whole.domains)
 			}
 			if out.status == babProven && maxLen > K {
 				t.Fatalf("seed %d: branch and bound proves K̂ %d, the grid finds length %d", seed, K, maxLen)
@@ -607,10 +617,10 @@ func TestBaBResumes(t *testing.T) {
 			compared++
 		}
 	}
-	if compared < 4 || sliced == 0 {
-		t.Fatalf("%d searches compared, %d slices: too few", compared, sliced)
+	if compared < 4 || sliced == 0 || between == 0 {
+		t.Fatalf("%d searches compared, %d slices, %d paused between a domain's children: too few", compared, sliced, between)
 	}
-	t.Logf("%d searches compared, cut into %d slices in all", compared, sliced)
+	t.Logf("%d searches compared, cut into %d slices in all, %d between a domain's children", compared, sliced, between)
 }
 
 // countdown is a context whose deadline passes after its Err has said nil
