@@ -8,6 +8,7 @@ import (
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/bpe"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Translation is one text decoded by a model with a tokenizer.
@@ -80,19 +81,41 @@ func Translate[T ad.Float](ctx context.Context, d Decoder[T], texts []string, ma
 	return out, nil
 }
 
-// EncodeText encodes a text as lenspec's text models see it: with a space
-// put in front, so that a word is the same token at the start of a text
-// as after a space ("▁Haus" either way; the tokenizer marks a space by
-// "▁" on the word after it). An empty text stays empty.
+// TokenizerText is the string a text model's tokenizer reads for s: s in
+// Unicode NFC, with a space put in front; "" stays "". EncodeText encodes
+// it and training learns the tokenizer from it, so that inference,
+// evaluation, attacks and training see one text the same way.
+//
+// NFC because one text has several code point spellings ("ä" is U+00E4,
+// or "a" and U+0308 in NFD, as macOS file names and some input methods
+// give it), and merges learnt on one never apply to another: unnormalised,
+// they are different token sequences and different translations. NFC, not
+// NFKC (SentencePiece's default), because it unifies only canonically
+// equivalent spellings and leaves compatibility characters (ligatures,
+// superscripts) as written; most text, the Ding dictionary all of it, is
+// NFC already.
+//
+// The space makes a word the same token at the start of a text as after
+// a space ("▁Haus" either way; the tokenizer marks a space by "▁" on the
+// word after it).
+func TokenizerText(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " " + norm.NFC.String(s)
+}
+
+// EncodeText encodes a text as lenspec's text models see it: the token ids
+// of TokenizerText(s). An empty text stays empty.
 func EncodeText(tok *bpe.Tokenizer, s string) []int {
 	if s == "" {
 		return nil
 	}
-	return tok.Encode(" " + s)
+	return tok.Encode(TokenizerText(s))
 }
 
 // DecodeText is EncodeText's inverse: the decoded text without the space
-// in front.
+// in front. DecodeText(EncodeText(s)) is s in NFC.
 func DecodeText(tok *bpe.Tokenizer, ids []int) (string, error) {
 	s, err := tok.Decode(ids)
 	return strings.TrimPrefix(s, " "), err

@@ -10,6 +10,18 @@ import (
 	"github.com/lenspec/lenspec/model"
 )
 
+// LearnTokenizer learns a translator's BPE tokenizer, shared by source and
+// target, from both sides of the pairs, each as the model will read it
+// (model.TokenizerText: NFC, a space in front), so that training, the
+// tokenizer and inference see every text the same way.
+func LearnTokenizer(ctx context.Context, pairs []corpus.Pair, vocab int) (*bpe.Tokenizer, error) {
+	texts := make([]string, 0, 2*len(pairs))
+	for _, p := range pairs {
+		texts = append(texts, model.TokenizerText(p.Src), model.TokenizerText(p.Tgt))
+	}
+	return bpe.TrainContext(ctx, texts, bpe.TrainOptions{VocabSize: vocab})
+}
+
 // EncodePairs encodes sentence pairs for training a translator with tok
 // (model.EncodeText on both sides). Pairs whose source is longer than
 // maxSource tokens or whose target is longer than maxTarget are left out

@@ -167,11 +167,7 @@ notice saying so.`,
 				tok, initTraining = d.Config().Tokenizer, d.Config().Training
 				a.logf("fine-tuning %s (BPE vocabulary of %d tokens)", initDir, tok.Size())
 			} else {
-				texts := make([]string, 0, 2*len(trainPairs))
-				for _, p := range trainPairs {
-					texts = append(texts, " "+p.Src, " "+p.Tgt) // as model.EncodeText sees them
-				}
-				if tok, err = bpe.TrainContext(c.Context(), texts, bpe.TrainOptions{VocabSize: vocab}); err != nil {
+				if tok, err = train.LearnTokenizer(c.Context(), trainPairs, vocab); err != nil {
 					return err
 				}
 				arch.Vocab = tok.Size()
