@@ -1,8 +1,12 @@
 package model
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lenspec/lenspec/bpe"
@@ -38,6 +42,102 @@ func textTranslator(t testing.TB) *Translator[float64] {
 		}
 	}
 	return m
+}
+
+// TestTranslateSetsAsideLongSources: a text with more source tokens than
+// max_source_len gets an Err naming its length and the limit, wherever it
+// is in the batch, and every other text's translation is exactly the one
+// it gets alone.
+func TestTranslateSetsAsideLongSources(t *testing.T) {
+	m := textTranslator(t)
+	tok := m.Config().Tokenizer
+	long := strings.Repeat("haus ", 10) // 11 tokens, over 8
+	if n := len(EncodeText(tok, long)); n <= 8 {
+		t.Fatalf("the long text has %d tokens, want more than 8", n)
+	}
+	alone := func(s string) Translation {
+		t.Helper()
+		ts, err := Translate(context.Background(), Decoder[float64](m), []string{s}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts[0]
+	}
+	for _, c := range []struct {
+		name  string
+		texts []string
+		bad   []int
+	}{
+		{"none", []string{"das haus", "ist klein", "für"}, nil},
+		{"middle", []string{"das haus", "ist klein", long, "die straße", "größer"}, []int{2}},
+		{"first", []string{long, "das haus"}, []int{0}},
+		{"last", []string{"das haus", "", long}, []int{2}},
+		{"two", []string{long, "für", long + "ist", "haus"}, []int{0, 2}},
+		{"all", []string{long, long}, []int{0, 1}},
+		{"with empty", []string{"", long, ""}, []int{1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ts, err := Translate(context.Background(), Decoder[float64](m), c.texts, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ts) != len(c.texts) {
+				t.Fatalf("%d translations of %d texts", len(ts), len(c.texts))
+			}
+			for i, tr := range ts {
+				if slices.Contains(c.bad, i) {
+					var e *SourceTooLongError
+					n := len(EncodeText(tok, c.texts[i]))
+					if !errors.As(tr.Err, &e) || e.Tokens != n || e.Max != 8 || !strings.Contains(tr.Err.Error(), "max_source_len 8") {
+						t.Fatalf("text %d: Err %v, want %d source tokens over max_source_len 8", i, tr.Err, n)
+					}
+					if len(tr.IDs) != 0 || tr.Length != 0 || tr.Text != "" || len(tr.Source) != n {
+						t.Fatalf("text %d: not translated, yet %+v", i, tr)
+					}
+					continue
+				}
+				if want := alone(c.texts[i]); !reflect.DeepEqual(tr, want) {
+					t.Fatalf("text %d %q: in the batch %+v, alone %+v", i, c.texts[i], tr, want)
+				}
+			}
+		})
+	}
+}
+
+// TestTranslateEmptyText: an empty text is not run; its translation is
+// empty, stopped, with empty (not nil) id and token lists.
+func TestTranslateEmptyText(t *testing.T) {
+	m := textTranslator(t)
+	ts, err := Translate(context.Background(), Decoder[float64](m), []string{""}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Translation{Source: []int{}, IDs: []int{}, Tokens: []string{}, Stopped: true}
+	if !reflect.DeepEqual(ts[0], want) {
+		t.Fatalf("empty text: %+v, want %+v", ts[0], want)
+	}
+}
+
+// TestTranslateRefuses: what fails the whole call still does.
+func TestTranslateRefuses(t *testing.T) {
+	m := textTranslator(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	noTok := tinyTranslator(t, 1, 1)
+	for _, c := range []struct {
+		name string
+		d    Decoder[float64]
+		ctx  context.Context
+		max  int
+	}{
+		{"no tokenizer", noTok, context.Background(), 0},
+		{"step cap", m, context.Background(), MaxStepCap + 1},
+		{"cancelled", m, ctx, 0},
+	} {
+		if _, err := Translate(c.ctx, c.d, []string{"das haus"}, c.max); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
 }
 
 // TestEncodeTextNormalises: the NFC and NFD spellings of a text (and other

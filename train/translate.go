@@ -56,7 +56,8 @@ type TranslationEval struct {
 }
 
 // EvaluateTranslation translates the pairs' sources greedily (maxSteps ≤ 0:
-// the model's cap) and scores the outputs against their targets.
+// the model's cap) and scores the outputs against their targets. A source
+// longer than the model reads is an error naming its pair (1-based).
 func EvaluateTranslation(ctx context.Context, d model.Decoder[float32], pairs []corpus.Pair, maxSteps int) (*TranslationEval, error) {
 	if len(pairs) == 0 {
 		return nil, fmt.Errorf("evaluate: no pairs")
@@ -72,6 +73,11 @@ func EvaluateTranslation(ctx context.Context, d model.Decoder[float32], pairs []
 	ev := &TranslationEval{Samples: len(pairs), Outputs: out}
 	hyps := make([]string, len(out))
 	for i, t := range out {
+		if t.Err != nil {
+			// BLEU over the pairs the model can read would not be the
+			// split's BLEU: refuse rather than score a subset.
+			return nil, fmt.Errorf("evaluate: pair %d: %w", i+1, t.Err)
+		}
 		hyps[i] = t.Text
 		ev.MaxLen = max(ev.MaxLen, t.Length)
 		if !t.Stopped {

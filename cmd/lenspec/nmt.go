@@ -461,6 +461,11 @@ stopped within the step cap.`,
 					return err
 				}
 				for i, t := range ts {
+					if t.Err != nil {
+						return fmt.Errorf("translate: text %d: %w", i+1, t.Err)
+					}
+				}
+				for i, t := range ts {
 					if a.jsonOut {
 						b, _ := json.Marshal(struct {
 							Source string `json:"source"`
