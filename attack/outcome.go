@@ -45,8 +45,12 @@ func NewTarget(ctx context.Context, d64 model.Decoder[float64], set spec.Region,
 // Replayed is what every attack reports of its best input besides the input
 // itself: the float64 replay and what the search cost.
 type Replayed struct {
-	// Result is the float64 greedy decoding; Found32 the length the float32
-	// search saw (they differ only at ties).
+	// Result is the float64 greedy decoding; Found32 the rank (rank: a
+	// stopped output's length, the cap + 1 for one that did not stop) of
+	// the best output the float32 search saw. A search over inputs of the
+	// reported kind differs from Result only at ties; the relaxed text
+	// attacks rank their relaxed inputs, within their gradient horizon, so
+	// theirs may be far from the discrete input's.
 	Result  model.Result
 	Found32 int
 	// Success: the replayed output is longer than K̂ and no step of its

@@ -110,6 +110,7 @@ func RunTranslator(ctx context.Context, d model.Decoder[float32], data Translato
 		keep(e)
 		tflops = 0
 		for _, t := range out {
+			keep(t.Err)
 			steps := t.Length
 			if t.Stopped {
 				steps++

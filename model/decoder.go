@@ -30,13 +30,16 @@ func (k InputKind) String() string {
 
 // InputSpec describes a model's input: its kind, and for continuous inputs
 // the shape and the range [Min, Max] every value must lie in; for token
-// inputs the source vocabulary and the ids that are not words.
+// inputs the source vocabulary, the ids that are not words and the longest
+// sequence Start accepts (MaxLen tokens; 0: no limit), so that callers can
+// set aside a source the model would refuse instead of failing its batch.
 type InputSpec struct {
 	Kind     InputKind
 	Shape    []int
 	Min, Max float64
 	Vocab    int
 	Special  []int
+	MaxLen   int
 }
 
 // Size is the number of values of one continuous input (0 for tokens).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/bpe"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Translation is one text decoded by a model with a tokenizer.
@@ -15,7 +16,8 @@ type Translation struct {
 	// Text is the output decoded to text (end of sequence excluded).
 	Text string `json:"text"`
 	// Source are the input's token ids, IDs the output's (end of sequence
-	// excluded), Tokens the output's token strings.
+	// excluded), Tokens the output's token strings. None is nil, so that
+	// JSON shows an empty output as [] rather than null.
 	Source []int    `json:"source_ids"`
 	IDs    []int    `json:"ids"`
 	Tokens []string `json:"tokens"`
@@ -26,20 +28,42 @@ type Translation struct {
 	// MinRelMargin is the smallest relative top-2 logit margin along the
 	// greedy path (model.Result).
 	MinRelMargin float64 `json:"min_rel_margin"`
+	// Err, if not nil, is why this text was not translated (a
+	// *SourceTooLongError); only Source is then set. One text the model
+	// cannot read must not cost the others their translations, so
+	// Translate reports it here rather than failing the call.
+	Err error `json:"-"`
+}
+
+// SourceTooLongError is a Translation's Err when the text's source has
+// more tokens than the model reads (the translator's max_source_len).
+type SourceTooLongError struct {
+	Tokens, Max int
+}
+
+func (e *SourceTooLongError) Error() string {
+	return fmt.Sprintf("%d source tokens, over the model's max_source_len %d", e.Tokens, e.Max)
 }
 
 // Translate decodes texts greedily with d, which must have a tokenizer
-// (Config.Tokenizer): each text is encoded, the batch is decoded on all
-// cores in order of source length (so that batches pad little) and every
-// output is decoded back to text. An empty text has an empty translation
-// and is not run. maxSteps ≤ 0 means the model's cap.
+// (Config.Tokenizer): each text is encoded (EncodeText), the batch is
+// decoded on all cores in order of source length (so that batches pad
+// little) and every output is decoded back to text (DecodeText). The
+// result has one Translation per text, in order. An empty text has an
+// empty translation (Stopped, Length 0) and is not run. A text whose
+// source is longer than the model reads (InputSpec.MaxLen) is not run
+// either: its Translation's Err says so, and the other texts are
+// translated exactly as they would be alone. The error is for what fails
+// the whole call (no tokenizer, a step cap out of range, ctx's end).
+// maxSteps ≤ 0 means the model's cap.
 func Translate[T ad.Float](ctx context.Context, d Decoder[T], texts []string, maxSteps int) ([]Translation, error) {
 	tok := d.Config().Tokenizer
 	if tok == nil {
 		return nil, fmt.Errorf("translate: the %s model has no tokenizer", d.Config().Architecture)
 	}
-	if d.Input().Kind != Tokens {
-		return nil, fmt.Errorf("translate: the %s model reads %v inputs, not text", d.Config().Architecture, d.Input().Kind)
+	in := d.Input()
+	if in.Kind != Tokens {
+		return nil, fmt.Errorf("translate: the %s model reads %v inputs, not text", d.Config().Architecture, in.Kind)
 	}
 	if maxSteps <= 0 {
 		maxSteps = d.MaxSteps()
@@ -47,19 +71,24 @@ func Translate[T ad.Float](ctx context.Context, d Decoder[T], texts []string, ma
 	out := make([]Translation, len(texts))
 	var order []int // texts to run, shortest source first
 	for i, s := range texts {
-		out[i].Source = EncodeText(tok, s)
-		out[i].Stopped = true
-		if len(out[i].Source) > 0 {
+		t := &out[i]
+		t.Source, t.IDs, t.Tokens = EncodeText(tok, s), []int{}, []string{}
+		switch {
+		case len(t.Source) == 0:
+			t.Source, t.Stopped = []int{}, true
+		case in.MaxLen > 0 && len(t.Source) > in.MaxLen:
+			t.Err = &SourceTooLongError{Tokens: len(t.Source), Max: in.MaxLen}
+		default:
 			order = append(order, i)
 		}
+	}
+	if len(order) == 0 {
+		return out, nil
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return len(out[a].Source) - len(out[b].Source) })
 	batch := make([][]int, len(order))
 	for k, i := range order {
 		batch[k] = out[i].Source
-	}
-	if len(batch) == 0 {
-		return out, nil
 	}
 	res, err := Decode(ctx, d, Batch[T]{Tokens: batch}, maxSteps)
 	if err != nil {
@@ -68,10 +97,9 @@ func Translate[T ad.Float](ctx context.Context, d Decoder[T], texts []string, ma
 	for k, i := range order {
 		r := res[k]
 		t := &out[i]
-		t.IDs, t.Length, t.Stopped, t.MinRelMargin = r.Tokens, len(r.Tokens), r.Stopped, r.MinRelMargin
-		t.Tokens = make([]string, len(r.Tokens))
-		for j, id := range r.Tokens {
-			t.Tokens[j] = tok.Token(id)
+		t.IDs, t.Length, t.Stopped, t.MinRelMargin = append(t.IDs, r.Tokens...), len(r.Tokens), r.Stopped, r.MinRelMargin
+		for _, id := range r.Tokens {
+			t.Tokens = append(t.Tokens, tok.Token(id))
 		}
 		if t.Text, err = DecodeText(tok, r.Tokens); err != nil {
 			return nil, fmt.Errorf("translate: text %d: %w", i, err)
@@ -80,19 +108,41 @@ func Translate[T ad.Float](ctx context.Context, d Decoder[T], texts []string, ma
 	return out, nil
 }
 
-// EncodeText encodes a text as lenspec's text models see it: with a space
-// put in front, so that a word is the same token at the start of a text
-// as after a space ("▁Haus" either way; the tokenizer marks a space by
-// "▁" on the word after it). An empty text stays empty.
+// TokenizerText is the string a text model's tokenizer reads for s: s in
+// Unicode NFC, with a space put in front; "" stays "". EncodeText encodes
+// it and training learns the tokenizer from it, so that inference,
+// evaluation, attacks and training see one text the same way.
+//
+// NFC because one text has several code point spellings ("ä" is U+00E4,
+// or "a" and U+0308 in NFD, as macOS file names and some input methods
+// give it), and merges learnt on one never apply to another: unnormalised,
+// they are different token sequences and different translations. NFC, not
+// NFKC (SentencePiece's default), because it unifies only canonically
+// equivalent spellings and leaves compatibility characters (ligatures,
+// superscripts) as written; most text, the Ding dictionary all of it, is
+// NFC already.
+//
+// The space makes a word the same token at the start of a text as after
+// a space ("▁Haus" either way; the tokenizer marks a space by "▁" on the
+// word after it).
+func TokenizerText(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " " + norm.NFC.String(s)
+}
+
+// EncodeText encodes a text as lenspec's text models see it: the token ids
+// of TokenizerText(s). An empty text stays empty.
 func EncodeText(tok *bpe.Tokenizer, s string) []int {
 	if s == "" {
 		return nil
 	}
-	return tok.Encode(" " + s)
+	return tok.Encode(TokenizerText(s))
 }
 
 // DecodeText is EncodeText's inverse: the decoded text without the space
-// in front.
+// in front. DecodeText(EncodeText(s)) is s in NFC.
 func DecodeText(tok *bpe.Tokenizer, ids []int) (string, error) {
 	s, err := tok.Decode(ids)
 	return strings.TrimPrefix(s, " "), err

@@ -133,7 +133,7 @@ func (a *TranslatorConfig) FLOPs(srcLen, steps int) float64 {
 
 // Spec is the translator's input description.
 func (a *TranslatorConfig) Spec(c *Config) InputSpec {
-	return InputSpec{Kind: Tokens, Vocab: a.Vocab, Special: []int{a.PadID, a.BOSID, c.EOS, a.UnkID}}
+	return InputSpec{Kind: Tokens, Vocab: a.Vocab, Special: []int{a.PadID, a.BOSID, c.EOS, a.UnkID}, MaxLen: a.MaxSourceLen}
 }
 
 func init() {

@@ -10,6 +10,18 @@ import (
 	"github.com/lenspec/lenspec/model"
 )
 
+// LearnTokenizer learns a translator's BPE tokenizer, shared by source and
+// target, from both sides of the pairs, each as the model will read it
+// (model.TokenizerText: NFC, a space in front), so that training, the
+// tokenizer and inference see every text the same way.
+func LearnTokenizer(ctx context.Context, pairs []corpus.Pair, vocab int) (*bpe.Tokenizer, error) {
+	texts := make([]string, 0, 2*len(pairs))
+	for _, p := range pairs {
+		texts = append(texts, model.TokenizerText(p.Src), model.TokenizerText(p.Tgt))
+	}
+	return bpe.TrainContext(ctx, texts, bpe.TrainOptions{VocabSize: vocab})
+}
+
 // EncodePairs encodes sentence pairs for training a translator with tok
 // (model.EncodeText on both sides). Pairs whose source is longer than
 // maxSource tokens or whose target is longer than maxTarget are left out
@@ -44,7 +56,8 @@ type TranslationEval struct {
 }
 
 // EvaluateTranslation translates the pairs' sources greedily (maxSteps ≤ 0:
-// the model's cap) and scores the outputs against their targets.
+// the model's cap) and scores the outputs against their targets. A source
+// longer than the model reads is an error naming its pair (1-based).
 func EvaluateTranslation(ctx context.Context, d model.Decoder[float32], pairs []corpus.Pair, maxSteps int) (*TranslationEval, error) {
 	if len(pairs) == 0 {
 		return nil, fmt.Errorf("evaluate: no pairs")
@@ -60,6 +73,11 @@ func EvaluateTranslation(ctx context.Context, d model.Decoder[float32], pairs []
 	ev := &TranslationEval{Samples: len(pairs), Outputs: out}
 	hyps := make([]string, len(out))
 	for i, t := range out {
+		if t.Err != nil {
+			// BLEU over the pairs the model can read would not be the
+			// split's BLEU: refuse rather than score a subset.
+			return nil, fmt.Errorf("evaluate: pair %d: %w", i+1, t.Err)
+		}
 		hyps[i] = t.Text
 		ev.MaxLen = max(ev.MaxLen, t.Length)
 		if !t.Stopped {

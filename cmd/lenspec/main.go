@@ -37,6 +37,14 @@ func usage(err error) error {
 	return usageError{err}
 }
 
+// reportedError marks a failure whose every problem was already reported
+// on stderr, one line each, as it happened (translate's texts): exit 1
+// without a line repeating them.
+type reportedError struct{ err error }
+
+func (r reportedError) Error() string { return r.err.Error() }
+func (r reportedError) Unwrap() error { return r.err }
+
 // signalError is the cause of a context cancelled by a signal.
 type signalError struct{ sig os.Signal }
 
@@ -168,6 +176,9 @@ func run(ctx context.Context, a *app, args []string) int {
 	}
 	if err == nil {
 		return 0
+	}
+	if errors.As(err, new(reportedError)) {
+		return 1
 	}
 	fmt.Fprintf(a.stderr, "lenspec: %s\n", oneLine(err.Error()))
 	var u usageError

@@ -167,11 +167,7 @@ notice saying so.`,
 				tok, initTraining = d.Config().Tokenizer, d.Config().Training
 				a.logf("fine-tuning %s (BPE vocabulary of %d tokens)", initDir, tok.Size())
 			} else {
-				texts := make([]string, 0, 2*len(trainPairs))
-				for _, p := range trainPairs {
-					texts = append(texts, " "+p.Src, " "+p.Tgt) // as model.EncodeText sees them
-				}
-				if tok, err = bpe.TrainContext(c.Context(), texts, bpe.TrainOptions{VocabSize: vocab}); err != nil {
+				if tok, err = train.LearnTokenizer(c.Context(), trainPairs, vocab); err != nil {
 					return err
 				}
 				arch.Vocab = tok.Size()
@@ -432,6 +428,17 @@ func evalTranslator(c *cobra.Command, a *app, modelDir string, d model.Decoder[f
 	})
 }
 
+// translateRecord is one line of translate --json: where the text came
+// from (its stdin line or argument number, 1-based), the text, and its
+// translation or why there is none.
+type translateRecord struct {
+	Line     int    `json:"line,omitempty"`
+	Argument int    `json:"argument,omitempty"`
+	Source   string `json:"source"`
+	Error    string `json:"error,omitempty"`
+	*model.Translation
+}
+
 func newTranslateCmd(a *app) *cobra.Command {
 	var modelDir string
 	var maxSteps, batch int
@@ -439,9 +446,20 @@ func newTranslateCmd(a *app) *cobra.Command {
 		Use:   "translate [TEXT...]",
 		Short: "Translate text with a translator model (arguments, or one text per line on stdin)",
 		Long: `Translate each argument, or, without arguments, every line of standard input
-(one translation per line, in order, decoded in batches). --json prints one
-JSON object per text with the output's tokens, ids, length and whether it
-stopped within the step cap.`,
+(one translation per line, in order, decoded in batches of --batch lines),
+greedily with the float32 model. A line break in an output (byte tokens
+<0x0A>, <0x0D>) is printed as a space, so that output line n is always
+input n's translation. --json prints one JSON object per text instead, with
+its line (stdin) or argument number, the source text and ids, and the
+output's exact text, tokens, ids, length and whether it stopped within the
+step cap.
+
+A text the model cannot read (more source tokens than its max_source_len,
+or a stdin line over 16 MiB) is reported on stderr by its line or argument
+number, and its place in the output is an empty line (with --json, an
+object with an "error" field); every other text is translated as it would
+be alone. The exit status is then 1, after all the input has been read and
+translated. See docs/models.md, "The translator's tokenizer".`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if modelDir == "" {
 				return usagef("--model is required")
@@ -459,49 +477,87 @@ stopped within the step cap.`,
 			if d.Config().Tokenizer == nil {
 				return usagef("%s is a %s, which does not read text", modelDir, d.Config().Architecture)
 			}
-			emit := func(texts []string) error {
+			failed, total := 0, 0
+			enc := json.NewEncoder(a.stdout)
+			enc.SetEscapeHTML(false) // tokens such as "<0x0A>" as they are spelt
+			// emit translates texts, which are stdin lines first+1… or
+			// arguments first+1… (fromStdin), and prints them in order.
+			// unread[i] is set for a line too long to read (texts[i] is
+			// then "").
+			emit := func(texts []string, unread []bool, first int, fromStdin bool) error {
 				ts, err := model.Translate(c.Context(), d, texts, maxSteps)
 				if err != nil {
 					return err
 				}
-				for i, t := range ts {
-					if a.jsonOut {
-						b, _ := json.Marshal(struct {
-							Source string `json:"source"`
-							model.Translation
-						}{texts[i], t})
-						fmt.Fprintln(a.stdout, string(b))
+				total += len(texts)
+				for i := range ts {
+					rec := translateRecord{Source: texts[i], Translation: &ts[i]}
+					where := fmt.Sprintf("argument %d", first+i+1)
+					if fromStdin {
+						rec.Line, where = first+i+1, fmt.Sprintf("stdin line %d", first+i+1)
 					} else {
-						fmt.Fprintln(a.stdout, t.Text)
+						rec.Argument = first + i + 1
+					}
+					if unread != nil && unread[i] {
+						ts[i] = model.Translation{Err: fmt.Errorf("longer than %d MiB, not read", maxLineBytes>>20)}
+					}
+					if t := ts[i]; t.Err != nil {
+						failed++
+						fmt.Fprintf(a.stderr, "lenspec: translate: %s: %v\n", where, t.Err)
+						rec.Error, rec.Translation = t.Err.Error(), nil
+					}
+					if a.jsonOut {
+						if err := enc.Encode(rec); err != nil {
+							return fmt.Errorf("translate: %s: %w", where, err)
+						}
+					} else {
+						// One line per text, whatever the output holds
+						// ("" in a failed text's place), so that output
+						// line n is input line n's translation.
+						fmt.Fprintln(a.stdout, lineBreaks.Replace(ts[i].Text))
 					}
 				}
 				return nil
 			}
-			if len(args) > 0 {
-				return emit(args)
+			done := func() error {
+				if failed > 0 {
+					return reportedError{fmt.Errorf("translate: %d of %d texts not translated", failed, total)}
+				}
+				return nil
 			}
-			sc := bufio.NewScanner(c.InOrStdin())
-			sc.Buffer(make([]byte, 64<<10), 16<<20)
+			if len(args) > 0 {
+				if err := emit(args, nil, 0, false); err != nil {
+					return err
+				}
+				return done()
+			}
+			r := bufio.NewReaderSize(c.InOrStdin(), 64<<10)
 			var lines []string
-			for sc.Scan() {
-				lines = append(lines, strings.TrimRight(sc.Text(), "\r"))
+			var unread []bool
+			read := 0 // lines before this batch
+			for {
+				line, long, err := readLine(r, maxLineBytes)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					return fmt.Errorf("stdin line %d: %w", read+len(lines)+1, err)
+				}
+				lines, unread = append(lines, line), append(unread, long)
 				if len(lines) == batch {
-					if err := emit(lines); err != nil {
+					if err := emit(lines, unread, read, true); err != nil {
 						return err
 					}
-					lines = lines[:0]
+					read += len(lines)
+					lines, unread = lines[:0], unread[:0]
 				}
-			}
-			if err := sc.Err(); err != nil {
-				if errors.Is(err, bufio.ErrTooLong) {
-					return fmt.Errorf("stdin: a line is longer than 16 MiB")
-				}
-				return fmt.Errorf("stdin: %w", err)
 			}
 			if len(lines) > 0 {
-				return emit(lines)
+				if err := emit(lines, unread, read, true); err != nil {
+					return err
+				}
 			}
-			return nil
+			return done()
 		},
 	}
 	f := c.Flags()
@@ -509,6 +565,51 @@ stopped within the step cap.`,
 	f.IntVar(&maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
 	f.IntVar(&batch, "batch", 1024, "lines of stdin translated together")
 	return c
+}
+
+// lineBreaks turns the line breaks a translation may hold (byte tokens
+// <0x0A>, <0x0D>) into spaces for translate's text output.
+var lineBreaks = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
+
+// maxLineBytes bounds a line of translate's stdin: a longer one is read
+// through and reported, not held in memory (it would be far over any
+// model's max_source_len anyway).
+const maxLineBytes = 16 << 20
+
+// readLine returns r's next line without its line ending ("\n", and any
+// "\r" before it), or io.EOF when there is none. A line of more than max
+// bytes is read to its end and dropped: long is set and line is "".
+func readLine(r *bufio.Reader, max int) (line string, long bool, err error) {
+	var buf []byte
+	n := 0 // bytes of the line so far, line ending included
+	for {
+		chunk, err := r.ReadSlice('\n')
+		n += len(chunk)
+		if !long && n > max+2 { // "\r\n" may still come off
+			long, buf = true, nil
+		}
+		if !long {
+			buf = append(buf, chunk...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF && n > 0 {
+			break // a last line without "\n"
+		}
+		if err != nil {
+			return "", false, err
+		}
+		break
+	}
+	if long {
+		return "", true, nil
+	}
+	line = strings.TrimRight(strings.TrimSuffix(string(buf), "\n"), "\r")
+	if len(line) > max {
+		return "", true, nil
+	}
+	return line, false, nil
 }
 
 // rebuildCommand is the training command as given, with every flag set on

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lenspec/lenspec/bpe"
+	"github.com/lenspec/lenspec/model"
+)
+
+// tinyTranslatorDir writes a small translator (random weights, a
+// tokenizer learnt on a few phrases, max_source_len 8) to a temp dir.
+func tinyTranslatorDir(t *testing.T) string {
+	t.Helper()
+	var texts []string
+	for _, s := range []string{"das haus ist klein", "die katze ist alt", "the house is small", "der hund"} {
+		texts = append(texts, model.TokenizerText(s))
+	}
+	tok, err := bpe.Train(texts, bpe.TrainOptions{VocabSize: 300, MinFrequency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := model.DefaultTranslatorConfig(tok.Size(), bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID)
+	a := cfg.Arch.(*model.TranslatorConfig)
+	a.Embedding, a.EncoderHidden, a.DecoderHidden, a.Attention, a.Combine, a.MaxSourceLen = 8, 8, 8, 8, 8, 8
+	cfg.MaxSteps, cfg.Tokenizer = 10, tok
+	m, err := model.New[float32](&cfg, rand.New(rand.NewPCG(7, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 2))
+	for _, p := range m.Params() {
+		for i := range p.W.Data {
+			p.W.Data[i] = float32(rng.NormFloat64())
+		}
+	}
+	dir := t.TempDir()
+	if err := model.Save(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestTranslateLineBreaksInOutput: an output made of byte tokens <0x0A>
+// and <0x0D> still takes one line of text output (a space for each line
+// break); --json keeps it exactly.
+func TestTranslateLineBreaksInOutput(t *testing.T) {
+	src := tinyTranslatorDir(t)
+	m, err := model.Load[float32](src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := m.Config().Tokenizer
+	lf, _ := tok.ID("<0x0A>")
+	cr, _ := tok.ID("<0x0D>")
+	for _, p := range m.Params() {
+		if p.Name == "decoder.out.bias" {
+			p.W.Data[lf], p.W.Data[cr] = 1e4, 1e4-1 // every step emits "\n"…
+		}
+		if p.Name == "decoder.embedding.weight" {
+			clear(p.W.Data) // …whatever came before
+		}
+	}
+	dir := t.TempDir()
+	if err := model.Save(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLIStdin(t, "das haus\nklein\n", "translate", "--model", dir)
+	if want := strings.Repeat(" ", 10) + "\n" + strings.Repeat(" ", 10) + "\n"; code != 0 || stdout != want {
+		t.Fatalf("exit %d, %q (%s); want %q", code, stdout, stderr, want)
+	}
+	code, stdout, _ = runCLIStdin(t, "das haus\n", "translate", "--model", dir, "--json")
+	var rec struct {
+		Text   string
+		Tokens []string
+	}
+	if err := json.Unmarshal([]byte(stdout), &rec); code != 0 || err != nil || rec.Text != strings.Repeat("\n", 10) || rec.Tokens[0] != "<0x0A>" {
+		t.Fatalf("--json: exit %d, %q, %v", code, stdout, err)
+	}
+	if !strings.Contains(stdout, `"<0x0A>"`) {
+		t.Fatalf("--json escapes tokens: %s", stdout)
+	}
+}
+
+// runCLIStdin is runCLI with stdin.
+func runCLIStdin(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	a := &app{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
+	code = run(context.Background(), a, args)
+	return code, out.String(), errb.String()
+}
+
+// TestTranslateLongLines: a text over the model's max_source_len is
+// reported on stderr by its stdin line or argument number, one line each;
+// its place in the output is an empty line (--json: an object with its
+// number, source and error); every other text's output is exactly what
+// translating it alone gives; the exit status is 1 if any text failed.
+func TestTranslateLongLines(t *testing.T) {
+	dir := tinyTranslatorDir(t)
+	d, err := model.Load[float32](dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := func(s string) int { return len(model.EncodeText(d.Config().Tokenizer, s)) }
+	long := strings.TrimSpace(strings.Repeat("haus ", 6))
+	longer := long + " " + long
+	if tokens(long) <= 8 {
+		t.Fatalf("%q is %d tokens, not over 8", long, tokens(long))
+	}
+	// aloneText is the library's translation of one text.
+	aloneText := func(text string) string {
+		t.Helper()
+		ts, err := model.Translate(context.Background(), d, []string{text}, 0)
+		if err != nil || ts[0].Err != nil {
+			t.Fatalf("%q: %v %v", text, err, ts[0].Err)
+		}
+		return ts[0].Text
+	}
+	// alone is translate --json of one argument: the reference output.
+	alone := func(text string) map[string]any {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, "translate", "--model", dir, "--json", text)
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(stdout), &rec); code != 0 || err != nil {
+			t.Fatalf("translate %q alone: exit %d, %q, %v (%s)", text, code, stdout, err, stderr)
+		}
+		delete(rec, "argument")
+		return rec
+	}
+	lines := []string{"das haus", "die katze ist klein", long, "", "der hund ist alt", longer, "klein"}
+	stdin := strings.Join(lines, "\n") + "\n"
+	for _, c := range []struct {
+		name  string
+		stdin string
+		args  []string
+		texts []string
+		bad   []int // 1-based, as reported
+		code  int
+	}{
+		{"stdin", stdin, nil, lines, []int{3, 6}, 1},
+		{"stdin in batches of 2", stdin, []string{"--batch", "2"}, lines, []int{3, 6}, 1},
+		{"stdin in batches of 1", stdin, []string{"--batch", "1"}, lines, []int{3, 6}, 1},
+		{"stdin, CRLF, no final newline", "das haus\r\n" + long + "\r\nklein", nil, []string{"das haus", long, "klein"}, []int{2}, 1},
+		{"stdin, all bad", long + "\n" + longer + "\n", nil, []string{long, longer}, []int{1, 2}, 1},
+		{"stdin, none bad", "das haus\n\nklein\n", nil, []string{"das haus", "", "klein"}, nil, 0},
+		{"arguments", "", []string{"das haus", long, "klein"}, []string{"das haus", long, "klein"}, []int{2}, 1},
+		{"arguments, none bad", "", []string{"das haus", "klein"}, []string{"das haus", "klein"}, nil, 0},
+	} {
+		for _, js := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s json=%v", c.name, js), func(t *testing.T) {
+				args := []string{"translate", "--model", dir}
+				if js {
+					args = append(args, "--json")
+				}
+				args = append(args, c.args...)
+				code, stdout, stderr := runCLIStdin(t, c.stdin, args...)
+				if code != c.code {
+					t.Fatalf("exit %d, want %d (stderr %q)", code, c.code, stderr)
+				}
+				where := "stdin line"
+				if c.stdin == "" {
+					where = "argument"
+				}
+				// stderr: one line per bad text, nothing else.
+				var want []string
+				for _, n := range c.bad {
+					want = append(want, fmt.Sprintf("lenspec: translate: %s %d: %d source tokens, over the model's max_source_len 8",
+						where, n, tokens(c.texts[n-1])))
+				}
+				if got := nonEmptyLines(stderr); !reflect.DeepEqual(got, want) {
+					t.Fatalf("stderr %q, want %q", got, want)
+				}
+				out := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+				if len(out) != len(c.texts) {
+					t.Fatalf("%d output lines for %d texts: %q", len(out), len(c.texts), stdout)
+				}
+				for i, text := range c.texts {
+					isBad := false
+					for _, n := range c.bad {
+						isBad = isBad || n == i+1
+					}
+					if !js {
+						if isBad && out[i] != "" || !isBad && out[i] != aloneText(text) {
+							t.Fatalf("line %d: %q, alone %q", i+1, out[i], aloneText(text))
+						}
+						continue
+					}
+					var rec map[string]any
+					if err := json.Unmarshal([]byte(out[i]), &rec); err != nil {
+						t.Fatalf("line %d: %q: %v", i+1, out[i], err)
+					}
+					numKey := "line"
+					if c.stdin == "" {
+						numKey = "argument"
+					}
+					if rec[numKey] != float64(i+1) {
+						t.Fatalf("line %d: %s %v", i+1, numKey, rec[numKey])
+					}
+					delete(rec, numKey)
+					if isBad {
+						wantRec := map[string]any{"source": text, "error": fmt.Sprintf("%d source tokens, over the model's max_source_len 8", tokens(text))}
+						if !reflect.DeepEqual(rec, wantRec) {
+							t.Fatalf("line %d: %v, want %v", i+1, rec, wantRec)
+						}
+					} else if ref := alone(text); !reflect.DeepEqual(rec, ref) {
+						t.Fatalf("line %d: %v, alone %v", i+1, rec, ref)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestTranslateHugeLine: a stdin line over 16 MiB is reported and
+// skipped like a line over max_source_len, without holding it.
+func TestTranslateHugeLine(t *testing.T) {
+	dir := tinyTranslatorDir(t)
+	huge := strings.Repeat("haus ", (maxLineBytes/5)+1)
+	code, stdout, stderr := runCLIStdin(t, "das haus\n"+huge+"\nklein\n", "translate", "--model", dir)
+	if code != 1 || strings.Count(stdout, "\n") != 3 || strings.Split(stdout, "\n")[1] != "" {
+		t.Fatalf("exit %d, stdout %q", code, stdout)
+	}
+	if want := []string{"lenspec: translate: stdin line 2: longer than 16 MiB, not read"}; !reflect.DeepEqual(nonEmptyLines(stderr), want) {
+		t.Fatalf("stderr %q", stderr)
+	}
+}
+
+// TestReadLine: lines without their endings, whichever ending; lines over
+// the limit read through and flagged.
+func TestReadLine(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string // "!" marks a line over the limit
+	}{
+		{"", nil},
+		{"a\n", []string{"a"}},
+		{"a", []string{"a"}},
+		{"a\r\n\nb\r", []string{"a", "", "b"}},
+		{"12345678\n123456789\nc\n", []string{"12345678", "!", "c"}},
+		{"12345678\r\n", []string{"12345678"}},
+		{strings.Repeat("x", 100) + "\nd", []string{"!", "d"}},
+		{strings.Repeat("x", 100), []string{"!"}},
+	} {
+		r := bufio.NewReaderSize(strings.NewReader(c.in), 16) // smaller than a long line
+		var got []string
+		for {
+			line, long, err := readLine(r, 8)
+			if err != nil {
+				if err.Error() != "EOF" {
+					t.Fatalf("%q: %v", c.in, err)
+				}
+				break
+			}
+			if long {
+				line = "!"
+			}
+			got = append(got, line)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%q: %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func nonEmptyLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -1,0 +1,183 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lenspec/lenspec/bpe"
+	"golang.org/x/text/unicode/norm"
+)
+
+// textTranslator is a small translator with a tokenizer learnt on a few
+// German and English phrases (as training learns it: TokenizerText of
+// each), random weights large enough that outputs differ between sources,
+// and a max_source_len of 8 tokens.
+func textTranslator(t testing.TB) *Translator[float64] {
+	t.Helper()
+	var texts []string
+	for _, s := range []string{"das haus ist klein", "die straße ist groß", "the house is small", "ein kleines haus", "größer", "für"} {
+		texts = append(texts, TokenizerText(s))
+	}
+	tok, err := bpe.Train(texts, bpe.TrainOptions{VocabSize: 300, MinFrequency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultTranslatorConfig(tok.Size(), bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID)
+	a := cfg.Arch.(*TranslatorConfig)
+	a.Embedding, a.EncoderHidden, a.DecoderHidden, a.Attention, a.Combine, a.MaxSourceLen = 4, 3, 5, 4, 6, 8
+	cfg.MaxSteps, cfg.Tokenizer = 6, tok
+	m, err := NewTranslator[float64](&cfg, rand.New(rand.NewPCG(3, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 2))
+	for _, p := range m.Params() {
+		for i := range p.W.Data {
+			p.W.Data[i] = rng.NormFloat64()
+		}
+	}
+	return m
+}
+
+// TestTranslateSetsAsideLongSources: a text with more source tokens than
+// max_source_len gets an Err naming its length and the limit, wherever it
+// is in the batch, and every other text's translation is exactly the one
+// it gets alone.
+func TestTranslateSetsAsideLongSources(t *testing.T) {
+	m := textTranslator(t)
+	tok := m.Config().Tokenizer
+	long := strings.Repeat("haus ", 10) // 11 tokens, over 8
+	if n := len(EncodeText(tok, long)); n <= 8 {
+		t.Fatalf("the long text has %d tokens, want more than 8", n)
+	}
+	alone := func(s string) Translation {
+		t.Helper()
+		ts, err := Translate(context.Background(), Decoder[float64](m), []string{s}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts[0]
+	}
+	for _, c := range []struct {
+		name  string
+		texts []string
+		bad   []int
+	}{
+		{"none", []string{"das haus", "ist klein", "für"}, nil},
+		{"middle", []string{"das haus", "ist klein", long, "die straße", "größer"}, []int{2}},
+		{"first", []string{long, "das haus"}, []int{0}},
+		{"last", []string{"das haus", "", long}, []int{2}},
+		{"two", []string{long, "für", long + "ist", "haus"}, []int{0, 2}},
+		{"all", []string{long, long}, []int{0, 1}},
+		{"with empty", []string{"", long, ""}, []int{1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ts, err := Translate(context.Background(), Decoder[float64](m), c.texts, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ts) != len(c.texts) {
+				t.Fatalf("%d translations of %d texts", len(ts), len(c.texts))
+			}
+			for i, tr := range ts {
+				if slices.Contains(c.bad, i) {
+					var e *SourceTooLongError
+					n := len(EncodeText(tok, c.texts[i]))
+					if !errors.As(tr.Err, &e) || e.Tokens != n || e.Max != 8 || !strings.Contains(tr.Err.Error(), "max_source_len 8") {
+						t.Fatalf("text %d: Err %v, want %d source tokens over max_source_len 8", i, tr.Err, n)
+					}
+					if len(tr.IDs) != 0 || tr.Length != 0 || tr.Text != "" || len(tr.Source) != n {
+						t.Fatalf("text %d: not translated, yet %+v", i, tr)
+					}
+					continue
+				}
+				if want := alone(c.texts[i]); !reflect.DeepEqual(tr, want) {
+					t.Fatalf("text %d %q: in the batch %+v, alone %+v", i, c.texts[i], tr, want)
+				}
+			}
+		})
+	}
+}
+
+// TestTranslateEmptyText: an empty text is not run; its translation is
+// empty, stopped, with empty (not nil) id and token lists.
+func TestTranslateEmptyText(t *testing.T) {
+	m := textTranslator(t)
+	ts, err := Translate(context.Background(), Decoder[float64](m), []string{""}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Translation{Source: []int{}, IDs: []int{}, Tokens: []string{}, Stopped: true}
+	if !reflect.DeepEqual(ts[0], want) {
+		t.Fatalf("empty text: %+v, want %+v", ts[0], want)
+	}
+}
+
+// TestTranslateRefuses: what fails the whole call still does.
+func TestTranslateRefuses(t *testing.T) {
+	m := textTranslator(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	noTok := tinyTranslator(t, 1, 1)
+	for _, c := range []struct {
+		name string
+		d    Decoder[float64]
+		ctx  context.Context
+		max  int
+	}{
+		{"no tokenizer", noTok, context.Background(), 0},
+		{"step cap", m, context.Background(), MaxStepCap + 1},
+		{"cancelled", m, ctx, 0},
+	} {
+		if _, err := Translate(c.ctx, c.d, []string{"das haus"}, c.max); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+}
+
+// TestEncodeTextNormalises: the NFC and NFD spellings of a text (and other
+// canonically equivalent ones) give identical ids, which the tokenizer
+// alone does not; invalid UTF-8 comes back byte for byte; a leading space
+// is a token of its own.
+func TestEncodeTextNormalises(t *testing.T) {
+	tok := textTranslator(t).Config().Tokenizer
+	for _, c := range []struct{ name, nfc, other string }{
+		{"umlaut", "größer für das haus", "gro\u0308ßer fu\u0308r das haus"},
+		{"whole text in NFD", "die straße ist größer", norm.NFD.String("die straße ist größer")},
+		{"marks out of canonical order", "\u1ea1\u0308", "a\u0308\u0323"},
+		{"Ångström sign", "\u00c5", "\u212b"},
+		{"Hangul", "한국", norm.NFD.String("한국")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.nfc == c.other || !norm.NFC.IsNormalString(c.nfc) {
+				t.Fatalf("bad case: %q, %q", c.nfc, c.other)
+			}
+			a, b := EncodeText(tok, c.nfc), EncodeText(tok, c.other)
+			if !slices.Equal(a, b) {
+				t.Fatalf("NFC %q gives %v, %q gives %v", c.nfc, a, c.other, b)
+			}
+			if slices.Equal(tok.Encode(" "+c.nfc), tok.Encode(" "+c.other)) {
+				t.Fatal("the tokenizer alone already gives equal ids: the case tests nothing")
+			}
+			if s, err := DecodeText(tok, b); err != nil || s != c.nfc {
+				t.Fatalf("decoded %q (%v), want the NFC text %q", s, err, c.nfc)
+			}
+		})
+	}
+	for _, s := range []string{"haus\xff", "\xc3", "a\xe2\x96 b", "\xcc\x88"} {
+		if got, err := DecodeText(tok, EncodeText(tok, s)); err != nil || got != s {
+			t.Errorf("%q: decodes back to %q (%v)", s, got, err)
+		}
+	}
+	if EncodeText(tok, "") != nil {
+		t.Error("the empty text has ids")
+	}
+	if a, b := EncodeText(tok, "haus"), EncodeText(tok, " haus"); len(b) != len(a)+1 || tok.Token(b[0]) != "▁" || !slices.Equal(a, b[1:]) {
+		t.Errorf("%q: %v, %q: %v; want one more token, ▁, in front", "haus", a, " haus", b)
+	}
+}
