@@ -367,12 +367,9 @@ func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (exper
 // textData loads the split of the model's corpus its records name, and
 // picks the sentences.
 func (f *attackFlags) textData(c *cobra.Command, m *experiment.Model) (experiment.TextData, []int, error) {
-	cf := f.corpus
-	if rec, ok := m.D32.Config().Training["split_seed"].(float64); ok && !c.Flags().Changed("split-seed") {
-		cf.seed = uint64(rec)
-	}
-	if rec, ok := m.D32.Config().Training["corpus"].(string); ok && rec == "tsv" && cf.tsv == "" {
-		return experiment.TextData{}, nil, usagef("%s was trained on a corpus of its own: name it with --corpus", m.Dir)
+	cf, err := f.corpus.forModel(c, m.Dir, m.D32)
+	if err != nil {
+		return experiment.TextData{}, nil, err
 	}
 	sp, err := cf.load()
 	if err != nil {

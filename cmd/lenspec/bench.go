@@ -95,8 +95,9 @@ operation: "ratio <operation> <lenspec median / PyTorch median>".`,
 // benchTranslator benchmarks a translator on its corpus: the dev split to
 // translate, the training split's bucketed batches to train on.
 func benchTranslator(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string, cf corpusFlags, opt bench.Options, peer bench.PeerOptions) error {
-	if rec, ok := d.Config().Training["split_seed"].(float64); ok && !c.Flags().Changed("split-seed") {
-		cf.seed = uint64(rec)
+	cf, err := cf.forModel(c, modelDir, d)
+	if err != nil {
+		return err
 	}
 	sp, err := cf.load()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/lenspec/lenspec/corpus"
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/mnist"
 	"github.com/lenspec/lenspec/model"
@@ -158,5 +159,43 @@ func newDataCmd(a *app) *cobra.Command {
 	mm.Flags().IntVar(&count, "count", 8, "number of canvases")
 	mm.Flags().IntVar(&scale, "scale", 4, "integer upscaling of the PNG (nearest neighbour; decode --image undoes it)")
 	mm.Flags().Uint64Var(&seed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
-	return group("data", "Prepare and inspect datasets", mn, mm)
+	var m30kFrom, m30kDir string
+	m30k := &cobra.Command{
+		Use:   "multi30k",
+		Short: "Import Multi30k task 1 German–English (train, val, test_2016_flickr) into the data cache, checking pinned sha256 hashes",
+		Long: `Copy Multi30k's raw files (train, val and test_2016_flickr, .de.gz and .en.gz:
+data/task1/raw/ of the public repository multi30k/dataset, Elliott et al.
+2016) from --from into the data cache, each checked against its pinned
+sha256 first. The dataset states no licence, so lenspec never ships or
+downloads it: point --from at a copy. Translator commands read it with
+--corpus multi30k.`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if m30kFrom == "" {
+				return usagef("--from is required: a directory holding Multi30k's raw files (multi30k/dataset data/task1/raw/)")
+			}
+			dir := m30kDir
+			if dir == "" {
+				var err error
+				if dir, err = corpus.DefaultMulti30kDir(); err != nil {
+					return err
+				}
+			}
+			if err := corpus.ImportMulti30k(m30kFrom, dir); err != nil {
+				return err
+			}
+			sp, err := corpus.LoadMulti30k(dir)
+			if err != nil {
+				return err
+			}
+			out := map[string]any{"multi30k_dir": dir, "status": "verified", "sha256": sp.SHA256,
+				"train": len(sp.Train), "val": len(sp.Dev), "test_2016_flickr": len(sp.Test)}
+			return a.emit(out, func(w io.Writer) {
+				fmt.Fprintf(w, "Multi30k verified in %s: %d train, %d val, %d test_2016_flickr pairs\n", dir, len(sp.Train), len(sp.Dev), len(sp.Test))
+			})
+		},
+	}
+	m30k.Flags().StringVar(&m30kFrom, "from", "", "directory holding Multi30k's raw .gz files")
+	m30k.Flags().StringVar(&m30kDir, "dir", "", "destination (default $LENSPEC_DATA/multi30k or the user cache dir)")
+	return group("data", "Prepare and inspect datasets", mn, mm, m30k)
 }

@@ -117,6 +117,11 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{"weight decay", trn("--weight-decay", "nan"), 2, "weight decay"},
 		{"clip norm", trn("--clip-norm", "nan"), 2, "clip norm"},
 		{"stability eps", trn("--stability-eps", "nan"), 2, "stability radius"},
+		{"multi30k without --from", []string{"data", "multi30k"}, 2, "--from is required"},
+		{"multi30k from a missing directory", []string{"data", "multi30k", "--from", "/nonexistent/m30k", "--dir", t.TempDir()}, 1, "/nonexistent/m30k"},
+		{"multi30k from a file", []string{"data", "multi30k", "--from", badPNG, "--dir", t.TempDir()}, 1, "bad.png is not a directory"},
+		{"multi30k from a directory without it", []string{"data", "multi30k", "--from", tmp, "--dir", t.TempDir()}, 1, "train.de.gz"},
+		{"multi30k not imported", []string{"train", "nmt", "--corpus", "multi30k", "--multi30k-dir", filepath.Join(tmp, "none"), "--out", t.TempDir()}, 1, "lenspec data multi30k --from DIR imports it"},
 		{"out is /dev/null", []string{"attack", "--model", dir, "--eps", "0.1", "--index", "0", "--budget", "2", "--out", "/dev/null"}, 1, "not a regular file"},
 		{"out is /dev/full", ver("--out", "/dev/full"), 1, "not a regular file"},
 	}

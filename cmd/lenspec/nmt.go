@@ -27,21 +27,54 @@ import (
 // corpusFlags select the parallel corpus a translator trains and is
 // evaluated on.
 type corpusFlags struct {
-	tsv, ding string
-	seed      uint64
+	// name is --corpus: "ding", "multi30k" or a TSV file; "" is the
+	// corpus the model was trained on (forModel), else Ding.
+	name     string
+	ding     string
+	multi30k string
+	seed     uint64
 }
 
 func (f *corpusFlags) add(c *cobra.Command) {
-	c.Flags().StringVar(&f.tsv, "corpus", "", "a corpus of your own: one \"source<TAB>target\" pair per line (default: the Ding dictionary)")
+	c.Flags().StringVar(&f.name, "corpus", "", `"multi30k" (Multi30k task 1, imported by lenspec data multi30k), "ding" (the Ding dictionary) or a corpus of your own: a file of "source<TAB>target" lines (default: the model's own corpus; for training, ding)`)
 	c.Flags().StringVar(&f.ding, "ding", corpus.DingPath, "the Ding dictionary (Debian's trans-de-en, pinned by sha256)")
-	c.Flags().Uint64Var(&f.seed, "split-seed", corpus.DefaultSplitSeed, "seed of the train/dev/test split")
+	c.Flags().StringVar(&f.multi30k, "multi30k-dir", "", "where lenspec data multi30k put Multi30k (default $LENSPEC_DATA/multi30k or the user cache dir)")
+	c.Flags().Uint64Var(&f.seed, "split-seed", corpus.DefaultSplitSeed, "seed of the train/dev/test split (Ding and TSV corpora; Multi30k's splits are its own)")
+}
+
+// forModel fills in what the command line left open from how the model
+// at dir was trained: its corpus and split seed.
+func (f corpusFlags) forModel(c *cobra.Command, dir string, d model.Decoder[float32]) (corpusFlags, error) {
+	tr := d.Config().Training
+	if rec, ok := tr["split_seed"].(float64); ok && !c.Flags().Changed("split-seed") {
+		f.seed = uint64(rec)
+	}
+	if f.name == "" {
+		switch rec, _ := tr["corpus"].(string); rec {
+		case "tsv":
+			return f, usagef("%s was trained on a corpus of its own: name it with --corpus", dir)
+		case "multi30k":
+			f.name = rec
+		}
+	}
+	return f, nil
 }
 
 func (f *corpusFlags) load() (*corpus.Splits, error) {
-	if f.tsv != "" {
-		return corpus.LoadTSV(f.tsv, f.seed)
+	switch f.name {
+	case "", "ding":
+		return corpus.LoadDing(f.ding, f.seed)
+	case "multi30k":
+		dir := f.multi30k
+		if dir == "" {
+			var err error
+			if dir, err = corpus.DefaultMulti30kDir(); err != nil {
+				return nil, err
+			}
+		}
+		return corpus.LoadMulti30k(dir)
 	}
-	return corpus.LoadDing(f.ding, f.seed)
+	return corpus.LoadTSV(f.name, f.seed)
 }
 
 // nmtLicense is the notice a model directory trained on the Ding
@@ -357,11 +390,9 @@ func evalTranslator(c *cobra.Command, a *app, modelDir string, d model.Decoder[f
 	if examples < 0 {
 		return usagef("--examples %d must be non-negative", examples)
 	}
-	if rec, ok := d.Config().Training["split_seed"].(float64); ok && !c.Flags().Changed("split-seed") {
-		cf.seed = uint64(rec)
-	}
-	if rec, ok := d.Config().Training["corpus"].(string); ok && rec == "tsv" && cf.tsv == "" {
-		return usagef("%s was trained on a corpus of its own: name it with --corpus", modelDir)
+	cf, err := cf.forModel(c, modelDir, d)
+	if err != nil {
+		return err
 	}
 	sp, err := cf.load()
 	if err != nil {
