@@ -105,10 +105,21 @@ func TestCancelWhileWaiting(t *testing.T) {
 func TestPanicInOnEvent(t *testing.T) {
 	m := miptest.MultiKnapsack(rand.New(rand.NewPCG(0, 4)), 500, 10)
 	boom := errors.New("boom")
+	// A limit far beyond what the model needs to reach its first node,
+	// even on a loaded machine (10 s was seen to pass in root processing
+	// with two busy loops beside the suite): only the panic can end the
+	// solve before it.
+	const limit = 120 * time.Second
+	// Straight to branch and bound: root cuts and heuristics took 0.5–9 s
+	// on a loaded machine before the first node.
+	rootless := []string{"-cuts", "off", "-heuristicsOnOff", "off", "-preprocess", "off"}
 	for _, threads := range []int{1, 2} {
+		var panicked time.Time
+		var wall time.Duration
 		t0 := time.Now()
 		func() {
 			defer func() {
+				wall = time.Since(panicked)
 				r := recover()
 				err, _ := r.(error)
 				if !errors.Is(err, boom) || !strings.Contains(err.Error(), "OnEvent") {
@@ -117,18 +128,19 @@ func TestPanicInOnEvent(t *testing.T) {
 			}()
 			// Panic inside branch and bound, where with two threads
 			// events come from CBC's worker threads.
-			(Solver{}).Solve(context.Background(), m, mip.Options{Threads: threads, TimeLimit: 10 * time.Second, OnEvent: func(e mip.Event) {
+			(Solver{}).Solve(context.Background(), m, mip.Options{Threads: threads, TimeLimit: limit, Params: rootless, OnEvent: func(e mip.Event) {
 				if e.Nodes > 0 {
+					panicked = time.Now()
 					panic(boom)
 				}
 			}})
 			t.Errorf("%d threads: Solve returned", threads)
 		}()
-		// The panic, not the 10 s limit, must end the solve; the first
-		// node event comes after root processing, whose time depends on
-		// the machine's load, so the bound is the limit, not a guess.
-		if wall := time.Since(t0); wall > 8*time.Second {
-			t.Errorf("%d threads: the panic stopped the solve only after %v (limit 10 s)", threads, wall)
+		t.Logf("%d threads: first node after %v, returned %v later", threads, panicked.Sub(t0), wall)
+		// The panic, not the limit, ends the solve: it returns a small
+		// part of the limit after the panic.
+		if wall > limit/4 {
+			t.Errorf("%d threads: Solve returned %v after the panic (limit %v)", threads, wall, limit)
 		}
 	}
 	small := miptest.Knapsack([]float64{60, 100, 120}, []float64{10, 20, 30}, 50)
