@@ -234,14 +234,14 @@ func TestStubbornSolverIsKilled(t *testing.T) {
 	over := miptest.LimitOverhead(t, Solver{Binary: bin}, m, mip.Options{})
 	gone()
 	const limit = 300 * time.Millisecond
-	t0 := time.Now()
-	res, err := (Solver{Binary: bin}).Solve(context.Background(), m, mip.Options{TimeLimit: limit})
-	wall := time.Since(t0)
+	var res *mip.Result
+	var err error
+	tm := miptest.Time(func() { res, err = (Solver{Binary: bin}).Solve(context.Background(), m, mip.Options{TimeLimit: limit}) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != mip.TimeLimit || wall > miptest.LimitAllowance(limit, over) {
-		t.Errorf("%v limit: got %s (%q) after %v (allowed %v)", limit, res.Status, res.Message, wall, miptest.LimitAllowance(limit, over))
+	if max := tm.Allowance(limit, over); res.Status != mip.TimeLimit || tm.Wall > max {
+		t.Errorf("%v limit: got %s (%q) after %v (allowed %v)", limit, res.Status, res.Message, tm.Wall, max)
 	}
 	// The root LP value printed before the kill is the bound.
 	if res.Bound > -300 || res.Bound < -300.01 {
@@ -251,16 +251,14 @@ func TestStubbornSolverIsKilled(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	t0 = time.Now()
-	res, err = (Solver{Binary: bin}).Solve(ctx, m, mip.Options{})
-	wall = time.Since(t0)
+	tm = miptest.Time(func() { res, err = (Solver{Binary: bin}).Solve(ctx, m, mip.Options{}) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Without a time limit the grace after the interrupt is 1 s: the
 	// script is killed 1.1 s after the start.
-	if max := miptest.LimitAllowance(1100*time.Millisecond, over); res.Status != mip.Cancelled || wall > max {
-		t.Errorf("cancelled after 100 ms: got %s (%q) after %v (allowed %v)", res.Status, res.Message, wall, max)
+	if max := tm.Allowance(1100*time.Millisecond, over); res.Status != mip.Cancelled || tm.Wall > max {
+		t.Errorf("cancelled after 100 ms: got %s (%q) after %v (allowed %v)", res.Status, res.Message, tm.Wall, max)
 	}
 	gone()
 }
@@ -273,21 +271,21 @@ func TestStubbornSolverIsKilled(t *testing.T) {
 func TestTimeLimitHeld(t *testing.T) {
 	m, _ := miptest.ShortLimitReLU()
 	const limit = 2 * time.Second
-	max := miptest.LimitAllowance(limit, miptest.LimitOverhead(t, Solver{}, m, mip.Options{}))
+	over := miptest.LimitOverhead(t, Solver{}, m, mip.Options{})
 	for i := range 3 {
-		t0 := time.Now()
-		res, err := (Solver{}).Solve(context.Background(), m, mip.Options{TimeLimit: limit})
-		wall := time.Since(t0)
+		var res *mip.Result
+		var err error
+		tm := miptest.Time(func() { res, err = (Solver{}).Solve(context.Background(), m, mip.Options{TimeLimit: limit}) })
 		if err != nil {
 			t.Fatal(err)
 		}
 		miptest.CheckResult(t, m, &mip.Options{}, res)
-		t.Logf("run %d: %s after %v (%q)", i, res.Status, wall, res.Message)
+		t.Logf("run %d: %s after %v, slowdown %.2f (%q)", i, res.Status, tm.Wall, tm.Slowdown(), res.Message)
 		if res.Status != mip.TimeLimit {
 			t.Errorf("run %d: status %s, want time limit", i, res.Status)
 		}
-		if wall > max {
-			t.Errorf("run %d: %v limit, returned after %v (allowed %v)", i, limit, wall, max)
+		if max := tm.Allowance(limit, over); tm.Wall > max {
+			t.Errorf("run %d: %v limit, returned after %v (allowed %v)", i, limit, tm.Wall, max)
 		}
 	}
 }
