@@ -46,12 +46,12 @@ nmt: build
 # installed here), interleaved with lenspec's, each in 5 to 15 rounds until
 # its ratio is within 5 % or 2 minutes of rounds are spent (docs/BENCHMARKS.md;
 # about 4 minutes in all). Ends with the five "ratio <op> <x>" lines of both
-# models together: the awk holds them back until both tables are printed.
+# models together: the loop holds them back until both tables are printed.
 bench-peer: data
 	@bash scripts/setup.sh python3-torch python3-numpy
 	set -o pipefail; { $(BIN) bench --model $(MODEL) --peer bench/peer.py && \
 	  $(BIN) bench --model models/nmt-de-en --peer bench/peer_nmt.py; } | \
-	  awk '/^ratio /{r = r $$0 "\n"; next} {print; fflush()} END{printf "%s", r}'
+	  { r=; while IFS= read -r l; do if [[ $$l == "ratio "* ]]; then r+=$$l$$'\n'; else printf '%s\n' "$$l"; fi; done; printf '%s' "$$r"; }
 
 clean:
 	rm -rf bin

@@ -138,7 +138,8 @@ type PeerReport struct {
 // iteration; for the translator (bench/peer_nmt.py) translation and a
 // training step. Each side runs each operation once before its first
 // round, a warm-up not counted (its time sets the first round's runs),
-// then rounds as opt says.
+// then rounds as opt says; rounds of more than one run per side start
+// each side with one more untimed run.
 func Peer(ctx context.Context, d model.Decoder[float32], data PeerData, opt PeerOptions) (*PeerReport, error) {
 	if err := opt.Validate(); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
@@ -210,9 +211,9 @@ func Peer(ctx context.Context, d model.Decoder[float32], data PeerData, opt Peer
 func peerRounds(ctx context.Context, name string, one, all func() error, py *peerProc, opt PeerOptions, progress func(string)) (PeerOp, error) {
 	start := time.Now()
 	op := PeerOp{Name: name}
-	torch := func(runs int) ([]float64, error) {
+	torch := func(warm, runs int) ([]float64, error) {
 		var ts struct{ Seconds []float64 }
-		if err := py.call(&ts, "time %s %d 0", name, runs); err != nil {
+		if err := py.call(&ts, "time %s %d %d", name, runs, warm); err != nil {
 			return nil, err
 		}
 		if len(ts.Seconds) != runs {
@@ -220,15 +221,15 @@ func peerRounds(ctx context.Context, name string, one, all func() error, py *pee
 		}
 		return ts.Seconds, nil
 	}
-	w1, err := timeOn(1, 1, one)
+	w1, err := timeOn(1, 0, 1, one)
 	if err != nil {
 		return op, err
 	}
-	wt, err := torch(1)
+	wt, err := torch(0, 1)
 	if err != nil {
 		return op, err
 	}
-	if _, err := timeOn(runtime.NumCPU(), 1, all); err != nil {
+	if _, err := timeOn(runtime.NumCPU(), 0, 1, all); err != nil {
 		return op, err
 	}
 	progress(fmt.Sprintf("%s: warm-up %.3f s in lenspec, %.3f s in PyTorch", name, w1[0], wt[0]))
@@ -242,15 +243,23 @@ func peerRounds(ctx context.Context, name string, one, all func() error, py *pee
 		if err := ctx.Err(); err != nil {
 			return op, err
 		}
-		t1, err := timeOn(1, runs, one)
+		// A short operation's first run in a round would find the caches
+		// the other side left: one more untimed run per side. A run that
+		// fills the round alone (seconds of work) is not slowed by that
+		// measurably, and its rounds would take twice as long.
+		warm := 0
+		if runs > 1 {
+			warm = 1
+		}
+		t1, err := timeOn(1, warm, runs, one)
 		if err != nil {
 			return op, err
 		}
-		tt, err := torch(runs)
+		tt, err := torch(warm, runs)
 		if err != nil {
 			return op, err
 		}
-		tn, err := timeOn(runtime.NumCPU(), runs, all)
+		tn, err := timeOn(runtime.NumCPU(), warm, runs, all)
 		if err != nil {
 			return op, err
 		}
@@ -517,12 +526,17 @@ func lenspecOps(d model.Decoder[float32], data PeerData, in model.InputSpec, ste
 	}, nil
 }
 
-// timeOn runs f reps times with n Go threads (and the one BLAS thread
-// per GEMM lenspec sets), returning each run's seconds; warm-ups are the
-// caller's.
-func timeOn(n, reps int, f func() error) ([]float64, error) {
+// timeOn runs f warm times untimed, then reps times, with n Go threads
+// (and the one BLAS thread per GEMM lenspec sets), returning each timed
+// run's seconds.
+func timeOn(n, warm, reps int, f func() error) ([]float64, error) {
 	prev := runtime.GOMAXPROCS(n)
 	defer runtime.GOMAXPROCS(prev)
+	for range warm {
+		if err := f(); err != nil {
+			return nil, err
+		}
+	}
 	ts := make([]float64, reps)
 	for i := range ts {
 		start := time.Now()

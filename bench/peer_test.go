@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/bpe"
@@ -111,13 +112,15 @@ func fakePeer(mode string) {
 			}
 			ans = map[string]any{"tokens": toks}
 		case "time":
-			// lenspec warms each side up itself, once per operation.
-			if len(cmd) != 4 || cmd[3] != "0" {
-				ans = map[string]string{"error": "want time OP REPS 0, got " + strings.Join(cmd, " ")}
-				break
-			}
+			// lenspec says how many warm-ups it wants: none for a single
+			// run (the operation's first call is the warm-up, and a round
+			// of one run needs none), one before a round of several.
 			var reps int
 			fmt.Sscan(cmd[2], &reps)
+			if want := map[bool]string{false: "0", true: "1"}[reps > 1]; len(cmd) != 4 || cmd[3] != want {
+				ans = map[string]string{"error": fmt.Sprintf("want time OP REPS %s, got %q", want, strings.Join(cmd, " "))}
+				break
+			}
 			ts := make([]float64, reps)
 			for i := range ts {
 				ts[i] = 0.001
@@ -185,14 +188,15 @@ func TestPeer(t *testing.T) {
 	}
 
 	// A tolerance no interval misses stops each operation at the fewest
-	// rounds that give an interval, and reports it.
-	opt.Rounds, opt.MinRounds, opt.Tolerance = 15, 5, 1e9
+	// rounds that give an interval, and reports it; a round time no run
+	// fills makes the most runs per round.
+	opt.Rounds, opt.MinRounds, opt.Tolerance, opt.RoundTime, opt.Reps = 15, 5, 1e9, time.Hour, 3
 	rep, err = Peer(context.Background(), d, data, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range rep.Ops {
-		if o.Rounds != 5 || o.Stop != StopConverged || !(o.RatioLo > 0 && o.RatioLo <= o.Ratio && o.Ratio <= o.RatioHi) {
+		if o.Rounds != 5 || o.Runs != 15 || o.Stop != StopConverged || !(o.RatioLo > 0 && o.RatioLo <= o.Ratio && o.Ratio <= o.RatioHi) {
 			t.Fatalf("op %+v", o)
 		}
 	}

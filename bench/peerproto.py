@@ -35,8 +35,9 @@ def read_safetensors(path):
 
 def timed(f, reps, warmup=1):
     """Seconds of reps calls of f, after warmup untimed calls (lenspec
-    asks for none after an operation's first round: it warms each side up
-    once, timing that run to choose how many runs a round makes)."""
+    asks for one before a round of several runs, none before a round of one
+    run: it warms each side up once itself, timing that run to choose how
+    many runs a round makes)."""
     for _ in range(warmup):
         f()
     ts = []
