@@ -40,9 +40,10 @@ python3-torch) and in lenspec, interleaved round by round, one thread each
 for the translator also the same training loss), and ends with one line per
 operation: "ratio <operation> <x>", x the median over the rounds of
 lenspec's time over PyTorch's in the round (< 1: lenspec is faster). Each
-side warms up once per operation; an operation runs --min-rounds to
---rounds rounds, stopping once the ratio's 90% interval is within
---tolerance of it or before a round past --budget.`,
+side warms up once per operation, and once per round of several runs
+(--round-time sets the runs); an operation runs --min-rounds to --rounds
+rounds, stopping once the ratio's 90% interval is within --tolerance of it
+or before a round past --budget.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if modelDir == "" {
