@@ -43,11 +43,15 @@ nmt: build
 	$(BIN) train nmt --out models/nmt-de-en
 
 # The peer benchmark: the same operations in PyTorch (Debian's python3-torch,
-# installed here), interleaved with lenspec's; ends with "ratio <op> <x>" lines.
+# installed here), interleaved with lenspec's, each in 5 to 15 rounds until
+# its ratio is within 5 % or 2 minutes of rounds are spent (docs/BENCHMARKS.md;
+# about 4 minutes in all). Ends with the five "ratio <op> <x>" lines of both
+# models together: the loop holds them back until both tables are printed.
 bench-peer: data
 	@bash scripts/setup.sh python3-torch python3-numpy
-	$(BIN) bench --model $(MODEL) --peer bench/peer.py --rounds 15
-	$(BIN) bench --model models/nmt-de-en --peer bench/peer_nmt.py --rounds 15
+	set -o pipefail; { $(BIN) bench --model $(MODEL) --peer bench/peer.py && \
+	  $(BIN) bench --model models/nmt-de-en --peer bench/peer_nmt.py; } | \
+	  { r=; while IFS= read -r l; do if [[ $$l == "ratio "* ]]; then r+=$$l$$'\n'; else printf '%s\n' "$$l"; fi; done; printf '%s' "$$r"; }
 
 clean:
 	rm -rf bin

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -46,12 +45,33 @@ type PeerData struct {
 }
 
 // PeerOptions configures the peer benchmark.
+//
+// Each operation runs in rounds until its ratio is known well enough:
+// at least MinRounds and at most Rounds, stopping early once the ratio's
+// confidence interval (CILevel) lies within Tolerance of it, or before a
+// round that would take the operation's rounds past Budget. A long
+// operation (a translation of the dev split takes seconds) needs few runs
+// and few rounds for a tight ratio; a short one (a 5-ms training step)
+// needs many runs per round to rise above the timer's and the scheduler's
+// noise: each side makes enough runs per round to take RoundTime, at most
+// Reps.
 type PeerOptions struct {
 	Python string // interpreter (default /usr/bin/python3, Debian's, with python3-torch)
 	Script string // bench/peer.py
 	Model  string // the model directory both sides load
-	Rounds int    // interleaved rounds: lenspec, then PyTorch, per operation
-	Reps   int    // timed runs per side per round
+	// Rounds and MinRounds are the most and the fewest interleaved rounds
+	// per operation (lenspec on one thread, PyTorch, lenspec on all cores).
+	Rounds, MinRounds int
+	// Tolerance is the largest distance, relative to the ratio, from the
+	// ratio to either end of its confidence interval at which an
+	// operation stops before Rounds (0: never before).
+	Tolerance float64
+	// Budget bounds an operation's rounds once MinRounds are run (0: none).
+	Budget time.Duration
+	// RoundTime is what each side's timed runs of a round should add up to,
+	// and Reps the most runs per side and round.
+	RoundTime time.Duration
+	Reps      int
 	// DecodeSteps caps decoding (0: the model's); PGD takes a ball of
 	// radius PGDEps, learning rate PGDLR and clip PGDClip, as the paper.
 	DecodeSteps            int
@@ -59,21 +79,37 @@ type PeerOptions struct {
 	Progress               func(string)
 }
 
-// DefaultPeerOptions are the settings docs/BENCHMARKS.md reports.
+// DefaultPeerOptions are the settings docs/BENCHMARKS.md reports (make
+// bench-peer): 5 to 15 rounds, stopping at ±5 % or before a round past 2
+// minutes of an operation's rounds, each side's runs taking half a second
+// per round (at most 100 runs).
 func DefaultPeerOptions() PeerOptions {
-	return PeerOptions{Python: "/usr/bin/python3", Rounds: 7, Reps: 5, PGDEps: 0.1, PGDLR: 0.0005, PGDClip: 1}
+	return PeerOptions{Python: "/usr/bin/python3", Rounds: 15, MinRounds: 5, Tolerance: 0.05, Budget: 2 * time.Minute,
+		RoundTime: 500 * time.Millisecond, Reps: 100, PGDEps: 0.1, PGDLR: 0.0005, PGDClip: 1}
 }
 
 // PeerOp is one operation's times: medians over every timed run, lenspec
 // on one thread, lenspec on all cores (where it parallelises), PyTorch on
-// one thread; Ratio is lenspec's one-thread median over PyTorch's.
+// one thread. Ratio is the median over the rounds of each round's ratio
+// (lenspec's one-thread median over PyTorch's median in that round, so
+// that both halves of a ratio ran under the same load of a shared
+// machine), RatioN the same for lenspec on all cores; RatioLo and RatioHi
+// bound Ratio's confidence interval (CILevel; 0 when the rounds are too
+// few for one).
 type PeerOp struct {
-	Name     string  `json:"name"`
-	Lenspec1 float64 `json:"lenspec_1thread_seconds"`
-	LenspecN float64 `json:"lenspec_all_cores_seconds"`
-	Torch    float64 `json:"pytorch_1thread_seconds"`
-	Ratio    float64 `json:"ratio"`
-	RatioN   float64 `json:"ratio_all_cores"`
+	Name        string    `json:"name"`
+	Lenspec1    float64   `json:"lenspec_1thread_seconds"`
+	LenspecN    float64   `json:"lenspec_all_cores_seconds"`
+	Torch       float64   `json:"pytorch_1thread_seconds"`
+	Ratio       float64   `json:"ratio"`
+	RatioN      float64   `json:"ratio_all_cores"`
+	RatioLo     float64   `json:"ratio_ci_lo"`
+	RatioHi     float64   `json:"ratio_ci_hi"`
+	RoundRatios []float64 `json:"round_ratios"`
+	Rounds      int       `json:"rounds"`
+	Runs        int       `json:"runs"`    // timed runs per side, all rounds
+	Stop        string    `json:"stop"`    // StopConverged, StopBudget or StopCap
+	Seconds     float64   `json:"seconds"` // wall time of the rounds, warm-up included
 }
 
 // PeerReport is a peer benchmark run.
@@ -90,6 +126,9 @@ type PeerReport struct {
 	// batch at the same weights, lenspec's (float64) and PyTorch's.
 	Loss      float64 `json:"loss,omitempty"`
 	TorchLoss float64 `json:"torch_loss,omitempty"`
+	// SetupSeconds is the time before the first round: starting PyTorch,
+	// loading the model on both sides and checking they do the same work.
+	SetupSeconds float64 `json:"setup_seconds"`
 }
 
 // Peer times d's operations in lenspec and in its PyTorch peer on the
@@ -97,11 +136,15 @@ type PeerReport struct {
 // work (the same tokens, and for the translator the same training loss):
 // for the captioner (bench/peer.py) decoding, a training step and a PGD
 // iteration; for the translator (bench/peer_nmt.py) translation and a
-// training step.
+// training step. Each side runs each operation once before its first
+// round, a warm-up not counted (its time sets the first round's runs),
+// then rounds as opt says; rounds of more than one run per side start
+// each side with one more untimed run.
 func Peer(ctx context.Context, d model.Decoder[float32], data PeerData, opt PeerOptions) (*PeerReport, error) {
-	if opt.Rounds < 1 || opt.Reps < 1 {
-		return nil, errors.New("bench: peer rounds and reps must be positive")
+	if err := opt.Validate(); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
 	}
+	start := time.Now()
 	steps := opt.DecodeSteps
 	if steps <= 0 {
 		steps = d.MaxSteps()
@@ -119,7 +162,7 @@ func Peer(ctx context.Context, d model.Decoder[float32], data PeerData, opt Peer
 	}
 	dir, err := os.MkdirTemp("", "lenspec-peer-")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bench: peer inputs: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	inputs := filepath.Join(dir, "inputs.safetensors")
@@ -138,8 +181,9 @@ func Peer(ctx context.Context, d model.Decoder[float32], data PeerData, opt Peer
 	if err := py.call(&hello, "load %s %s", opt.Model, inputs); err != nil {
 		return nil, err
 	}
+	progress(fmt.Sprintf("PyTorch %s started, model and inputs loaded in %.1f s", hello.Torch, time.Since(start).Seconds()))
 	rep := &PeerReport{Torch: hello.Torch, TorchBLAS: hello.BLAS, BLAS: ad.BLASName(), Kernels: ad.KernelLevel(), Cores: runtime.NumCPU()}
-	if err := side.check(ctx, py, rep); err != nil {
+	if err := side.check(ctx, py, rep, progress); err != nil {
 		return nil, err
 	}
 	ops1, err := side.ops(1)
@@ -150,40 +194,104 @@ func Peer(ctx context.Context, d model.Decoder[float32], data PeerData, opt Peer
 	if err != nil {
 		return nil, err
 	}
+	rep.SetupSeconds = time.Since(start).Seconds()
+	progress(fmt.Sprintf("set up in %.1f s", rep.SetupSeconds))
 	for _, name := range side.names() {
-		var one, all, torch []float64
-		for round := 0; round < opt.Rounds; round++ {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			progress(fmt.Sprintf("%s round %d/%d", name, round+1, opt.Rounds))
-			t1, err := timeOn(1, opt.Reps, ops1[name])
-			if err != nil {
-				return nil, err
-			}
-			var ts struct{ Seconds []float64 }
-			if err := py.call(&ts, "time %s %d", name, opt.Reps); err != nil {
-				return nil, err
-			}
-			tn, err := timeOn(runtime.NumCPU(), opt.Reps, opsN[name])
-			if err != nil {
-				return nil, err
-			}
-			one, torch, all = append(one, t1...), append(torch, ts.Seconds...), append(all, tn...)
+		op, err := peerRounds(ctx, name, ops1[name], opsN[name], py, opt, progress)
+		if err != nil {
+			return nil, err
 		}
-		op := PeerOp{Name: name, Lenspec1: medianOf(one), LenspecN: medianOf(all), Torch: medianOf(torch)}
-		op.Ratio, op.RatioN = op.Lenspec1/op.Torch, op.LenspecN/op.Torch
 		rep.Ops = append(rep.Ops, op)
 	}
 	return rep, nil
+}
+
+// peerRounds times one operation: the warm-up on each side, then rounds of
+// lenspec on one thread, PyTorch, lenspec on all cores, until roundsDone.
+func peerRounds(ctx context.Context, name string, one, all func() error, py *peerProc, opt PeerOptions, progress func(string)) (PeerOp, error) {
+	start := time.Now()
+	op := PeerOp{Name: name}
+	torch := func(warm, runs int) ([]float64, error) {
+		var ts struct{ Seconds []float64 }
+		if err := py.call(&ts, "time %s %d %d", name, runs, warm); err != nil {
+			return nil, err
+		}
+		if len(ts.Seconds) != runs {
+			return nil, fmt.Errorf("bench: PyTorch peer timed %s %d times, not %d", name, len(ts.Seconds), runs)
+		}
+		return ts.Seconds, nil
+	}
+	w1, err := timeOn(1, 0, 1, one)
+	if err != nil {
+		return op, err
+	}
+	wt, err := torch(0, 1)
+	if err != nil {
+		return op, err
+	}
+	if _, err := timeOn(runtime.NumCPU(), 0, 1, all); err != nil {
+		return op, err
+	}
+	progress(fmt.Sprintf("%s: warm-up %.3f s in lenspec, %.3f s in PyTorch", name, w1[0], wt[0]))
+	// The first round's runs follow the warm-up's times, each later
+	// round's the round before's medians: a first run is slower than the
+	// rest, and the load of a shared machine changes.
+	runs := runsPerRound([]float64{w1[0], wt[0]}, opt.RoundTime, opt.Reps)
+	roundsStart := time.Now()
+	var ones, alls, torches, ratiosN []float64
+	for {
+		if err := ctx.Err(); err != nil {
+			return op, err
+		}
+		// A short operation's first run in a round would find the caches
+		// the other side left: one more untimed run per side. A run that
+		// fills the round alone (seconds of work) is not slowed by that
+		// measurably, and its rounds would take twice as long.
+		warm := 0
+		if runs > 1 {
+			warm = 1
+		}
+		t1, err := timeOn(1, warm, runs, one)
+		if err != nil {
+			return op, err
+		}
+		tt, err := torch(warm, runs)
+		if err != nil {
+			return op, err
+		}
+		tn, err := timeOn(runtime.NumCPU(), warm, runs, all)
+		if err != nil {
+			return op, err
+		}
+		ones, torches, alls = append(ones, t1...), append(torches, tt...), append(alls, tn...)
+		r, rn := midMedian(t1)/midMedian(tt), midMedian(tn)/midMedian(tt)
+		op.RoundRatios, ratiosN = append(op.RoundRatios, r), append(ratiosN, rn)
+		op.Runs += runs
+		progress(fmt.Sprintf("%s round %d: ratio %.3f (all cores %.3f), %d runs per side", name, len(op.RoundRatios), r, rn, runs))
+		runs = runsPerRound([]float64{midMedian(t1), midMedian(tt)}, opt.RoundTime, opt.Reps)
+		if stop, why := roundsDone(op.RoundRatios, time.Since(roundsStart), opt); stop {
+			op.Stop = why
+			break
+		}
+	}
+	op.Rounds = len(op.RoundRatios)
+	op.Lenspec1, op.LenspecN, op.Torch = midMedian(ones), midMedian(alls), midMedian(torches)
+	op.Ratio, op.RatioN = midMedian(op.RoundRatios), midMedian(ratiosN)
+	if lo, hi, ok := medianCI(op.RoundRatios, CILevel); ok {
+		op.RatioLo, op.RatioHi = lo, hi
+	}
+	op.Seconds = time.Since(start).Seconds()
+	progress(fmt.Sprintf("%s: %d rounds (%s) in %.1f s", name, op.Rounds, op.Stop, op.Seconds))
+	return op, nil
 }
 
 // peerSide is one architecture's half of the peer benchmark.
 type peerSide interface {
 	// writeInputs writes the inputs file the peer script reads.
 	writeInputs(path string) error
-	// check compares the two sides' work, filling rep's token counts.
-	check(ctx context.Context, py *peerProc, rep *PeerReport) error
+	// check compares the two sides' work, filling rep's token counts,
+	// and says through progress what took how long.
+	check(ctx context.Context, py *peerProc, rep *PeerReport, progress func(string)) error
 	// ops are lenspec's operations set up for threads cores, by name.
 	ops(threads int) (map[string]func() error, error)
 	names() []string
@@ -227,27 +335,39 @@ func (c *captionerPeer) writeInputs(path string) error {
 
 // check: the same tokens, PyTorch's against lenspec's float32 decode, and
 // both against the float64 replay; only ties may differ.
-func (c *captionerPeer) check(ctx context.Context, py *peerProc, rep *PeerReport) error {
-	var tok struct{ Tokens [][]int }
-	if err := py.call(&tok, "tokens"); err != nil {
-		return err
-	}
-	ours, err := model.Decode(ctx, c.d, model.Batch[float32]{X: c.data.Decode}, c.steps)
-	if err != nil {
-		return err
-	}
-	d64, err := model.Cast[float64](c.d)
-	if err != nil {
-		return err
-	}
+func (c *captionerPeer) check(ctx context.Context, py *peerProc, rep *PeerReport, progress func(string)) error {
 	x64 := make([]float64, len(c.data.Decode))
 	for i, v := range c.data.Decode {
 		x64[i] = float64(v)
 	}
-	replay, err := model.Decode(ctx, d64, model.Batch[float64]{X: x64}, c.steps)
+	return checkTokens(ctx, py, rep, progress, c.d, model.Batch[float32]{X: c.data.Decode}, model.Batch[float64]{X: x64}, c.steps)
+}
+
+// checkTokens decodes b in PyTorch, in lenspec and in lenspec's float64
+// replay of it (b64, the same inputs), and compares the tokens
+// (compareTokens).
+func checkTokens(ctx context.Context, py *peerProc, rep *PeerReport, progress func(string), d model.Decoder[float32], b model.Batch[float32], b64 model.Batch[float64], steps int) error {
+	t0 := time.Now()
+	var tok struct{ Tokens [][]int }
+	if err := py.call(&tok, "tokens"); err != nil {
+		return err
+	}
+	t1 := time.Now()
+	ours, err := model.Decode(ctx, d, b, steps)
+	if err != nil {
+		return fmt.Errorf("bench: decode for the check: %w", err)
+	}
+	t2 := time.Now()
+	d64, err := model.Cast[float64](d)
 	if err != nil {
 		return err
 	}
+	replay, err := model.Decode(ctx, d64, b64, steps)
+	if err != nil {
+		return fmt.Errorf("bench: float64 replay for the check: %w", err)
+	}
+	progress(fmt.Sprintf("decoded the %d inputs to compare: PyTorch %.1f s, lenspec %.1f s, its float64 replay %.1f s",
+		len(ours), t1.Sub(t0).Seconds(), t2.Sub(t1).Seconds(), time.Since(t2).Seconds()))
 	return compareTokens(rep, tok.Tokens, ours, replay)
 }
 
@@ -300,24 +420,12 @@ func (t *translatorPeer) writeInputs(path string) error {
 
 // check: the same tokens (as the captioner's), and the same training
 // loss at the same weights.
-func (t *translatorPeer) check(ctx context.Context, py *peerProc, rep *PeerReport) error {
-	var tok struct{ Tokens [][]int }
-	if err := py.call(&tok, "tokens"); err != nil {
-		return err
-	}
-	ours, err := model.Decode(ctx, t.d, model.Batch[float32]{Tokens: t.data.Sources}, t.steps)
-	if err != nil {
+func (t *translatorPeer) check(ctx context.Context, py *peerProc, rep *PeerReport, progress func(string)) error {
+	if err := checkTokens(ctx, py, rep, progress, t.d, model.Batch[float32]{Tokens: t.data.Sources}, model.Batch[float64]{Tokens: t.data.Sources}, t.steps); err != nil {
 		return err
 	}
 	d64, err := model.Cast[float64](t.d)
 	if err != nil {
-		return err
-	}
-	replay, err := model.Decode(ctx, d64, model.Batch[float64]{Tokens: t.data.Sources}, t.steps)
-	if err != nil {
-		return err
-	}
-	if err := compareTokens(rep, tok.Tokens, ours, replay); err != nil {
 		return err
 	}
 	var torch struct{ Loss float64 }
@@ -418,13 +526,16 @@ func lenspecOps(d model.Decoder[float32], data PeerData, in model.InputSpec, ste
 	}, nil
 }
 
-// timeOn runs f reps times (after one warm-up) with n Go threads and one
-// BLAS thread each, returning each run's seconds.
-func timeOn(n, reps int, f func() error) ([]float64, error) {
+// timeOn runs f warm times untimed, then reps times, with n Go threads
+// (and the one BLAS thread per GEMM lenspec sets), returning each timed
+// run's seconds.
+func timeOn(n, warm, reps int, f func() error) ([]float64, error) {
 	prev := runtime.GOMAXPROCS(n)
 	defer runtime.GOMAXPROCS(prev)
-	if err := f(); err != nil {
-		return nil, err
+	for range warm {
+		if err := f(); err != nil {
+			return nil, err
+		}
 	}
 	ts := make([]float64, reps)
 	for i := range ts {

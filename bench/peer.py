@@ -7,7 +7,8 @@ to a safetensors file, and sends one command per line on stdin; each answer
 is one JSON line on stdout. Commands:
 
   load MODEL_DIR INPUTS_FILE   read config.json, model.safetensors and the inputs
-  time OP REPS                 run OP REPS times; answer the seconds of each run
+  time OP REPS [WARMUP]        run OP WARMUP times (default 1) untimed, then REPS
+                               times; answer the seconds of each timed run
   tokens                       the tokens decode emits for the decode inputs
   quit
 

@@ -13,8 +13,9 @@ sends one command per line on stdin; each answer is one JSON line on
 stdout ({"error": "..."} on failure). Commands:
 
   load MODEL_DIR INPUTS_FILE   read config.json, model.safetensors and the inputs
-  time OP REPS                 run OP once to warm up, then REPS times;
-                               answer {"seconds": [...]} (one per timed run)
+  time OP REPS [WARMUP]        run OP WARMUP times (default 1) to warm up,
+                               then REPS times; answer {"seconds": [...]}
+                               (one per timed run)
   tokens                       {"tokens": [[...], ...]}: for every row of "src",
                                the tokens translate emits before eos (eos
                                excluded; the cap's worth if no eos came)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/bpe"
@@ -111,8 +112,15 @@ func fakePeer(mode string) {
 			}
 			ans = map[string]any{"tokens": toks}
 		case "time":
+			// lenspec says how many warm-ups it wants: none for a single
+			// run (the operation's first call is the warm-up, and a round
+			// of one run needs none), one before a round of several.
 			var reps int
 			fmt.Sscan(cmd[2], &reps)
+			if want := map[bool]string{false: "0", true: "1"}[reps > 1]; len(cmd) != 4 || cmd[3] != want {
+				ans = map[string]string{"error": fmt.Sprintf("want time OP REPS %s, got %q", want, strings.Join(cmd, " "))}
+				break
+			}
 			ts := make([]float64, reps)
 			for i := range ts {
 				ts[i] = 0.001
@@ -153,7 +161,10 @@ func TestPeer(t *testing.T) {
 	}
 	data := PeerData{Decode: canvases(20), Train: canvases(4), TrainLabels: [][]int{{1}, {2, 3}, {4}, {5, 6, 7}}, PGD: canvases(3)}
 	opt := DefaultPeerOptions()
-	opt.Python, opt.Script, opt.Model, opt.Rounds, opt.Reps, opt.DecodeSteps = os.Args[0], "peer.py", dir, 1, 2, 5
+	// Tolerance 0: every operation runs the most rounds; a round time of 0
+	// makes one run per side and round.
+	opt.Python, opt.Script, opt.Model, opt.DecodeSteps = os.Args[0], "peer.py", dir, 5
+	opt.Rounds, opt.MinRounds, opt.Tolerance, opt.RoundTime = 3, 2, 0, 0
 
 	t.Setenv("LENSPEC_FAKE_PEER", "same")
 	rep, err := Peer(context.Background(), d, data, opt)
@@ -165,10 +176,36 @@ func TestPeer(t *testing.T) {
 	}
 	for i, name := range []string{"decode", "train-step", "pgd"} {
 		o := rep.Ops[i]
-		if o.Name != name || o.Torch != 0.001 || !(o.Lenspec1 > 0) || !(o.LenspecN > 0) || o.Ratio != o.Lenspec1/o.Torch || o.RatioN != o.LenspecN/o.Torch {
+		// The fake peer's runs take 0.001 s: each round's ratio is
+		// lenspec's one run over that.
+		if o.Name != name || o.Torch != 0.001 || !(o.Lenspec1 > 0) || !(o.LenspecN > 0) || o.Rounds != 3 || o.Runs != 3 || o.Stop != StopCap ||
+			len(o.RoundRatios) != 3 || o.Ratio != midMedian(o.RoundRatios) || o.RatioLo != 0 || o.RatioHi != 0 {
 			t.Fatalf("op %d: %+v", i, o)
 		}
+		if math.Abs(o.Ratio-o.Lenspec1/o.Torch) > 1e-9*o.Ratio {
+			t.Fatalf("op %d: one run per round, so the median ratio is the median time's: %v vs %v", i, o.Ratio, o.Lenspec1/o.Torch)
+		}
 	}
+
+	// A tolerance no interval misses stops each operation at the fewest
+	// rounds that give an interval, and reports it; a round time no run
+	// fills makes the most runs per round.
+	opt.Rounds, opt.MinRounds, opt.Tolerance, opt.RoundTime, opt.Reps = 15, 5, 1e9, time.Hour, 3
+	rep, err = Peer(context.Background(), d, data, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range rep.Ops {
+		if o.Rounds != 5 || o.Runs != 15 || o.Stop != StopConverged || !(o.RatioLo > 0 && o.RatioLo <= o.Ratio && o.Ratio <= o.RatioHi) {
+			t.Fatalf("op %+v", o)
+		}
+	}
+
+	opt.Rounds, opt.MinRounds = 2, 3
+	if _, err := Peer(context.Background(), d, data, opt); err == nil || !strings.Contains(err.Error(), "minimum rounds") {
+		t.Fatalf("minimum rounds past the most: error %v", err)
+	}
+	opt.Rounds, opt.MinRounds = 3, 2
 
 	t.Setenv("LENSPEC_FAKE_PEER", "corrupt")
 	if _, err := Peer(context.Background(), d, data, opt); err == nil || !strings.Contains(err.Error(), "not equal work") {
@@ -202,7 +239,7 @@ func TestPeerTranslator(t *testing.T) {
 		TrainLabels:  [][]int{tok.Encode("the house is small"), {}},
 	}
 	opt := DefaultPeerOptions()
-	opt.Python, opt.Script, opt.Model, opt.Rounds, opt.Reps = os.Args[0], "peer_nmt.py", dir, 1, 2
+	opt.Python, opt.Script, opt.Model, opt.Rounds, opt.MinRounds, opt.RoundTime = os.Args[0], "peer_nmt.py", dir, 1, 1, 0
 	t.Setenv("LENSPEC_FAKE_PEER", "same")
 	rep, err := Peer(context.Background(), d, data, opt)
 	if err != nil {

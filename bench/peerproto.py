@@ -1,8 +1,8 @@
 """The line protocol every PyTorch peer of `lenspec bench --peer` speaks.
 
 lenspec writes one command per line on stdin and reads one JSON object per
-line from stdout: `load MODEL DATA`, `time OP REPS`, `tokens`, `loss`,
-`quit`. A peer module supplies the model-specific part (a class with load,
+line from stdout: `load MODEL DATA`, `time OP REPS [WARMUP]`, `tokens`,
+`loss`, `quit`. A peer module supplies the model-specific part (a class with load,
 tokens, and its operations); this module supplies the rest.
 """
 
@@ -33,9 +33,13 @@ def read_safetensors(path):
     return out
 
 
-def timed(f, reps):
-    """Seconds of reps calls of f, after one warm-up call."""
-    f()
+def timed(f, reps, warmup=1):
+    """Seconds of reps calls of f, after warmup untimed calls (lenspec
+    asks for one before a round of several runs, none before a round of one
+    run: it warms each side up once itself, timing that run to choose how
+    many runs a round makes)."""
+    for _ in range(warmup):
+        f()
     ts = []
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -68,7 +72,8 @@ def serve(peer, ops):
             elif cmd[0] == "time":
                 if cmd[1] not in ops:
                     raise ValueError("unknown op %r (want %s)" % (cmd[1], " or ".join(sorted(ops))))
-                ans = {"seconds": timed(ops[cmd[1]], int(cmd[2]))}
+                warmup = int(cmd[3]) if len(cmd) > 3 else 1
+                ans = {"seconds": timed(ops[cmd[1]], int(cmd[2]), warmup)}
             elif cmd[0] == "tokens":
                 ans = {"tokens": peer.tokens()}
             elif cmd[0] == "loss" and hasattr(peer, "loss"):

@@ -38,7 +38,12 @@ it instead times the same operations on the same inputs in PyTorch (Debian's
 python3-torch) and in lenspec, interleaved round by round, one thread each
 (and lenspec on all cores), checks both do the same work (the same tokens;
 for the translator also the same training loss), and ends with one line per
-operation: "ratio <operation> <lenspec median / PyTorch median>".`,
+operation: "ratio <operation> <x>", x the median over the rounds of
+lenspec's time over PyTorch's in the round (< 1: lenspec is faster). Each
+side warms up once per operation, and once per round of several runs
+(--round-time sets the runs); an operation runs --min-rounds to --rounds
+rounds, stopping once the ratio's 90% interval is within --tolerance of it
+or before a round past --budget.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if modelDir == "" {
@@ -46,6 +51,15 @@ operation: "ratio <operation> <lenspec median / PyTorch median>".`,
 			}
 			if err := opt.Validate(); err != nil {
 				return usage(err)
+			}
+			if peer.Script != "" {
+				if err := peer.Validate(); err != nil {
+					return usage(err)
+				}
+				// PyTorch runs one BLAS thread: so must lenspec's one-thread side.
+				if a.blasThr != 1 {
+					return usagef("--peer compares one thread with one: --blas-threads %d must be 1", a.blasThr)
+				}
 			}
 			d, err := model.Load[float32](modelDir)
 			if err != nil {
@@ -87,7 +101,12 @@ operation: "ratio <operation> <lenspec median / PyTorch median>".`,
 	f.IntVar(&opt.PGDBatch, "pgd-batch", opt.PGDBatch, "inputs per batched PGD iteration")
 	f.StringVar(&peer.Script, "peer", "", "compare with the PyTorch peer script (bench/peer.py) instead")
 	f.StringVar(&peer.Python, "python", peer.Python, "Python interpreter for --peer (with python3-torch)")
-	f.IntVar(&peer.Rounds, "rounds", peer.Rounds, "interleaved rounds for --peer")
+	f.IntVar(&peer.Rounds, "rounds", peer.Rounds, "the most interleaved rounds per operation for --peer")
+	f.IntVar(&peer.MinRounds, "min-rounds", peer.MinRounds, "the fewest interleaved rounds per operation for --peer")
+	f.Float64Var(&peer.Tolerance, "tolerance", peer.Tolerance,
+		"--peer: stop an operation's rounds once its ratio's 90% interval is within this fraction of it (0: run --rounds)")
+	f.DurationVar(&peer.Budget, "budget", peer.Budget, "--peer: no round past this much of an operation's rounds, once --min-rounds ran (0: no limit)")
+	f.DurationVar(&peer.RoundTime, "round-time", peer.RoundTime, "--peer: each side's timed runs per round add up to about this")
 	cf.add(c)
 	return c
 }
@@ -187,21 +206,33 @@ func runPeer(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string
 	return emitPeer(a, rep)
 }
 
-// emitPeer prints a peer benchmark's report, ending with one
-// "ratio <operation> <x>" line per operation.
+// emitPeer prints a peer benchmark's report (writePeer).
 func emitPeer(a *app, rep *bench.PeerReport) error {
-	return a.emit(rep, func(w io.Writer) {
-		fmt.Fprintf(w, "PyTorch %s (%s) vs lenspec (%s, kernels %s), %d cores; %d outputs decoded alike (%d differ, all at ties: %d)\n",
-			rep.Torch, rep.TorchBLAS, rep.BLAS, rep.Kernels, rep.Cores, rep.Compared-rep.Differ, rep.Differ, rep.DifferTies)
-		if rep.Loss != 0 {
-			fmt.Fprintf(w, "training loss at the same weights: lenspec %.6f, PyTorch %.6f\n", rep.Loss, rep.TorchLoss)
+	return a.emit(rep, func(w io.Writer) { writePeer(w, rep) })
+}
+
+// writePeer writes a peer benchmark's report as text: the check, a table
+// of the operations with their rounds, and last one line per operation,
+// "ratio <operation> <x>" with x a plain decimal, for scripts to grep.
+func writePeer(w io.Writer, rep *bench.PeerReport) {
+	fmt.Fprintf(w, "PyTorch %s (%s) vs lenspec (%s, kernels %s), %d cores; %d outputs decoded alike (%d differ, all at ties: %d)\n",
+		rep.Torch, rep.TorchBLAS, rep.BLAS, rep.Kernels, rep.Cores, rep.Compared-rep.Differ, rep.Differ, rep.DifferTies)
+	if rep.Loss != 0 {
+		fmt.Fprintf(w, "training loss at the same weights: lenspec %.6f, PyTorch %.6f\n", rep.Loss, rep.TorchLoss)
+	}
+	fmt.Fprintf(w, "set-up (PyTorch start, model load, the check) %.1f s; ratio = median over rounds of lenspec / PyTorch, %.0f %% interval\n",
+		rep.SetupSeconds, 100*bench.CILevel)
+	fmt.Fprintf(w, "%-15s %14s %14s %14s %8s %10s %15s %7s %5s %-10s %8s\n",
+		"operation", "lenspec 1 thr", "lenspec all", "PyTorch 1 thr", "ratio", "ratio all", "interval", "rounds", "runs", "stop", "seconds")
+	for _, o := range rep.Ops {
+		ci := "-"
+		if o.RatioHi > 0 {
+			ci = fmt.Sprintf("%.3f-%.3f", o.RatioLo, o.RatioHi)
 		}
-		fmt.Fprintf(w, "%-15s %14s %14s %14s %8s %10s\n", "operation", "lenspec 1 thr", "lenspec all", "PyTorch 1 thr", "ratio", "ratio all")
-		for _, o := range rep.Ops {
-			fmt.Fprintf(w, "%-15s %12.3fms %12.3fms %12.3fms %8.3f %10.3f\n", o.Name, 1e3*o.Lenspec1, 1e3*o.LenspecN, 1e3*o.Torch, o.Ratio, o.RatioN)
-		}
-		for _, o := range rep.Ops {
-			fmt.Fprintf(w, "ratio %s %.3f\n", o.Name, o.Ratio)
-		}
-	})
+		fmt.Fprintf(w, "%-15s %12.3fms %12.3fms %12.3fms %8.3f %10.3f %15s %7d %5d %-10s %8.1f\n",
+			o.Name, 1e3*o.Lenspec1, 1e3*o.LenspecN, 1e3*o.Torch, o.Ratio, o.RatioN, ci, o.Rounds, o.Runs, o.Stop, o.Seconds)
+	}
+	for _, o := range rep.Ops {
+		fmt.Fprintf(w, "ratio %s %.3f\n", o.Name, o.Ratio)
+	}
 }

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/lenspec/lenspec/bench"
+)
+
+// TestWritePeerEndsWithRatios: the peer report's text ends with exactly
+// one "ratio <operation> <x>" line per operation, in order, x a plain
+// decimal that reads back as the ratio, whatever the ratio's size; and the
+// table says how many rounds each took and why they stopped.
+func TestWritePeerEndsWithRatios(t *testing.T) {
+	rep := &bench.PeerReport{Torch: "1.13", Compared: 1000, SetupSeconds: 1.5, Ops: []bench.PeerOp{
+		{Name: "decode", Lenspec1: 0.02, LenspecN: 0.015, Torch: 0.025, Ratio: 0.8123, RatioN: 0.6, RatioLo: 0.79, RatioHi: 0.83, Rounds: 5, Runs: 90, Stop: bench.StopConverged},
+		{Name: "train-step", Lenspec1: 0.004, Torch: 0.006, Ratio: 12.5, Rounds: 3, Runs: 3, Stop: bench.StopCap},
+		{Name: "pgd", Lenspec1: 1e-5, Torch: 1, Ratio: 1e-5, Rounds: 15, Runs: 15, Stop: bench.StopBudget},
+	}}
+	var b bytes.Buffer
+	writePeer(&b, rep)
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	if len(lines) < len(rep.Ops) {
+		t.Fatalf("output %q", b.String())
+	}
+	re := regexp.MustCompile(`^ratio (\S+) ([0-9]+\.[0-9]+)$`)
+	tail := lines[len(lines)-len(rep.Ops):]
+	for i, o := range rep.Ops {
+		m := re.FindStringSubmatch(tail[i])
+		if m == nil || m[1] != o.Name {
+			t.Fatalf("line %q: want ratio %s <decimal>", tail[i], o.Name)
+		}
+		if x, _ := strconv.ParseFloat(m[2], 64); x < o.Ratio-0.0005 || x > o.Ratio+0.0005 {
+			t.Fatalf("line %q: ratio %v", tail[i], o.Ratio)
+		}
+	}
+	if n := strings.Count(b.String(), "\nratio "); n != len(rep.Ops) {
+		t.Fatalf("%d ratio lines, want %d:\n%s", n, len(rep.Ops), b.String())
+	}
+	for _, want := range []string{"0.790-0.830", bench.StopConverged, bench.StopCap, bench.StopBudget} {
+		if !strings.Contains(b.String(), want) {
+			t.Fatalf("the table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestBenchPeerUsage: the peer benchmark's settings out of range are
+// usage errors (exit 2), found before any model is loaded or PyTorch
+// started.
+func TestBenchPeerUsage(t *testing.T) {
+	dir := smallModel(t)
+	peer := func(extra ...string) []string {
+		return append([]string{"bench", "--model", dir, "--peer", "bench/peer.py"}, extra...)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{peer("--tolerance", "nan"), "tolerance NaN"},
+		{peer("--tolerance", "-1"), "tolerance -1"},
+		{peer("--rounds", "0"), "rounds 0"},
+		{peer("--min-rounds", "20"), "minimum rounds 20"},
+		{peer("--budget", "-1s"), "budget -1s"},
+		{peer("--round-time", "2h"), "round time 2h"},
+		{peer("--blas-threads", "2"), "--blas-threads 2"},
+	} {
+		code, _, stderr := runCLI(t, c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+}
