@@ -17,6 +17,10 @@ type Splits struct {
 	Path, SHA256, Format string
 	// Ding holds ReadDing's counts for a Ding source.
 	Ding *DingStats
+	// Restricted is set when the corpus's text may not be copied out of
+	// it (Multi30k states no licence): results that would quote its
+	// sentences point into it instead.
+	Restricted bool
 }
 
 // LoadDing reads the Ding dictionary at path, refusing any file but the

@@ -179,7 +179,7 @@ func (ps pinnedSplits) load(dir string) (*Splits, error) {
 		}
 		parts[i] = p
 	}
-	return &Splits{Train: parts[0], Dev: parts[1], Test: parts[2], Path: dir, SHA256: pinSetDigest(ps.files), Format: ps.name}, nil
+	return &Splits{Train: parts[0], Dev: parts[1], Test: parts[2], Path: dir, SHA256: pinSetDigest(ps.files), Format: ps.name, Restricted: true}, nil
 }
 
 // readSplit reads one split's German and English files line by line.

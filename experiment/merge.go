@@ -156,5 +156,8 @@ func decodeTextAttack(raw json.RawMessage) (TextAttackRecord, error) {
 	if r.SchemaVersion != SchemaVersion {
 		return r, fmt.Errorf("text attack record of schema version %d; this lenspec reads %d", r.SchemaVersion, SchemaVersion)
 	}
+	if r.SrcLen == 0 { // written before src_len
+		r.SrcLen = len(r.SrcIDs)
+	}
 	return r, nil
 }

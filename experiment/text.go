@@ -32,6 +32,10 @@ type TextData struct {
 	Ref     DataRef
 	Pairs   []corpus.Pair
 	Sources [][]int // model.EncodeText of each pair's source
+	// Redact keeps the corpus's text out of the records (a corpus whose
+	// text may not be copied, corpus.Splits.Restricted): see
+	// TextAttackRecord.Redacted.
+	Redact bool
 }
 
 // Translations is a corpus split as text-attack data for model d.
@@ -93,8 +97,17 @@ type TextAttackRecord struct {
 	Method        string             `json:"method"`
 	Settings      TextAttackSettings `json:"settings"`
 	SrcText       string             `json:"src_text"`
-	SrcIDs        []int              `json:"src_ids"`
+	SrcIDs        []int              `json:"src_ids,omitempty"`
 	RefText       string             `json:"ref_text"`
+	// SrcLen is the source's length in tokens.
+	SrcLen int `json:"src_len"`
+	// Redacted is set for a corpus whose text may not be copied
+	// (TextData.Redact): src_text, ref_text, src_ids and adv_text are
+	// left out, and the adversarial source is AdvSubs, its substitutions
+	// [position, token id] into sentence Sample's source ids, which the
+	// corpus restores (ApplySubs).
+	Redacted bool     `json:"redacted,omitempty"`
+	AdvSubs  [][2]int `json:"adv_subs,omitempty"`
 	K             int                `json:"k"`
 	Budget        int                `json:"substitutions"` // ⌈δ·n⌉
 	OrigLength    int                `json:"orig_length"`
@@ -298,6 +311,10 @@ func (r *textRun) fail(u unit, cause error) error {
 	rec := r.c.base()
 	rec.Sample, rec.Eps, rec.Error = u.sample, u.eps, oneLine(cause.Error())
 	rec.SrcText, rec.SrcIDs = r.c.Data.Pairs[u.sample].Src, nonNil(r.c.Data.Sources[u.sample])
+	rec.SrcLen = len(rec.SrcIDs)
+	if r.c.Data.Redact {
+		rec.redact()
+	}
 	return r.finish(u.key, rec)
 }
 
@@ -382,8 +399,12 @@ func (r *textRun) attack(ctx context.Context, us []unit) error {
 		rec.AdvLength, rec.AdvOutput, rec.Stopped = len(o.Result.Tokens), text(o.Result.Tokens), o.Result.Stopped
 		rec.Success, rec.MinRelMargin, rec.Found32 = o.Success, margin(o.Result.MinRelMargin), o.Found32
 		rec.Evals, rec.Steps, rec.Pick, rec.Seconds, rec.LengthCounts = o.Evals, o.Steps, o.Pick, secs[i], o.LengthCounts
+		rec.SrcLen = len(tg.Set.X)
 		if o.Input != nil {
 			rec.AdvIDs, rec.AdvText = o.Input, text(o.Input)
+		}
+		if c.Data.Redact {
+			rec.redact()
 		}
 		if o.Embedded != nil {
 			name := witnessName(c.Data.Ref, u.sample, u.eps, c.Method, u.key)
@@ -395,6 +416,11 @@ func (r *textRun) attack(ctx context.Context, us []unit) error {
 			f := &safetensors.File{Metadata: map[string]string{"key": u.key, "model_sha256": m.Digest, "src_text": rec.SrcText},
 				Tensors: []safetensors.Tensor{safetensors.F64("embedded", []int{len(tg.Set.X), e}, o.Embedded),
 					safetensors.I32("src_ids", []int{len(tg.Set.X)}, int32s(tg.Set.X))}}
+			if c.Data.Redact { // the sentence is the corpus's: point into it
+				f.Metadata["src_text"] = ""
+				f.Metadata["sample"] = fmt.Sprint(u.sample)
+				f.Tensors = f.Tensors[:1]
+			}
 			if err := safetensors.WriteFile(path, f); err != nil {
 				return recordError{err}
 			}
@@ -405,6 +431,40 @@ func (r *textRun) attack(ctx context.Context, us []unit) error {
 		}
 	}
 	return nil
+}
+
+// redact leaves the corpus's text out of r: the source and reference,
+// their ids, and the adversarial source, which becomes its substitutions
+// into the source.
+func (r *TextAttackRecord) redact() {
+	if r.AdvIDs != nil {
+		r.AdvSubs = [][2]int{}
+		for i, id := range r.AdvIDs {
+			if i >= len(r.SrcIDs) || id != r.SrcIDs[i] {
+				r.AdvSubs = append(r.AdvSubs, [2]int{i, id})
+			}
+		}
+	}
+	r.SrcText, r.RefText, r.AdvText = "", "", ""
+	r.SrcIDs, r.AdvIDs = nil, nil
+	r.Redacted = true
+}
+
+// ApplySubs restores a redacted record's adversarial source ids from the
+// corpus's source ids of its sentence (model.EncodeText of the pair's
+// source), checking they are the ones the record was made from.
+func ApplySubs(r TextAttackRecord, src []int) ([]int, error) {
+	if len(src) != r.SrcLen {
+		return nil, fmt.Errorf("sentence %d has %d source tokens, the record %d: another corpus or tokenizer", r.Sample, len(src), r.SrcLen)
+	}
+	out := append([]int(nil), src...)
+	for _, s := range r.AdvSubs {
+		if s[0] < 0 || s[0] >= len(out) {
+			return nil, fmt.Errorf("sentence %d: substitution at position %d of %d", r.Sample, s[0], len(out))
+		}
+		out[s[0]] = s[1]
+	}
+	return out, nil
 }
 
 func int32s(x []int) []int32 {

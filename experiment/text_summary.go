@@ -72,10 +72,16 @@ type TextExample struct {
 }
 
 func example(r TextAttackRecord) *TextExample {
-	e := &TextExample{Method: r.Method, Eps: r.Eps, Sample: r.Sample, Src: r.SrcText, SrcTokens: len(r.SrcIDs),
+	e := &TextExample{Method: r.Method, Eps: r.Eps, Sample: r.Sample, Src: r.SrcText, SrcTokens: r.SrcLen,
 		Out: r.OrigText, Adv: r.AdvText, AdvOut: r.AdvOutput, AdvLength: r.AdvLength, Stopped: r.Stopped}
-	if len(r.SrcIDs) > 0 {
-		e.Ratio = float64(r.AdvLength) / float64(len(r.SrcIDs))
+	if r.Redacted {
+		e.Src = fmt.Sprintf("(%s sentence %d)", r.Data.Split, r.Sample)
+		if r.AdvSubs != nil {
+			e.Adv = fmt.Sprintf("(%d substitutions: %v)", len(r.AdvSubs), r.AdvSubs)
+		}
+	}
+	if r.SrcLen > 0 {
+		e.Ratio = float64(r.AdvLength) / float64(r.SrcLen)
 	}
 	return e
 }
@@ -125,7 +131,7 @@ func SummariseTextAttacks(recs []TextAttackRecord, outDir, title string) (*TextS
 			pts = append(pts, report.LengthPoint{Method: "original", Delta: 0, Length: r.OrigLength, Stopped: true})
 		}
 		pts = append(pts, report.LengthPoint{Method: label(r), Delta: r.Eps, Length: r.AdvLength, Stopped: r.Stopped})
-		if r.AdvText == "" { // the embedding attack has no sentence
+		if !hasSentence(r) { // the embedding attack has no sentence
 			continue
 		}
 		e := example(r)
@@ -254,7 +260,7 @@ func SummariseTextAttacks(recs []TextAttackRecord, outDir, title string) (*TextS
 func textExamples(recs []TextAttackRecord, n int) []TextExample {
 	var cand []TextAttackRecord
 	for _, r := range recs {
-		if r.Error == "" && r.Success && r.AdvText != "" {
+		if r.Error == "" && r.Success && hasSentence(r) {
 			cand = append(cand, r)
 		}
 	}
@@ -272,3 +278,7 @@ func textExamples(recs []TextAttackRecord, n int) []TextExample {
 	}
 	return out
 }
+
+// hasSentence reports whether r holds an adversarial sentence (the
+// embedding attack's witness is embeddings), quoted or as substitutions.
+func hasSentence(r TextAttackRecord) bool { return r.AdvText != "" || r.AdvSubs != nil }

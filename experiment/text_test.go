@@ -140,3 +140,53 @@ func TestRunTextAttack(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactedTextAttack: on a corpus whose text may not be copied the
+// records hold no text of it — no source, reference or adversarial
+// sentence, no source ids — and the adversarial source is restored
+// exactly from the corpus by ApplySubs: the ids an unredacted run of the
+// same attack records.
+func TestRedactedTextAttack(t *testing.T) {
+	m := tinyTextModel(t)
+	pairs := []corpus.Pair{{Src: "Das Haus ist klein.", Tgt: "The house is small."}, {Src: "Ein kleines Haus.", Tgt: "A small house."}}
+	data, err := Translations(pairs, "toy", "test", 1, m.D32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(redact bool) []TextAttackRecord {
+		d := data
+		d.Redact = redact
+		var got []TextAttackRecord
+		c := TextAttackConfig{Model: m, Data: d, Samples: []int{0, 1}, Eps: []float64{1}, Method: MethodFlip, Batch: 2,
+			Out: filepath.Join(t.TempDir(), "r.jsonl"), Settings: TextAttackSettings{MaxLen: -1, Budget: 40, Seed: 1, Clip: 1, Beam: 2, Swaps: 8}}
+		if err := RunTextAttack(context.Background(), c, func(r TextAttackRecord) error { got = append(got, r); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(c.Out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pairs {
+			if redact && (strings.Contains(string(raw), p.Src) || strings.Contains(string(raw), p.Tgt) || strings.Contains(string(raw), "src_ids")) {
+				t.Fatalf("a redacted results file quotes the corpus: %s", raw)
+			}
+		}
+		return got
+	}
+	plain, red := run(false), run(true)
+	for i, r := range red {
+		if !r.Redacted || r.SrcText != "" || r.RefText != "" || r.AdvText != "" || r.SrcIDs != nil || r.AdvIDs != nil {
+			t.Fatalf("record %d not redacted: %+v", i, r)
+		}
+		if r.SrcLen != len(plain[i].SrcIDs) || r.AdvLength != plain[i].AdvLength {
+			t.Fatalf("record %d: redacted %d tokens → %d, plain %d → %d", i, r.SrcLen, r.AdvLength, len(plain[i].SrcIDs), plain[i].AdvLength)
+		}
+		ids, err := ApplySubs(r, data.Sources[r.Sample])
+		if err != nil || !slices.Equal(ids, plain[i].AdvIDs) {
+			t.Fatalf("record %d: restored %v (%v), plain run %v", i, ids, err, plain[i].AdvIDs)
+		}
+	}
+	if _, err := ApplySubs(red[0], data.Sources[0][1:]); err == nil {
+		t.Fatal("substitutions applied to a source of another length")
+	}
+}

@@ -389,6 +389,7 @@ func (f *attackFlags) textData(c *cobra.Command, m *experiment.Model) (experimen
 	if err != nil {
 		return experiment.TextData{}, nil, err
 	}
+	data.Redact = sp.Restricted
 	samples, err := experiment.PickSamples(f.sentences, f.indices, len(pairs), f.seed)
 	if err != nil {
 		return experiment.TextData{}, nil, usage(err)
@@ -466,7 +467,10 @@ func textAttackLine(r experiment.TextAttackRecord) string {
 	}
 	adv, verdict := lengthened(r.AdvLength, r.Stopped, r.Success)
 	src := r.AdvText
-	if src == "" {
+	switch {
+	case r.Redacted && r.AdvSubs != nil:
+		src = fmt.Sprintf("(%d substitutions into the source, positions and ids %v)", len(r.AdvSubs), r.AdvSubs)
+	case src == "":
 		src = "(embeddings: " + r.Witness + ")"
 	}
 	return fmt.Sprintf("sentence %d eps %g %s: length %d → %s (K̂ %d) %s, %d evals, %.1fs: %q",

@@ -98,6 +98,30 @@ with this model; see /usr/share/common-licenses/GPL-2 on Debian, or
 <https://www.gnu.org/licenses/>.
 `
 
+// multi30kNotice is the notice a model directory trained on Multi30k
+// carries: where its weights and vocabulary come from, and that none of
+// the dataset's text is in it.
+const multi30kNotice = `This model directory (config.json, model.safetensors, vocab.json,
+merges.txt) was trained by lenspec on Multi30k task 1 German-English
+(train split, 29,000 sentence pairs; val for model selection):
+
+    Desmond Elliott, Stella Frank, Khalil Sima'an and Lucia Specia.
+    Multi30K: Multilingual English-German Image Descriptions.
+    Proceedings of the 5th Workshop on Vision and Language, 2016.
+    https://github.com/multi30k/dataset (data/task1/raw/)
+
+The raw files it was trained on are pinned by sha256 (their sha256sum
+listing hashes to %s).
+The dataset states no licence. No sentence of it is in this directory:
+the weights and the BPE vocabulary (sub-word units and their merges) are
+learnt from it. Cite the dataset's authors when you use this model.
+
+The exact command that rebuilds it on Debian 12, given a copy of the raw
+files (lenspec data multi30k --from DIR imports them first):
+
+    %s
+`
+
 type nmtSummary struct {
 	Out          string  `json:"out"`
 	Seconds      float64 `json:"seconds"`
@@ -318,6 +342,13 @@ notice saying so.`,
 				rebuild := strings.Join(trainingChain(d.Config().Training), ", then\n    ")
 				notice := fmt.Sprintf(nmtLicense, corpus.DingPackage, sp.SHA256, rebuild)
 				if err := fileio.WriteFileAtomic(filepath.Join(out, "LICENSE"), []byte(notice)); err != nil {
+					return err
+				}
+			}
+			if sp.Format == "multi30k" {
+				rebuild := strings.Join(trainingChain(d.Config().Training), ", then\n    ")
+				notice := fmt.Sprintf(multi30kNotice, corpus.Multi30kSHA256, rebuild)
+				if err := fileio.WriteFileAtomic(filepath.Join(out, "NOTICE"), []byte(notice)); err != nil {
 					return err
 				}
 			}
