@@ -106,12 +106,12 @@ type TextAttackRecord struct {
 	// left out, and the adversarial source is AdvSubs, its substitutions
 	// [position, token id] into sentence Sample's source ids, which the
 	// corpus restores (ApplySubs).
-	Redacted bool     `json:"redacted,omitempty"`
-	AdvSubs  [][2]int `json:"adv_subs,omitempty"`
-	K             int                `json:"k"`
-	Budget        int                `json:"substitutions"` // ⌈δ·n⌉
-	OrigLength    int                `json:"orig_length"`
-	OrigText      string             `json:"orig_output"`
+	Redacted   bool     `json:"redacted,omitempty"`
+	AdvSubs    [][2]int `json:"adv_subs,omitempty"`
+	K          int      `json:"k"`
+	Budget     int      `json:"substitutions"` // ⌈δ·n⌉
+	OrigLength int      `json:"orig_length"`
+	OrigText   string   `json:"orig_output"`
 	// AdvText and AdvIDs are the adversarial source (discrete methods);
 	// AdvLength its replayed output length (the cap when Stopped is
 	// false), AdvOutput the output's text.
