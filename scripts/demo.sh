@@ -35,14 +35,26 @@ echo "== The same at δ = 0.02 on models/mmnist-rnn-rs (fine-tuned for verifiabi
 $bin verify --model models/mmnist-rnn-rs --eps 0.02 --images 5 --timeout 20s --out "$out/verify-rs.jsonl"
 
 echo
-echo "== The German→English translator models/nmt-de-en (BPE, bidirectional LSTM, attention; GPL-2+ weights)"
-$bin translate --model models/nmt-de-en "Ich werde mein Äußerstes tun." "Das Wetter ist heute schön." "Wo ist der Bahnhof?"
-printf 'Er hat keine Zeit.\nWir sehen uns morgen.\n' | $bin translate --model models/nmt-de-en --json
-echo "== BLEU on its test split (the Ding dictionary's sentences) against a word-by-word dictionary baseline"
-$bin eval --model models/nmt-de-en --split test -q
+nmt=models/nmt-m30k-de-en
+echo "== The German→English translator $nmt (Multi30k image descriptions; BPE, bidirectional LSTM, attention)"
+$bin translate --model "$nmt" "Ein Mann fährt mit seinem Fahrrad über eine alte Brücke." \
+  "Zwei kleine Kinder spielen im Sand am Strand." "Eine Frau mit einem roten Hut liest ein Buch im Park."
+printf 'Ein schwarzer Hund rennt durch den Schnee.\nDrei Männer stehen vor einem Gebäude und unterhalten sich.\n' | $bin translate --model "$nmt" --json
+m30k="${LENSPEC_DATA:-${XDG_CACHE_HOME:-$HOME/.cache}/lenspec}/multi30k"
+if [[ -f "$m30k/test_2016_flickr.de.gz" ]]; then
+  echo "== BLEU on Multi30k test_2016_flickr, the length of every clean output, against a word-by-word baseline"
+  $bin eval --model "$nmt" --split test -q
+  echo
+  echo "== Text attack on it: gradient-guided token substitutions (flip), δ = 0.5, 2 test sentences (records name the corpus's sentences, never quote them)"
+  $bin attack --model "$nmt" --split test --method flip --eps 0.5 --sentences 2 --budget 300 --out "$out/flip-m30k.jsonl"
+else
+  echo "(Multi30k is not imported here, so no BLEU and no corpus attack: lenspec data multi30k --from DIR imports it, DIR a copy of multi30k/dataset's data/task1/raw/)"
+fi
 
 echo
-echo "== Text attack on the translator: gradient-guided token substitutions (flip), δ = 0.5, 2 dev sentences"
+echo "== The earlier, weaker translator models/nmt-de-en (Debian's Ding dictionary; GPL-2+ weights)"
+$bin translate --model models/nmt-de-en "Ich werde mein Äußerstes tun." "Wo ist der Bahnhof?"
+echo "== Text attack on it: flip, δ = 0.5, 2 dev sentences of the dictionary"
 $bin attack --model models/nmt-de-en --method flip --eps 0.5 --sentences 2 --budget 300 --out "$out/flip.jsonl"
 
 echo

@@ -51,6 +51,11 @@ type TranslationEval struct {
 	MaxLen    int   `json:"max_len"`
 	Unstopped int   `json:"unstopped"`
 	Lengths   []int `json:"length_histogram"`
+	// MaxRatio is the largest output length over its source's length, in
+	// tokens (the paper's output/input ratio, here of clean inputs);
+	// OverRatio3 counts the outputs longer than 3× their source.
+	MaxRatio   float64 `json:"max_length_ratio"`
+	OverRatio3 int     `json:"over_3x_source"`
 	// Outputs are the translations, in the pairs' order.
 	Outputs []model.Translation `json:"-"`
 }
@@ -80,6 +85,12 @@ func EvaluateTranslation(ctx context.Context, d model.Decoder[float32], pairs []
 		}
 		hyps[i] = t.Text
 		ev.MaxLen = max(ev.MaxLen, t.Length)
+		if n := len(t.Source); n > 0 {
+			ev.MaxRatio = max(ev.MaxRatio, float64(t.Length)/float64(n))
+			if t.Length > 3*n {
+				ev.OverRatio3++
+			}
+		}
 		if !t.Stopped {
 			ev.Unstopped++
 		}

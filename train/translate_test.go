@@ -2,11 +2,13 @@ package train
 
 import (
 	"context"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
 	"github.com/lenspec/lenspec/bpe"
 	"github.com/lenspec/lenspec/corpus"
+	"github.com/lenspec/lenspec/model"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -57,5 +59,56 @@ func TestTrainingSeesNFC(t *testing.T) {
 	}
 	if reflect.DeepEqual(raw(nfc), raw(nfd)) {
 		t.Fatal("unnormalised, the two corpora give one tokenizer: the test tests nothing")
+	}
+}
+
+// TestEvaluateTranslationLengths: the evaluation's length figures are
+// those of its own outputs — the longest, the unstopped, the largest
+// output/source ratio and the outputs over 3× their source — on a random
+// translator whose outputs run from empty to the step cap.
+func TestEvaluateTranslationLengths(t *testing.T) {
+	var pairs []corpus.Pair
+	for _, s := range []string{"das haus ist klein", "ein kleines haus", "haus", "das ist ein haus und ein haus", "klein"} {
+		pairs = append(pairs, corpus.Pair{Src: s, Tgt: "the house"})
+	}
+	tok, err := LearnTokenizer(context.Background(), pairs, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := model.DefaultTranslatorConfig(tok.Size(), bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID)
+	a := cfg.Arch.(*model.TranslatorConfig)
+	a.Embedding, a.EncoderHidden, a.DecoderHidden, a.Attention, a.Combine = 8, 6, 10, 8, 8
+	cfg.Tokenizer, cfg.MaxSteps = tok, 20
+	checked := 0
+	for seed := uint64(1); seed <= 6; seed++ {
+		m, err := model.NewTranslator[float32](&cfg, rand.New(rand.NewPCG(seed, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := EvaluateTranslation(context.Background(), m, pairs, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var maxLen, unstopped, over int
+		var ratio float64
+		for _, o := range ev.Outputs {
+			maxLen = max(maxLen, len(o.IDs))
+			if !o.Stopped {
+				unstopped++
+			}
+			ratio = max(ratio, float64(len(o.IDs))/float64(len(o.Source)))
+			if len(o.IDs) > 3*len(o.Source) {
+				over++
+			}
+		}
+		if ev.MaxLen != maxLen || ev.Unstopped != unstopped || ev.MaxRatio != ratio || ev.OverRatio3 != over {
+			t.Fatalf("seed %d: evaluation %d/%d/%v/%d, outputs %d/%d/%v/%d", seed, ev.MaxLen, ev.Unstopped, ev.MaxRatio, ev.OverRatio3, maxLen, unstopped, ratio, over)
+		}
+		if over > 0 {
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no output over 3× its source: the test tests nothing")
 	}
 }

@@ -470,14 +470,18 @@ func evalTranslator(c *cobra.Command, a *app, modelDir string, d model.Decoder[f
 		Detail       string    `json:"bleu_detail"`
 		BaselineBLEU float64   `json:"baseline_bleu"`
 		Samples      int       `json:"samples"`
+		Unstopped    int       `json:"unstopped"`
+		MaxRatio     float64   `json:"max_length_ratio"`
+		OverRatio3   int       `json:"over_3x_source"`
 		MaxLenDev    int       `json:"max_len_dev"`
 		UnstoppedDev int       `json:"unstopped_dev"`
 		LengthsDev   []int     `json:"length_histogram_dev"`
 		MaxLen       int       `json:"max_len"`
 		Examples     []example `json:"examples,omitempty"`
-	}{modelDir, split, ev.BLEU.BLEU, ev.BLEU.String(), base.BLEU, ev.Samples, dev.MaxLen, dev.Unstopped, dev.Lengths, ev.MaxLen, shown}
+	}{modelDir, split, ev.BLEU.BLEU, ev.BLEU.String(), base.BLEU, ev.Samples, ev.Unstopped, ev.MaxRatio, ev.OverRatio3, dev.MaxLen, dev.Unstopped, dev.Lengths, ev.MaxLen, shown}
 	return a.emit(out, func(w io.Writer) {
 		fmt.Fprintf(w, "%s on %s (%d sentences): %s; dictionary baseline BLEU %.2f\n", modelDir, split, out.Samples, ev.BLEU, base.BLEU)
+		fmt.Fprintf(w, "%s: longest greedy output %d tokens, %d unstopped, largest output/source ratio %.2f, %d outputs over 3× their source\n", split, ev.MaxLen, ev.Unstopped, ev.MaxRatio, ev.OverRatio3)
 		fmt.Fprintf(w, "dev: longest greedy output %d tokens, %d of %d unstopped\n", dev.MaxLen, dev.Unstopped, dev.Samples)
 		if len(shown) > 0 {
 			// A Markdown table: it pastes into a report as it is.

@@ -127,7 +127,7 @@ func TestTrainNMTAndEval(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &ev); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"bleu", "baseline_bleu", "samples", "max_len_dev", "unstopped_dev"} {
+	for _, k := range []string{"bleu", "baseline_bleu", "samples", "unstopped", "max_len", "max_length_ratio", "over_3x_source", "max_len_dev", "unstopped_dev"} {
 		if _, ok := ev[k]; !ok {
 			t.Fatalf("eval output %v lacks %q", ev, k)
 		}
