@@ -505,6 +505,23 @@ func (s *backState) into(p int) *block {
 	return s.coef[p]
 }
 
+// fresh reports whether node p has no coefficients yet: an operator that
+// writes every value may then take intoDirty's block.
+func (s *backState) fresh(p int) bool { return s.coef[p] == nil }
+
+// intoDirty is into for an operator that overwrites every value of a
+// fresh block (no zeroing).
+func (s *backState) intoDirty(p int) *block {
+	s.coef[p] = s.g.pool.dirty(len(s.dom), s.g.nodes[p].width)
+	return s.coef[p]
+}
+
+// absIntoDirty is intoDirty for the absolute coefficients.
+func (s *backState) absIntoDirty(p int) *block {
+	s.abs[p] = s.g.pool.dirty(len(s.dom), s.g.nodes[p].width)
+	return s.abs[p]
+}
+
 // absInto is into for the absolute coefficients.
 func (s *backState) absInto(p int) *block {
 	if s.abs[p] == nil {
@@ -550,10 +567,19 @@ func (s *backState) run(start int, c *block, k []float64) {
 func (s *backState) relaxActivation(n *node) {
 	act, p := n.act, n.in[0]
 	c := s.coef[n.id]
-	in := s.into(p)
-	var a, ain *block
-	if s.padded {
-		a, ain = s.abs[n.id], s.absInto(p)
+	_, isReLU := act.(relu)
+	fresh := isReLU && s.fresh(p)
+	var in, a, ain *block
+	if fresh { // reluRow writes every value
+		in = s.intoDirty(p)
+		if s.padded {
+			a, ain = s.abs[n.id], s.absIntoDirty(p)
+		}
+	} else {
+		in = s.into(p)
+		if s.padded {
+			a, ain = s.abs[n.id], s.absInto(p)
+		}
 	}
 	var alpha, beta *block
 	if s.rx != nil {
@@ -568,12 +594,11 @@ func (s *backState) relaxActivation(n *node) {
 		slope, shift = s.g.pool.dirty(c.rows, c.cols), s.g.pool.dirty(c.rows, c.cols)
 		s.rec.slope[n.id], s.rec.shift[n.id] = slope, shift
 	}
-	_, isReLU := act.(relu)
 	for r := 0; r < c.rows; r++ {
 		pre := s.dom[r].Val[p]
 		cr, ir := c.row(r), in.row(r)
 		if isReLU {
-			s.reluRow(r, cr, ir, pre, alpha, beta, a, ain, slope, shift)
+			s.reluRow(r, cr, ir, pre, alpha, beta, a, ain, slope, shift, fresh)
 			continue
 		}
 		var ar, air, alr, sr, dr []float64
@@ -711,7 +736,7 @@ func (g *graph) alphaStart(b *Bounds) int {
 // reluRow is relaxActivation's loop for one row of a ReLU node: the rule
 // of relu.relax written out, with no call per neuron (branch and bound
 // spends a fifth of its time here).
-func (s *backState) reluRow(r int, cr, ir []float64, pre []Interval, alpha, beta, a, ain, slope, shift *block) {
+func (s *backState) reluRow(r int, cr, ir []float64, pre []Interval, alpha, beta, a, ain, slope, shift *block, fresh bool) {
 	var alr, ar, air, sr, dr []float64
 	if alpha != nil {
 		alr = alpha.row(r)
@@ -721,6 +746,9 @@ func (s *backState) reluRow(r int, cr, ir []float64, pre []Interval, alpha, beta
 	}
 	if slope != nil {
 		sr, dr = slope.row(r), shift.row(r)
+	}
+	if fresh {
+		clearZeros(cr, ir, air)
 	}
 	var k, kabs float64
 	for i, ci := range cr {
@@ -741,10 +769,18 @@ func (s *backState) reluRow(r int, cr, ir []float64, pre []Interval, alpha, beta
 		case iv.Hi >= -iv.Lo:
 			sl = 1
 		}
-		ir[i] += ci * sl
+		if fresh {
+			ir[i] = ci * sl
+		} else {
+			ir[i] += ci * sl
+		}
 		k += d
 		if ar != nil {
-			air[i] += ar[i] * sl // sl ≥ 0
+			if fresh {
+				air[i] = ar[i] * sl // sl ≥ 0
+			} else {
+				air[i] += ar[i] * sl
+			}
 			kabs += math.Abs(d)
 		}
 		if sr != nil {
@@ -762,6 +798,19 @@ func (s *backState) reluRow(r int, cr, ir []float64, pre []Interval, alpha, beta
 				if air != nil {
 					air[i] += math.Abs(bv)
 				}
+			}
+		}
+	}
+}
+
+// clearZeros sets ir (and air) to 0 where cr is 0: the values a fresh
+// block's loop skips.
+func clearZeros(cr, ir, air []float64) {
+	for i, c := range cr {
+		if c == 0 {
+			ir[i] = 0
+			if air != nil {
+				air[i] = 0
 			}
 		}
 	}

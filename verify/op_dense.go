@@ -61,15 +61,26 @@ func (d *dense) interval(ins [][]Interval, _ []bool) []Interval {
 // all rows.
 func (d *dense) back(s *backState, n *node) {
 	c := s.coef[n.id]
-	in := s.into(n.in[0])
-	gemm(false, false, c.rows, d.in, d.out, 1, c.v, d.w, 1, in.v)
+	beta := 1.0
+	var in *block
+	if s.fresh(n.in[0]) { // overwritten: β = 0
+		in, beta = s.intoDirty(n.in[0]), 0
+	} else {
+		in = s.into(n.in[0])
+	}
+	gemm(false, false, c.rows, d.in, d.out, 1, c.v, d.w, beta, in.v)
 	for r := 0; r < c.rows; r++ {
 		s.k[r] += dot(c.row(r), d.b)
 	}
 	if s.padded {
 		a := s.abs[n.id]
-		ain := s.absInto(n.in[0])
-		gemm(false, false, a.rows, d.in, d.out, 1, a.v, d.absW, 1, ain.v)
+		var ain *block
+		if beta == 0 {
+			ain = s.absIntoDirty(n.in[0])
+		} else {
+			ain = s.absInto(n.in[0])
+		}
+		gemm(false, false, a.rows, d.in, d.out, 1, a.v, d.absW, beta, ain.v)
 		for r := 0; r < a.rows; r++ {
 			s.kabs[r] += dot(a.row(r), d.absB)
 		}
