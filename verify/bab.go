@@ -499,7 +499,7 @@ func (g *graph) branchTokens(d *domain) []*domain {
 // (robust), a candidate replays (vulnerable), a domain is left with
 // nothing to split, or ctx ends. It logs itself as the phase "bab" (Nodes:
 // domains bounded; Bound: the largest open margin bound).
-func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, err error) {
+func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, bound float64, err error) {
 	ph := Phase{Name: "bab", Status: "time limit"}
 	start := time.Now()
 	defer func() {
@@ -510,7 +510,7 @@ func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, e
 	out, err := search.run(ctx)
 	ph.Nodes = out.domains - before
 	if err != nil {
-		return false, err
+		return false, math.Inf(1), err
 	}
 	if !math.IsInf(out.bound, 1) {
 		bound := out.bound
@@ -522,10 +522,10 @@ func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, e
 		res.Verdict, res.Stage = Robust, "bab"
 		res.Bound = math.Inf(-1)
 		res.Reason = ""
-		return true, nil
+		return true, math.Inf(-1), nil
 	case babCandidate:
 		ph.Status = "candidate"
-		return true, nil
+		return true, out.bound, nil
 	case babNoSplit:
 		ph.Status = "no split left"
 		res.Reason = fmt.Sprintf("branch and bound: a domain with every ReLU on its worst margin split and every token fixed stays open (margin ≤ %.3g)", out.bound)
@@ -535,7 +535,7 @@ func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, e
 		res.Bound = math.Min(res.Bound, out.bound)
 		res.Reason = fmt.Sprintf("time limit in branch and bound: %d domains open, margin ≤ %.3g", out.open, out.bound)
 	}
-	return false, nil
+	return false, out.bound, nil
 }
 
 // babStatus is how a branch-and-bound search ended.
