@@ -3,6 +3,7 @@ package verify
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/mip"
@@ -83,7 +84,7 @@ func (l *lin) addExpr(ex lin, w float64) {
 
 // scaled is s·l.
 func (l lin) scaled(s float64) lin {
-	out := lin{idx: l.idx, c: s * l.c, coef: make([]float64, len(l.coef))}
+	out := lin{idx: slices.Clone(l.idx), c: s * l.c, coef: make([]float64, len(l.coef))}
 	for k, c := range l.coef {
 		out.coef[k] = s * c
 	}

@@ -2,11 +2,13 @@ package verify
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/mip"
 )
 
 // The rule tests: one row per operator. Adding an operator adds a row
@@ -588,6 +590,91 @@ func TestReLURowMatchesRule(t *testing.T) {
 		}
 		if !close(out[0], out[1], 1e-12) {
 			t.Fatalf("trial %d (padded %v, record %v): fast loop %v, rule %v", trial, padded, record, out[0], out[1])
+		}
+	}
+}
+
+// TestMulRules: the product's interval contains sampled products, its
+// backward rule bounds c·x·y from above for coefficients of both signs
+// (one row each, every row over its own box), its relaxed forward pass is
+// the plane the backward rule took, and its MIP encoding is feasible at
+// the true values.
+func TestMulRules(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for trial := 0; trial < 30; trial++ {
+		w := 1 + rng.IntN(5)
+		g := &graph{pool: pool{}}
+		x := g.add("x", nil, w, -1)
+		y := g.add("y", nil, w, -1)
+		id := g.add("mul", mul{}, w, -1, x, y)
+		box := func() []Interval {
+			b := make([]Interval, w)
+			for i := range b {
+				lo := 2*rng.NormFloat64() - 1
+				b[i] = Interval{lo, lo + 2*rng.Float64()}
+			}
+			return b
+		}
+		const rows = 2
+		dom := make([]*Bounds, rows)
+		for r := range dom {
+			bx, by := box(), box()
+			dom[r] = &Bounds{Val: [][]Interval{bx, by, mul{}.interval([][]Interval{bx, by}, nil)}}
+		}
+		c := newBlock(rows, w)
+		for i := range c.v {
+			c.v[i] = rng.NormFloat64()
+		}
+		s := g.newBack(dom, nil, false, true)
+		s.coef[id] = c
+		mul{}.back(s, g.nodes[id])
+		for r := 0; r < rows; r++ {
+			bx, by := dom[r].Val[x], dom[r].Val[y]
+			for trial := 0; trial < 100; trial++ {
+				xv, yv := make([]float64, w), make([]float64, w)
+				for i := range xv {
+					xv[i] = bx[i].Lo + (bx[i].Hi-bx[i].Lo)*rng.Float64()
+					yv[i] = by[i].Lo + (by[i].Hi-by[i].Lo)*rng.Float64()
+				}
+				z := mul{}.eval([][]float64{xv, yv}, -1)
+				want, got := 0.0, s.k[r]
+				for i, v := range z {
+					if iv := dom[r].Val[id][i]; v < iv.Lo || v > iv.Hi {
+						t.Fatalf("product %v outside %+v", v, iv)
+					}
+					want += c.v[r*w+i] * v
+					got += s.coef[x].v[r*w+i]*xv[i] + s.coef[y].v[r*w+i]*yv[i]
+				}
+				if want > got+1e-9*(1+math.Abs(want)) {
+					t.Fatalf("row %d: c·xy = %v above the relaxation %v", r, want, got)
+				}
+				// The relaxed forward pass is the linear form the backward
+				// rule produced.
+				xb := &block{rows: rows, cols: w, v: append(append([]float64(nil), xv...), xv...)}
+				yb := &block{rows: rows, cols: w, v: append(append([]float64(nil), yv...), yv...)}
+				f := mul{}.forward(s, g.nodes[id], []*block{xb, yb})
+				sum := 0.0 // the planes' constants are in s.k
+				for i := range z {
+					sum += c.v[r*w+i] * f.v[r*w+i]
+				}
+				if math.Abs(sum-got) > 1e-9*(1+math.Abs(got)) {
+					t.Fatalf("row %d: forward gives %v, the backward rule %v", r, sum, got)
+				}
+				// The MIP encoding admits the true values.
+				e := &encoding{m: mip.NewModel("mul"), g: g, b: dom[r]}
+				vals := make([]float64, 0, 3*w)
+				ex, ey := make([]lin, w), make([]lin, w)
+				for i := range xv {
+					ex[i] = varExpr(e.m.AddVar(fmt.Sprint("x", i), bx[i].Lo, bx[i].Hi, mip.Continuous))
+					ey[i] = varExpr(e.m.AddVar(fmt.Sprint("y", i), by[i].Lo, by[i].Hi, mip.Continuous))
+					vals = append(vals, xv[i], yv[i])
+				}
+				mul{}.encode(e, g.nodes[id], [][]lin{ex, ey})
+				vals = append(vals, z...)
+				if err := e.m.Check(vals, 1e-9); err != nil {
+					t.Fatalf("row %d: the encoding excludes the true product: %v", r, err)
+				}
+			}
 		}
 	}
 }
