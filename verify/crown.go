@@ -310,28 +310,8 @@ func (g *graph) tightenPre(ctx context.Context, b *Bounds, id int, val []Interva
 	if len(idx) == 0 {
 		return
 	}
-	n := g.nodes[id]
-	const chunk = 256
-	for lo := 0; lo < len(idx); lo += chunk {
-		if ctx.Err() != nil {
-			return
-		}
-		part := idx[lo:min(lo+chunk, len(idx))]
-		// Rows 2i and 2i+1: +e_j (upper end) and −e_j (lower end).
-		c := newBlock(2*len(part), n.width)
-		for i, j := range part {
-			c.v[2*i*n.width+j] = 1
-			c.v[(2*i+1)*n.width+j] = -1
-		}
-		dom := make([]*Bounds, c.rows)
-		for r := range dom {
-			dom[r] = b
-		}
-		ub := g.crownUpper(dom, id, c, make([]float64, c.rows))
-		for i, j := range part {
-			val[j] = intersect(val[j], Interval{-ub[2*i+1], ub[2*i]})
-		}
-	}
+	crown := func(dom []*Bounds, c *block) []float64 { return g.crownUpper(dom, id, c, make([]float64, c.rows)) }
+	g.tightenRows(ctx, b, id, idx, val, crown)
 	if method != BoundAlphaCROWNFull || len(idx) > maxAlphaNeurons {
 		return
 	}
@@ -341,25 +321,50 @@ func (g *graph) tightenPre(ctx context.Context, b *Bounds, id int, val []Interva
 			open = append(open, j)
 		}
 	}
-	for lo := 0; lo < len(open); lo += chunk {
+	alpha := func(dom []*Bounds, c *block) []float64 {
+		ub, _, _, _ := g.optimise(dom, id, c, make([]float64, c.rows), nil, nil, defaultAlpha)
+		return ub
+	}
+	g.tightenRows(ctx, b, id, open, val, alpha)
+}
+
+// tightenRows intersects the bounds val[j] of node id's neurons j in idx
+// with upper bounds of their unit rows (bound: sound upper bounds of rows
+// over b), 256 neurons at a time until ctx ends.
+func (g *graph) tightenRows(ctx context.Context, b *Bounds, id int, idx []int, val []Interval, bound func([]*Bounds, *block) []float64) {
+	const chunk = 256
+	for lo := 0; lo < len(idx); lo += chunk {
 		if ctx.Err() != nil {
 			return
 		}
-		part := open[lo:min(lo+chunk, len(open))]
-		c := newBlock(2*len(part), n.width)
-		for i, j := range part {
-			c.v[2*i*n.width+j] = 1
-			c.v[(2*i+1)*n.width+j] = -1
-		}
-		dom := make([]*Bounds, c.rows)
-		for r := range dom {
-			dom[r] = b
-		}
-		ub, _, _, _ := g.optimise(dom, id, c, make([]float64, c.rows), nil, nil, defaultAlpha)
+		part := idx[lo:min(lo+chunk, len(idx))]
+		c := unitRows(part, g.nodes[id].width)
+		ub := bound(sameDomain(b, c.rows), c)
 		for i, j := range part {
 			val[j] = intersect(val[j], Interval{-ub[2*i+1], ub[2*i]})
 		}
 	}
+}
+
+// unitRows returns the rows ±e_j of the neurons idx of a node of width w:
+// row 2i's upper bound is neuron idx[i]'s upper end, row 2i+1's its
+// lower end negated.
+func unitRows(idx []int, w int) *block {
+	c := newBlock(2*len(idx), w)
+	for i, j := range idx {
+		c.v[2*i*w+j] = 1
+		c.v[(2*i+1)*w+j] = -1
+	}
+	return c
+}
+
+// sameDomain is n rows over one domain.
+func sameDomain(b *Bounds, n int) []*Bounds {
+	dom := make([]*Bounds, n)
+	for r := range dom {
+		dom[r] = b
+	}
+	return dom
 }
 
 // boundHead bounds step t's logits and margins from its hidden node's
@@ -400,10 +405,7 @@ func (g *graph) boundHead(b *Bounds, t int, crown, alpha bool, within *stepBound
 		neg, kn := hd.marginRows(toks, -1)
 		c.v, c.rows, k = append(c.v, neg.v...), c.rows+neg.rows, append(k, kn...)
 	}
-	dom := make([]*Bounds, c.rows)
-	for r := range dom {
-		dom[r] = b
-	}
+	dom := sameDomain(b, c.rows)
 	ub := g.crownUpper(dom, h, c, k)
 	for i, z := range toks {
 		margin[z].Hi = math.Min(margin[z].Hi, ub[i])

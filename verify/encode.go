@@ -241,16 +241,12 @@ func (a affineBound) over(x []int) lin {
 // max(|lo|, |hi|)).
 func (g *graph) linearBounds(b *Bounds, id int) (up, lo []affineBound) {
 	w := g.nodes[id].width
-	c := newBlock(2*w, w)
-	for j := 0; j < w; j++ {
-		c.v[2*j*w+j] = 1
-		c.v[(2*j+1)*w+j] = -1
+	all := make([]int, w)
+	for j := range all {
+		all[j] = j
 	}
-	dom := make([]*Bounds, c.rows)
-	for r := range dom {
-		dom[r] = b
-	}
-	s := g.newBack(dom, nil, true, false)
+	c := unitRows(all, w)
+	s := g.newBack(sameDomain(b, c.rows), nil, true, false)
 	s.run(id, c, make([]float64, c.rows))
 	for r := 0; r < c.rows; r++ {
 		abs := s.kabs[r]

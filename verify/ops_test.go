@@ -307,17 +307,9 @@ func TestAlphaGradient(t *testing.T) {
 		if !ok {
 			continue
 		}
-		var toks []int
-		for z := 0; z < n.Vocab; z++ {
-			if z != n.EOS {
-				toks = append(toks, z)
-			}
-		}
+		toks := nonEOS(n)
 		c, k := g.head.marginRows(toks, 1)
-		dom := make([]*Bounds, len(toks))
-		for r := range dom {
-			dom[r] = b
-		}
+		dom := sameDomain(b, len(toks))
 		rx := g.defaultRelaxation(dom, L)
 		for _, a := range rx.alpha {
 			if a != nil {
@@ -406,17 +398,9 @@ func TestBetaGradient(t *testing.T) {
 		if sb.Proven {
 			continue
 		}
-		var toks []int
-		for z := 0; z < n.Vocab; z++ {
-			if z != n.EOS {
-				toks = append(toks, z)
-			}
-		}
+		toks := nonEOS(n)
 		c, k := g.head.marginRows(toks, 1)
-		dom := make([]*Bounds, len(toks))
-		for r := range dom {
-			dom[r] = sb
-		}
+		dom := sameDomain(sb, len(toks))
 		rx := g.defaultRelaxation(dom, L)
 		for nu, active := range splits {
 			if rx.beta[nu.node] == nil {
@@ -677,4 +661,15 @@ func TestMulRules(t *testing.T) {
 			}
 		}
 	}
+}
+
+// nonEOS lists the tokens other than eos: every margin's.
+func nonEOS(n *Net) []int {
+	var toks []int
+	for z := 0; z < n.Vocab; z++ {
+		if z != n.EOS {
+			toks = append(toks, z)
+		}
+	}
+	return toks
 }
