@@ -5,87 +5,83 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"math"
 	"slices"
 	"time"
 )
 
-// Branch and bound over ReLU splits and tokens (the engine of α,β-CROWN,
-// with the decoder's tokens as a second kind of split): a domain fixes the
-// sign of some unstable ReLUs' pre-activations and the token of some steps;
-// its bounds are the graph's bounds with those neurons cut at 0 and those
-// steps restricted to their token (computeSplitBounds), and its worst
-// margins are bounded by α,β-CROWN, whose multipliers carry the splits back
-// to the input. A domain is closed when every margin of its worst step is
-// below 0 (eos wins there for all its inputs) or its bounds show it empty;
-// the property holds when every domain is closed, since a neuron's two
-// splits, and a step's allowed tokens, cover every counterexample of their
-// parent. The open domain with the largest margin bound is split next, on
-// the neuron whose relaxation costs that margin most (a BaBSR-style score),
-// or on tokens once no neuron is left. Each domain's maximising vertex is
-// decoded as a counterexample candidate; nothing is claimed on it before
-// the float64 replay.
+// Branch and bound over activation splits and tokens (the engine of
+// α,β-CROWN, with the decoder's tokens as a second kind of split), in four
+// parts:
+//
+//   - a domain fixes the side of some activations' split points and the
+//     token of some steps; its bounds are the graph's bounds with those
+//     pre-activations cut and those steps restricted to their token
+//     (computeSplitBounds, inheriting its parent's bounds);
+//   - the bounder bounds a batch of domains together: every domain's
+//     worst margins (the step whose best allowed margin is smallest, and
+//     every token allowed there) are rows of one batched α,β-CROWN
+//     optimisation, warm-started from the parent's parameters, whose
+//     back-substitutions are matrix products;
+//   - the brancher picks each domain's split: the activations with the
+//     largest BaBSR scores in its worst margin's bound are candidates, and
+//     the one whose worse child is lowest under a cheap bound (filtered
+//     smart branching) is split; with no activation left, a step's tokens;
+//   - the frontier is a max-heap of open domains on their margin bound; a
+//     batch of the largest is split at a time.
+//
+// A domain is closed when every margin of its worst step is below 0 (eos
+// wins there for all its inputs) or its bounds show it empty; the
+// property holds when every domain is closed, since a neuron's two sides,
+// and a step's allowed tokens, cover every counterexample of their parent.
+// Each domain's maximising vertex is decoded as a counterexample
+// candidate; nothing is claimed on it before the float64 replay.
 
-// domain is one open branch-and-bound domain with its bounds and what
-// bounding it found: the margin bound that orders the frontier, the
-// neuron to split next (ok false: no unstable neuron left to split) and
-// the box vertex that maximises its worst margin.
+// domain is one branch-and-bound domain with its bounds and what bounding
+// it found.
 type domain struct {
 	splits splitSet
 	tokens tokenSet
 	b      *Bounds
-	bound  float64
-	next   neuron
-	ok     bool
+	// start is the first node whose bounds differ from its parent's.
+	start int
+	// fixed is the step whose token the domain fixed last (−1: none).
+	fixed int
+	// bound is a sound upper bound of the domain's max-min margin; step
+	// the worst step, toks the tokens allowed there (the rows bounded),
+	// worst the one whose bound is largest.
+	bound float64
+	step  int
+	toks  []int
+	worst int
+	// rx holds the optimiser's parameters, one row per token of toks:
+	// its children's searches start there.
+	rx     *relaxation
 	vertex []float64
-	// rx is where the slope and multiplier search of the domain's worst
-	// margin ended: its children's searches start there.
-	rx    *relaxation
-	fixed int // the step whose token this domain fixed last (children of a token branch)
-	// step and token are the worst margin's; cands the neurons with the
-	// best branching scores, best first (next is the first).
-	step, token int
-	cands       []neuron
+	// cands are the activations to split, best score first; next the one
+	// chosen (ok false: none left).
+	cands []neuron
+	next  neuron
+	ok    bool
+	// exhausted is set once a domain with nothing to split had its last,
+	// long search.
+	exhausted bool
 }
 
-// fsbCandidates is how many of the best-scored neurons chooseSplit tries.
-const fsbCandidates = 16
+// fsbCandidates is how many of the best-scored neurons the brancher tries.
+const fsbCandidates = 8
 
-// branch returns d's children: its two ReLU splits on d.next, or, with no
-// ReLU left to split, one domain per token allowed at the earliest step
-// whose token is not fixed yet and has a choice; nil when neither is left.
-func (g *graph) branch(d *domain) []*domain {
-	if d.ok {
-		var out []*domain
-		for _, active := range []bool{true, false} {
-			s := maps.Clone(d.splits)
-			s[d.next] = active
-			out = append(out, &domain{splits: s, tokens: d.tokens})
-		}
-		return out
-	}
-	for t, al := range d.b.Allowed {
-		if _, fixed := d.tokens[t]; fixed || g.hidden(t+1) >= len(g.nodes) {
-			continue
-		}
-		var out []*domain
-		for z, ok := range al {
-			if ok {
-				tk := maps.Clone(d.tokens)
-				if tk == nil {
-					tk = tokenSet{}
-				}
-				tk[t] = z
-				out = append(out, &domain{splits: d.splits, tokens: tk, fixed: t})
-			}
-		}
-		if len(out) > 1 {
-			return out
-		}
-	}
-	return nil
-}
+// babTokens is how many of a child domain's tokens at its worst step are
+// bounded by α,β-CROWN: the tokens with the largest margin bounds decide
+// whether it closes, each row costs a back-substitution per iteration,
+// and a worst step allows up to the whole vocabulary.
+const babTokens = 2
+
+// babBatch is how many domains are split, and their children bounded, at
+// a time: the rows of one batched optimisation.
+const babBatch = 8
 
 // frontier is a max-heap of open domains by margin bound.
 type frontier []*domain
@@ -101,115 +97,401 @@ func (f *frontier) Pop() any {
 	return d
 }
 
-// worstMargin is the step and token of a domain's margin bound (the step
-// whose best allowed margin is smallest, and that token): the objective
-// the domain must be split for.
-func worstMargin(b *Bounds) (step, token int) {
-	ub := math.Inf(1)
-	step, token = -1, -1
-	for t, al := range b.Allowed {
-		best, bz := math.Inf(-1), -1
-		for z, ok := range al {
-			if ok && b.Margin[t][z].Hi > best {
-				best, bz = b.Margin[t][z].Hi, z
-			}
-		}
-		if best < ub {
-			ub, step, token = best, t, bz
+// worstStep is the step whose best allowed margin bound is smallest: the
+// objective a domain is bounded, and split, for.
+func worstStep(b *Bounds) int {
+	ub, step := math.Inf(1), -1
+	for t := range b.Allowed {
+		if v := b.stepBound(t); v < ub {
+			ub, step = v, t
 		}
 	}
-	return step, token
+	return step
 }
 
-// examine bounds d's worst step by α,β-CROWN, every token allowed there,
-// and reports whether that closes the domain (every such margin below 0).
-// Otherwise it fills d's bound (the largest of those margins), the
-// candidate vertex that attains it, and the neuron to split: the unstable
-// ReLU with the largest |c|·(−l·u/(u−l)) in CROWN's bound of that margin,
-// its coefficient times the height of its triangle relaxation, the most its
-// split can remove from the bound (BaBSR's intercept score).
-func (g *graph) examine(d *domain, init *relaxation, opt alphaOptions) (closed bool) {
-	b := d.b
-	t, _ := worstMargin(b)
-	L := g.hidden(t)
-	d.bound, d.vertex = math.Inf(-1), nil
-	z := -1
-	for tok, ok := range b.Allowed[t] {
-		if !ok {
+// bounder bounds batches of domains over one box.
+type bounder struct {
+	g      *graph
+	lo, hi []float64
+	method BoundMethod
+}
+
+// children bounds a batch of domains from their parents' bounds: the
+// nodes from each one's start on by intervals within its parent's, then
+// the upper ends of the margins of the steps from there on by CROWN, all
+// children's as one batch of rows per step.
+func (bd *bounder) children(cs, parents []*domain) {
+	g := bd.g
+	type rowOf struct{ c, tok int }
+	groups := map[int][]rowOf{}
+	for i, c := range cs {
+		c.b = computeSplitBounds(context.Background(), g, bd.lo, bd.hi, bd.method, c.splits, c.tokens, parents[i].b, c.start, true)
+		if c.b.Proven || bd.method == BoundInterval {
 			continue
 		}
-		ub, x, rx := g.optimisedUpper(b, L, g.head.margin[tok], d.splits, init, opt)
-		if ub > d.bound {
-			d.bound, d.vertex, d.rx, z = ub, x, rx, tok
+		for t, al := range c.b.Allowed {
+			// Only the step the parent was split for: the others keep the
+			// parent's margins.
+			if g.hidden[t] < c.start || t != parents[i].step {
+				continue
+			}
+			for z, ok := range al {
+				if ok {
+					groups[t] = append(groups[t], rowOf{i, z})
+				}
+			}
 		}
 	}
-	if d.bound < 0 {
-		return true
+	for _, t := range slices.Sorted(maps.Keys(groups)) {
+		rows := groups[t]
+		toks := make([]int, len(rows))
+		dom := make([]*Bounds, len(rows))
+		for r, ro := range rows {
+			toks[r], dom[r] = ro.tok, cs[ro.c].b
+		}
+		c, k := g.head.marginRows(toks, 1)
+		ub := g.crownUpper(dom, g.hidden[t], c, k)
+		for r, ro := range rows {
+			if b := cs[ro.c].b; !b.Proven || b.ProvenAt > t {
+				tightenMargin(b, t, ro.tok, ub[r])
+			}
+		}
 	}
-	d.bound = math.Min(d.bound, b.MarginBound())
-	d.step, d.token = t, z
-	rec := newBackRecord(L + 1)
-	r := g.head.margin[z]
-	g.back(b, L, r.dense(g.width(b, L)), r.B, nil, rec)
+}
+
+// examine bounds the worst margins of a batch of domains by α,β-CROWN
+// (init: each domain's parent, whose parameters start its search, or nil)
+// and reports which it closes: at each domain's worst step, the
+// maxTokens tokens with the largest margin bounds (≤ 0: every token
+// allowed there); the others keep the bounds they have. An open domain
+// gets its bound, vertex, parameters and branching candidates.
+func (bd *bounder) examine(doms, init []*domain, opt alphaOptions, maxTokens int) (closed []bool) {
+	g := bd.g
+	closed = make([]bool, len(doms))
+	type rowOf struct{ d, tok int }
+	groups := map[int][]rowOf{}        // step → rows
+	rest := make([]float64, len(doms)) // the bound of the tokens not optimised
+	for i, d := range doms {
+		d.step = worstStep(d.b)
+		var toks []int
+		for z, ok := range d.b.Allowed[d.step] {
+			if ok {
+				toks = append(toks, z)
+			}
+		}
+		// The tokens with the largest margin bounds first: they decide the
+		// domain's bound; the others keep theirs.
+		m := d.b.Margin[d.step]
+		slices.SortStableFunc(toks, func(a, b int) int { return cmp.Compare(m[b].Hi, m[a].Hi) })
+		rest[i] = math.Inf(-1)
+		if maxTokens > 0 && len(toks) > maxTokens {
+			rest[i] = m[toks[maxTokens]].Hi
+			toks = toks[:maxTokens]
+		}
+		d.toks = toks
+		for _, z := range toks {
+			groups[d.step] = append(groups[d.step], rowOf{i, z})
+		}
+		d.bound, d.vertex, d.rx = math.Inf(-1), nil, nil
+	}
+	for _, t := range slices.Sorted(maps.Keys(groups)) {
+		rows := groups[t]
+		toks := make([]int, len(rows))
+		dom := make([]*Bounds, len(rows))
+		splits := make([]splitSet, len(rows))
+		for r, ro := range rows {
+			toks[r], dom[r], splits[r] = ro.tok, doms[ro.d].b, doms[ro.d].splits
+		}
+		c, k := g.head.marginRows(toks, 1)
+		start := g.hidden[t]
+		var rx0 *relaxation
+		if init != nil {
+			rx0 = g.defaultRelaxation(dom, start)
+			for r, ro := range rows {
+				if p := init[ro.d]; p != nil && p.rx != nil && p.step == t {
+					if pr := slices.Index(p.toks, ro.tok); pr >= 0 {
+						copyRowFrom(rx0.alpha, p.rx.alpha, r, pr)
+						copyRowInto(rx0.beta, p.rx.beta, r, pr, len(rows))
+					}
+				}
+			}
+		}
+		ub, xs, best, final := g.optimise(dom, start, c, k, splits, rx0, opt)
+		for r, ro := range rows {
+			d := doms[ro.d]
+			// The tighter margin is the domain's from now on (its children
+			// inherit it); a token it rules out is no longer allowed here.
+			tightenMargin(d.b, t, ro.tok, ub[r])
+			if d.rx == nil {
+				d.rx = &relaxation{alpha: make([]*block, len(g.nodes)), beta: make([]*block, len(g.nodes))}
+			}
+			appendRow(d.rx.alpha, best.alpha, r)
+			appendRow(d.rx.beta, best.beta, r)
+			if ub[r] > d.bound {
+				d.bound, d.vertex, d.worst = ub[r], append([]float64(nil), xs.row(r)...), ro.tok
+				d.cands = g.candidates(final, r)
+			}
+		}
+	}
+	for i, d := range doms {
+		d.bound = math.Max(d.bound, rest[i])
+		if d.bound < 0 {
+			closed[i] = true
+			continue
+		}
+		d.bound = math.Min(d.bound, d.b.MarginBound())
+		d.ok = len(d.cands) > 0
+		if d.ok {
+			d.next = d.cands[0]
+		}
+	}
+	return closed
+}
+
+// tightenMargin lowers the upper bound of token z's margin at step t to
+// ub in b (whose slices may be shared with its parent: they are copied),
+// and disallows z there when ub < 0. Bounds computed from the larger
+// allowed set still hold.
+func tightenMargin(b *Bounds, t, z int, ub float64) {
+	if ub >= b.Margin[t][z].Hi {
+		return
+	}
+	b.Margin = slices.Clone(b.Margin)
+	b.Margin[t] = slices.Clone(b.Margin[t])
+	b.Margin[t][z].Hi = ub
+	if ub < 0 && b.Allowed[t][z] {
+		b.Allowed = slices.Clone(b.Allowed)
+		b.Allowed[t] = slices.Clone(b.Allowed[t])
+		b.Allowed[t][z] = false
+		if !slices.Contains(b.Allowed[t], true) {
+			b.Proven, b.ProvenAt = true, t
+		}
+	}
+}
+
+// copyRowFrom copies row sr of every block of src into row r of dst.
+func copyRowFrom(dst, src []*block, r, sr int) {
+	for id, b := range src {
+		if b != nil && dst[id] != nil {
+			copy(dst[id].row(r), b.row(sr))
+		}
+	}
+}
+
+// appendRow appends row r of every block of src to dst's blocks.
+func appendRow(dst, src []*block, r int) {
+	for id, b := range src {
+		if b == nil {
+			continue
+		}
+		if dst[id] == nil {
+			dst[id] = &block{cols: b.cols}
+		}
+		dst[id].v = append(dst[id].v, b.row(r)...)
+		dst[id].rows++
+	}
+}
+
+// candidates ranks the activations of row r's bound by their branching
+// score (the operator's score of the coefficient its back-substitution
+// put on the activation's output): the best fsbCandidates with a positive
+// score, best first.
+func (g *graph) candidates(s *backState, r int) []neuron {
 	type scored struct {
 		nu    neuron
 		score float64
 	}
 	var all []scored
-	for l := 0; l <= L; l++ {
-		for i, c := range rec.coef[l] {
-			iv := b.Pre[l][i]
-			if c == 0 || !g.nodes[l].act.unstable(iv) {
+	for _, n := range g.nodes {
+		coef := s.rec.coef[n.id]
+		if n.act == nil || coef == nil {
+			continue
+		}
+		pre := s.dom[r].Val[n.in[0]]
+		for i, c := range coef.row(r) {
+			if c == 0 {
 				continue
 			}
-			if s := math.Abs(c) * (-iv.Lo * iv.Hi / (iv.Hi - iv.Lo)); s > 0 {
-				all = append(all, scored{neuron{l, i}, s})
+			if sc := n.act.score(c, pre[i]); sc > 0 {
+				all = append(all, scored{neuron{n.id, i}, sc})
 			}
 		}
 	}
 	slices.SortStableFunc(all, func(a, b scored) int { return cmp.Compare(b.score, a.score) })
-	d.cands = nil
+	var out []neuron
 	for _, c := range all[:min(len(all), fsbCandidates)] {
-		d.cands = append(d.cands, c.nu)
+		out = append(out, c.nu)
 	}
-	d.ok = len(d.cands) > 0
-	if d.ok {
-		d.next = d.cands[0]
-	}
-	return false
+	return out
 }
 
-// chooseSplit picks d.next among d.cands as filtered smart branching does
-// (De Palma et al., 2021): each candidate's two children are bounded
-// cheaply — the nodes after the split by intervals within d's bounds, then
-// d's worst margin by one back-substitution with d's slopes and
-// multipliers — and the neuron whose worse child is lowest is split. The
-// intercept score alone ranks by what the split removes from d's own
-// relaxation, not by what its children can prove.
-func (g *graph) chooseSplit(d *domain, lo, hi []float64) {
-	if len(d.cands) < 2 || d.rx == nil {
-		return
+// brancher chooses the split of each domain of a batch.
+type brancher struct{ g *graph }
+
+// choose picks d.next among d.cands for every domain of the batch, as
+// filtered smart branching does (De Palma et al., 2021): each candidate's
+// two children are bounded cheaply — the candidate's pre-activation cut
+// at its split point, every other bound the domain's, the domain's worst
+// margin by one back-substitution with its parameters — and the neuron
+// whose worse child is lowest is split. The intercept score alone ranks by
+// what the split removes from the domain's own relaxation, not by what its
+// children can prove. All candidates of the batch are one batch of rows.
+func (br *brancher) choose(doms []*domain) {
+	g := br.g
+	type rowOf struct {
+		d, cand int
 	}
-	L := g.hidden(d.step)
-	r := g.head.margin[d.token]
-	rx := &relaxation{alpha: d.rx.alpha, beta: d.rx.beta, unpadded: true}
-	best := math.Inf(1)
-	for _, nu := range d.cands {
-		worst := math.Inf(-1)
+	groups := map[int][]rowOf{}
+	for i, d := range doms {
+		if len(d.cands) < 2 || d.rx == nil {
+			continue
+		}
+		for ci := range d.cands {
+			for range 2 {
+				groups[d.step] = append(groups[d.step], rowOf{i, ci})
+			}
+		}
+	}
+	worst := make([][]float64, len(doms))
+	for i, d := range doms {
+		worst[i] = make([]float64, len(d.cands))
+		for ci := range worst[i] {
+			worst[i][ci] = math.Inf(-1)
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(groups)) {
+		rows := groups[t]
+		start := g.hidden[t]
+		dom := make([]*Bounds, len(rows))
+		toks := make([]int, len(rows))
+		keep := make([]bool, len(rows))
+		for r, ro := range rows {
+			d := doms[ro.d]
+			nu := d.cands[ro.cand]
+			active := r%2 == 0
+			cut, ok := cutBounds(g, d.b, nu, active)
+			dom[r], toks[r], keep[r] = cut, d.worst, ok
+		}
+		c, k := g.head.marginRows(toks, 1)
+		rx := g.defaultRelaxation(dom, start)
+		for r, ro := range rows {
+			d := doms[ro.d]
+			if pr := slices.Index(d.toks, d.worst); pr >= 0 {
+				copyRowFrom(rx.alpha, d.rx.alpha, r, pr)
+				copyRowInto(rx.beta, d.rx.beta, r, pr, len(rows))
+			}
+		}
+		s := g.newBack(dom, rx, false, false)
+		s.run(start, c, k)
+		ub := s.concretize(nil)
+		s.release()
+		for r, ro := range rows {
+			if keep[r] {
+				worst[ro.d][ro.cand] = math.Max(worst[ro.d][ro.cand], ub[r])
+			}
+		}
+	}
+	for i, d := range doms {
+		if len(d.cands) < 2 || d.rx == nil {
+			continue
+		}
+		best := math.Inf(1)
+		for ci, w := range worst[i] {
+			if w < best {
+				best, d.next = w, d.cands[ci]
+			}
+		}
+	}
+}
+
+// copyRowInto copies row sr of every block of src into row r of dst,
+// making dst's missing blocks (rows rows, zero).
+func copyRowInto(dst, src []*block, r, sr, rows int) {
+	for id, b := range src {
+		if b == nil {
+			continue
+		}
+		if dst[id] == nil {
+			dst[id] = newBlock(rows, b.cols)
+		}
+		copy(dst[id].row(r), b.row(sr))
+	}
+}
+
+// cutBounds returns b with neuron nu's pre-activation cut at its split
+// point on one side, nothing else changed (sound for the child: its other
+// bounds hold on a sub-domain); ok false when the side is empty.
+func cutBounds(g *graph, b *Bounds, nu neuron, active bool) (*Bounds, bool) {
+	n := g.nodes[nu.node]
+	p := n.in[0]
+	cb := *b
+	cb.Val = slices.Clone(b.Val)
+	cb.Val[p] = slices.Clone(b.Val[p])
+	iv := &cb.Val[p][nu.index]
+	at := n.act.splitAt(*iv)
+	if active {
+		iv.Lo = math.Max(iv.Lo, at)
+	} else {
+		iv.Hi = math.Min(iv.Hi, at)
+	}
+	return &cb, iv.Lo <= iv.Hi
+}
+
+// branch returns d's children: its two splits on d.next, or, with no
+// activation left to split, one domain per token allowed at the earliest
+// step whose token is not fixed yet and has a choice; nil when neither is
+// left.
+func (g *graph) branch(d *domain) []*domain {
+	if tokensFirst {
+		if out := g.branchTokens(d); out != nil {
+			return out
+		}
+	}
+	if d.ok {
+		var out []*domain
 		for _, active := range []bool{true, false} {
 			s := maps.Clone(d.splits)
-			s[nu] = active
-			cb := computeSplitBounds(context.Background(), g, lo, hi, BoundInterval, s, d.tokens, d.b, nu.node, true)
-			if cb.Proven {
-				continue
-			}
-			xc, k, _, _ := g.back(cb, L, r.dense(g.width(cb, L)), r.B, rx, nil)
-			worst = math.Max(worst, concretize(cb, xc, k, 0, nil, nil))
+			s[d.next] = active
+			out = append(out, &domain{splits: s, tokens: d.tokens, start: g.nodes[d.next.node].in[0], fixed: -1})
 		}
-		if worst < best {
-			best, d.next = worst, nu
+		return out
+	}
+	return g.branchTokens(d)
+}
+
+var tokensFirst = false
+
+// branchTokens returns one child per token allowed at the earliest step
+// before d's worst step whose token is not fixed and has a choice (nil:
+// none).
+func (g *graph) branchTokens(d *domain) []*domain {
+	for t, al := range d.b.Allowed {
+		if t >= d.step && d.ok {
+			break
+		}
+		if _, fixed := d.tokens[t]; fixed {
+			continue
+		}
+		var out []*domain
+		for z, ok := range al {
+			if ok {
+				tk := maps.Clone(d.tokens)
+				if tk == nil {
+					tk = tokenSet{}
+				}
+				tk[t] = z
+				start := len(g.nodes)
+				if t+1 < len(g.fb) {
+					start = g.fb[t+1]
+				}
+				out = append(out, &domain{splits: d.splits, tokens: tk, fixed: t, start: start})
+			}
+		}
+		if len(out) > 1 {
+			return out
 		}
 	}
+	return nil
 }
 
 // babPhase runs search (a branch and bound begun on the root bounds, or
@@ -217,7 +499,7 @@ func (g *graph) chooseSplit(d *domain, lo, hi []float64) {
 // (robust), a candidate replays (vulnerable), a domain is left with
 // nothing to split, or ctx ends. It logs itself as the phase "bab" (Nodes:
 // domains bounded; Bound: the largest open margin bound).
-func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, err error) {
+func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, bound float64, err error) {
 	ph := Phase{Name: "bab", Status: "time limit"}
 	start := time.Now()
 	defer func() {
@@ -228,7 +510,7 @@ func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, e
 	out, err := search.run(ctx)
 	ph.Nodes = out.domains - before
 	if err != nil {
-		return false, err
+		return false, math.Inf(1), err
 	}
 	if !math.IsInf(out.bound, 1) {
 		bound := out.bound
@@ -240,10 +522,10 @@ func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, e
 		res.Verdict, res.Stage = Robust, "bab"
 		res.Bound = math.Inf(-1)
 		res.Reason = ""
-		return true, nil
+		return true, math.Inf(-1), nil
 	case babCandidate:
 		ph.Status = "candidate"
-		return true, nil
+		return true, out.bound, nil
 	case babNoSplit:
 		ph.Status = "no split left"
 		res.Reason = fmt.Sprintf("branch and bound: a domain with every ReLU on its worst margin split and every token fixed stays open (margin ≤ %.3g)", out.bound)
@@ -253,7 +535,7 @@ func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, e
 		res.Bound = math.Min(res.Bound, out.bound)
 		res.Reason = fmt.Sprintf("time limit in branch and bound: %d domains open, margin ≤ %.3g", out.open, out.bound)
 	}
-	return false, nil
+	return false, out.bound, nil
 }
 
 // babStatus is how a branch-and-bound search ended.
@@ -283,45 +565,59 @@ type babOutcome struct {
 // ran out of time keeps its frontier: run resumes it.
 type babSearch struct {
 	g         *graph
-	lo, hi    []float64
-	opt       Options
+	bd        *bounder
+	br        *brancher
 	roots     []*domain // not examined yet
 	open      frontier
-	tried     map[string]bool
+	tried     map[uint64]bool
 	candidate func([]float64) (bool, error)
 	domains   int64
 	final     *babOutcome // set once the search has ended for good
-	// parent is the domain last split and queued its children not bounded
-	// yet: a search paused between them resumes with the rest, so no child
-	// is bounded twice and the parent is not split again.
-	parent *domain
-	queued []*domain
+	// queued are the children of the last batch split, not bounded yet,
+	// with their parents: a search paused between splitting a batch and
+	// bounding its children resumes with them, so no domain is bounded
+	// twice and no parent split again.
+	queued, parents []*domain
 }
 
 // newBaB starts a search over roots; candidate replays a vertex.
 func (g *graph) newBaB(lo, hi []float64, opt Options, roots []*domain, candidate func([]float64) (bool, error)) *babSearch {
-	return &babSearch{g: g, lo: lo, hi: hi, opt: opt, roots: roots, tried: map[string]bool{}, candidate: candidate}
+	for _, r := range roots {
+		r.fixed = -1
+	}
+	return &babSearch{g: g, bd: &bounder{g: g, lo: lo, hi: hi, method: opt.Bounds}, br: &brancher{g: g},
+		roots: roots, tried: map[uint64]bool{}, candidate: candidate}
 }
 
-// try decodes d's maximising vertex and, if it runs past the property's
-// last step without eos, replays it.
-func (s *babSearch) try(d *domain) (bool, error) {
-	g, x := s.g, d.vertex
-	key := fmt.Sprint(x)
-	if s.tried[key] {
-		return false, nil
-	}
-	s.tried[key] = true
-	tr := g.eval(x, nil)
-	for _, y := range tr.tokens {
-		if y == g.net.EOS {
-			return false, nil
+// try decodes the vertices of a batch of domains and replays those that
+// run past the property's last step without eos.
+func (s *babSearch) try(doms []*domain) (bool, error) {
+	var xs [][]float64
+	for _, d := range doms {
+		if d.vertex == nil {
+			continue
+		}
+		h := fnv.New64a()
+		for _, v := range d.vertex {
+			b := math.Float64bits(v)
+			h.Write([]byte{byte(b), byte(b >> 8), byte(b >> 16), byte(b >> 24), byte(b >> 32), byte(b >> 40), byte(b >> 48), byte(b >> 56)})
+		}
+		if key := h.Sum64(); !s.tried[key] {
+			s.tried[key] = true
+			xs = append(xs, d.vertex)
 		}
 	}
-	if len(tr.tokens) <= g.nodes[len(g.nodes)-1].step {
+	if len(xs) == 0 {
 		return false, nil
 	}
-	return s.candidate(append([]float64(nil), x...))
+	for i, long := range s.g.decodesPast(xs) {
+		if long {
+			if ok, err := s.candidate(append([]float64(nil), xs[i]...)); ok || err != nil {
+				return ok, err
+			}
+		}
+	}
+	return false, nil
 }
 
 // run continues the search until every domain is closed, a domain's
@@ -330,75 +626,111 @@ func (s *babSearch) run(ctx context.Context) (babOutcome, error) {
 	if s.final != nil {
 		return *s.final, nil
 	}
-	g, open := s.g, &s.open
-	// A domain's bounds are never cut (computeSplitBounds): a paused search
-	// resumes with the bounds it would have had.
-	uncut := context.WithoutCancel(ctx)
+	open := &s.open
 	end := func(st babStatus, bound float64) (babOutcome, error) {
 		s.final = &babOutcome{status: st, bound: bound, open: open.Len(), domains: s.domains}
 		return *s.final, nil
 	}
 	// pause leaves the search resumable: ctx ended with domains open. The
-	// queued children are open with at most their parent's bound.
+	// queued children are open with at most their parents' bounds.
 	pause := func() (babOutcome, error) {
-		bound := math.Inf(1)
-		if open.Len() > 0 && len(s.roots) == 0 {
+		bound := math.Inf(-1)
+		if open.Len() > 0 {
 			bound = (*open)[0].bound
 		}
-		if len(s.queued) > 0 {
-			bound = math.Max(bound, s.parent.bound)
+		for _, p := range s.parents {
+			bound = math.Max(bound, p.bound)
+		}
+		if len(s.roots) > 0 {
+			bound = math.Inf(1)
 		}
 		return babOutcome{bound: bound, open: open.Len() + len(s.queued) + len(s.roots), domains: s.domains}, nil
 	}
-	for len(s.roots) > 0 {
+	if len(s.roots) > 0 {
 		if ctx.Err() != nil {
 			return pause()
 		}
-		r := s.roots[0]
-		s.roots = s.roots[1:]
-		if !r.b.Proven && !g.examine(r, nil, babAlpha) {
-			heap.Push(open, r)
+		var live []*domain
+		for _, r := range s.roots {
+			if !r.b.Proven {
+				live = append(live, r)
+			}
 		}
+		closed := s.bd.examine(live, nil, babAlpha, 0)
+		for i, r := range live {
+			if !closed[i] {
+				heap.Push(open, r)
+			}
+		}
+		s.roots = nil
 	}
 	for {
-		for len(s.queued) > 0 {
+		if len(s.queued) > 0 {
 			if ctx.Err() != nil {
 				return pause()
 			}
-			d, c := s.parent, s.queued[0]
-			s.queued = s.queued[1:]
-			start := d.next.node
-			if !d.ok {
-				start = g.hidden(c.fixed + 1)
+			var live, from []*domain
+			s.bd.children(s.queued, s.parents)
+			for i, c := range s.queued {
+				s.domains++
+				if !c.b.Proven {
+					live, from = append(live, c), append(from, s.parents[i])
+				}
 			}
-			c.b = computeSplitBounds(uncut, g, s.lo, s.hi, s.opt.Bounds, c.splits, c.tokens, d.b, start, true)
-			s.domains++
-			if !c.b.Proven && !g.examine(c, d.rx, babChildAlpha) {
-				heap.Push(open, c)
+			closed := s.bd.examine(live, from, babChildAlpha, babTokens)
+			for i, c := range live {
+				if !closed[i] {
+					heap.Push(open, c)
+				}
 			}
+			s.queued, s.parents = nil, nil
 		}
-		s.parent = nil
 		if open.Len() == 0 {
 			return end(babProven, math.Inf(1))
 		}
-		top := (*open)[0]
-		if ok, err := s.try(top); err != nil {
-			return babOutcome{}, err
-		} else if ok {
-			return end(babCandidate, top.bound)
+		var batch []*domain
+		for open.Len() > 0 && len(batch) < babBatch {
+			batch = append(batch, heap.Pop(open).(*domain))
+		}
+		if ok, err := s.try(batch); err != nil || ok {
+			for _, d := range batch {
+				heap.Push(open, d)
+			}
+			if err != nil {
+				return babOutcome{}, err
+			}
+			return end(babCandidate, batch[0].bound)
 		}
 		if ctx.Err() != nil {
+			for _, d := range batch {
+				heap.Push(open, d)
+			}
 			return pause()
 		}
-		d := heap.Pop(open).(*domain)
-		if d.ok {
-			g.chooseSplit(d, s.lo, s.hi)
+		s.br.choose(batch)
+		for i, d := range batch {
+			children := s.g.branch(d)
+			if children == nil && !d.exhausted {
+				// Nothing left to split: the relaxation of its worst margin
+				// is exact and only the split constraints' multipliers are
+				// left to converge. A long search, once, before giving up.
+				d.exhausted = true
+				was := *d
+				s.domains++
+				if !s.bd.examine([]*domain{d}, []*domain{&was}, babFinalAlpha, 0)[0] {
+					heap.Push(open, d)
+				}
+				continue
+			}
+			if children == nil {
+				for _, d := range batch[i:] {
+					heap.Push(open, d)
+				}
+				return end(babNoSplit, d.bound)
+			}
+			for _, c := range children {
+				s.queued, s.parents = append(s.queued, c), append(s.parents, d)
+			}
 		}
-		children := g.branch(d)
-		if children == nil {
-			heap.Push(open, d)
-			return end(babNoSplit, d.bound)
-		}
-		s.parent, s.queued = d, children
 	}
 }

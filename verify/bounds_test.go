@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -50,10 +51,47 @@ func tinyNet(t testing.TB, seed uint64, convs int) (*model.Captioner[float64], *
 }
 
 // greedy decodes x with the verifier's IR unrolled for steps steps,
-// returning every node's pre-activations, the logits and the tokens.
-func greedy(n *Net, x []float64, steps int) (pre [][]float64, logits [][]float64, toks []int) {
+// returning every node's output, the logits and the tokens.
+func greedy(n *Net, x []float64, steps int) (val [][]float64, logits [][]float64, toks []int) {
 	tr := newGraph(n, steps-1).eval(x, nil)
-	return tr.pre, tr.logits, tr.tokens
+	return tr.val, tr.logits, tr.tokens
+}
+
+// checkPath checks a decoding's values against bounds b: every node it
+// evaluated whose step is still a counterexample candidate (no eos
+// emitted before it), the logits, the margins and that every non-eos token
+// emitted is allowed.
+func checkPath(t *testing.T, what string, g *graph, b *Bounds, val, logits [][]float64, toks []int) {
+	t.Helper()
+	eosAt := len(toks)
+	for s, y := range toks {
+		if y == g.net.EOS {
+			eosAt = s
+			break
+		}
+	}
+	for id, v := range val {
+		n := g.nodes[id]
+		if id >= len(b.Val) || b.Val[id] == nil || n.step > eosAt || n.step >= len(b.Logits) {
+			continue
+		}
+		checkIn(t, BoundMethod(what), n.name, b.Val[id], v)
+	}
+	for step := 0; step < len(logits) && step < len(b.Logits) && step <= eosAt; step++ {
+		checkIn(t, BoundMethod(what), "logits", b.Logits[step], logits[step])
+		for z := range logits[step] {
+			if z == g.net.EOS {
+				continue
+			}
+			d := logits[step][z] - logits[step][g.net.EOS]
+			if mg := b.Margin[step][z]; d < mg.Lo || d > mg.Hi {
+				t.Fatalf("%s step %d: margin %v of token %d outside %+v", what, step, d, z, mg)
+			}
+		}
+		if y := toks[step]; y != g.net.EOS && !b.Allowed[step][y] {
+			t.Fatalf("%s step %d: token %d emitted but not allowed", what, step, y)
+		}
+	}
 }
 
 // modelLogits decodes x with the model's own forward pass (no eos
@@ -136,7 +174,7 @@ func TestBoundsContainSamples(t *testing.T) {
 			// Cut after left checks of the context: the rest by intervals.
 			b := computeBounds(&countdown{context.Background(), left}, s, lo, hi, BoundAlphaCROWNFull)
 			checkCut(t, seed, left, all[0].b, b) // all[0]: intervals, the cheapest method
-			all = append(all, bounded{BoundMethod("cut-" + itoa(left)), b})
+			all = append(all, bounded{BoundMethod(fmt.Sprint("cut-", left)), b})
 		}
 		for _, bd := range all {
 			method, b := bd.method, bd.b
@@ -145,31 +183,8 @@ func TestBoundsContainSamples(t *testing.T) {
 				if trial == 0 {
 					copy(x, lo)
 				}
-				pre, logits, toks := greedy(n, x, K+1)
-				// Encoder layers always.
-				for L := 0; L <= s.enc; L++ {
-					checkIn(t, method, s.nodes[L].name, b.Pre[L], pre[L])
-				}
-				for step := 0; step < len(logits) && step < len(b.Logits); step++ {
-					checkIn(t, method, s.nodes[s.hidden(step)].name, b.Pre[s.hidden(step)], pre[s.hidden(step)])
-					checkIn(t, method, "logits", b.Logits[step], logits[step])
-					for z := range logits[step] {
-						if z == n.EOS {
-							continue
-						}
-						d := logits[step][z] - logits[step][n.EOS]
-						if mg := b.Margin[step][z]; d < mg.Lo || d > mg.Hi {
-							t.Fatalf("%s seed %d step %d: margin %v outside %+v", method, seed, step, d, mg)
-						}
-					}
-					y := toks[step]
-					if y == n.EOS {
-						break
-					}
-					if !b.Allowed[step][y] {
-						t.Fatalf("%s seed %d step %d: token %d emitted but not allowed", method, seed, step, y)
-					}
-				}
+				val, logits, toks := greedy(n, x, K+1)
+				checkPath(t, fmt.Sprintf("%s seed %d", method, seed), s, b, val, logits, toks)
 				if b.Proven && len(toks) > b.ProvenAt && toks[b.ProvenAt] != n.EOS {
 					// A proof that eos wins at ProvenAt for paths without earlier eos.
 					early := false
@@ -189,18 +204,18 @@ func TestBoundsContainSamples(t *testing.T) {
 // the interval bounds ib: never looser, and equal when cut at once.
 func checkCut(t *testing.T, seed uint64, left int, ib, cut *Bounds) {
 	t.Helper()
-	for L := range cut.Pre {
-		if L >= len(ib.Pre) {
-			break
+	for L := range cut.Val {
+		if L >= len(ib.Val) || ib.Val[L] == nil || cut.Val[L] == nil {
+			continue
 		}
-		for j, iv := range cut.Pre[L] {
-			want := ib.Pre[L][j]
+		for j, iv := range cut.Val[L] {
+			want := ib.Val[L][j]
 			if iv.Lo < want.Lo-1e-9 || iv.Hi > want.Hi+1e-9 || left == 0 && iv != want {
 				t.Fatalf("seed %d, cut after %d: node %d neuron %d %+v, intervals give %+v", seed, left, L, j, iv, want)
 			}
 		}
 	}
-	if left == 0 && (cut.Proven != ib.Proven || len(cut.Pre) != len(ib.Pre)) {
+	if left == 0 && (cut.Proven != ib.Proven || len(cut.Logits) != len(ib.Logits)) {
 		t.Fatalf("seed %d: bounds cut at once differ from intervals (proven %v against %v)", seed, cut.Proven, ib.Proven)
 	}
 }
@@ -229,28 +244,28 @@ func TestCROWNTighter(t *testing.T) {
 		bi := computeBounds(context.Background(), s, lo, hi, BoundInterval)
 		bc := computeBounds(context.Background(), s, lo, hi, BoundCROWN)
 		ba := computeBounds(context.Background(), s, lo, hi, BoundAlphaCROWNFull)
-		for L := range ba.Pre {
-			if L >= len(bc.Pre) {
-				break
+		for L := range ba.Val {
+			if L >= len(bc.Val) || ba.Val[L] == nil || bc.Val[L] == nil {
+				continue
 			}
-			for j, iv := range ba.Pre[L] {
-				if iv.Lo < bc.Pre[L][j].Lo-1e-9 || iv.Hi > bc.Pre[L][j].Hi+1e-9 {
-					t.Fatalf("seed %d: α-CROWN looser than CROWN at layer %d neuron %d: %+v against %+v", seed, L, j, iv, bc.Pre[L][j])
+			for j, iv := range ba.Val[L] {
+				if iv.Lo < bc.Val[L][j].Lo-1e-9 || iv.Hi > bc.Val[L][j].Hi+1e-9 {
+					t.Fatalf("seed %d: α-CROWN looser than CROWN at node %d neuron %d: %+v against %+v", seed, L, j, iv, bc.Val[L][j])
 				}
-				if iv.Hi-iv.Lo < 0.99*(bc.Pre[L][j].Hi-bc.Pre[L][j].Lo) {
+				if iv.Hi-iv.Lo < 0.99*(bc.Val[L][j].Hi-bc.Val[L][j].Lo) {
 					alphaTighter++
 				}
 			}
 		}
-		for L := range bc.Pre {
-			if L >= len(bi.Pre) {
-				break
+		for L := range bc.Val {
+			if L >= len(bi.Val) || bc.Val[L] == nil || bi.Val[L] == nil {
+				continue
 			}
-			for j := range bc.Pre[L] {
-				if bc.Pre[L][j].Lo < bi.Pre[L][j].Lo-1e-9 || bc.Pre[L][j].Hi > bi.Pre[L][j].Hi+1e-9 {
-					t.Fatalf("CROWN looser than intervals at layer %d neuron %d", L, j)
+			for j := range bc.Val[L] {
+				if bc.Val[L][j].Lo < bi.Val[L][j].Lo-1e-9 || bc.Val[L][j].Hi > bi.Val[L][j].Hi+1e-9 {
+					t.Fatalf("CROWN looser than intervals at node %d neuron %d", L, j)
 				}
-				if bc.Pre[L][j].Hi-bc.Pre[L][j].Lo < 0.99*(bi.Pre[L][j].Hi-bi.Pre[L][j].Lo) {
+				if bc.Val[L][j].Hi-bc.Val[L][j].Lo < 0.99*(bi.Val[L][j].Hi-bi.Val[L][j].Lo) {
 					tighter++
 				}
 			}
@@ -280,14 +295,7 @@ func TestSplitBoundsContainSamples(t *testing.T) {
 		g := newGraph(n, K)
 		method := boundMethods[seed%uint64(len(boundMethods))]
 		root := computeBounds(context.Background(), g, lo, hi, method)
-		var unstable []neuron
-		for L, pre := range root.Pre {
-			for j, iv := range pre {
-				if g.nodes[L].act.unstable(iv) {
-					unstable = append(unstable, neuron{L, j})
-				}
-			}
-		}
+		unstable := unstableNeurons(g, root)
 		if len(unstable) < 2 {
 			continue
 		}
@@ -297,7 +305,7 @@ func TestSplitBoundsContainSamples(t *testing.T) {
 			a, c = c, a
 		}
 		s1 := splitSet{a: rng.IntN(2) == 0}
-		parent := computeSplitBounds(context.Background(), g, lo, hi, method, s1, nil, root, a.node, false)
+		parent := computeSplitBounds(context.Background(), g, lo, hi, method, s1, nil, root, g.nodes[a.node].in[0], false)
 		if parent.Proven {
 			continue
 		}
@@ -308,37 +316,21 @@ func TestSplitBoundsContainSamples(t *testing.T) {
 		if _, ok := s2[c]; !ok {
 			s2[c] = rng.IntN(2) == 0
 		}
-		b := computeSplitBounds(context.Background(), g, lo, hi, method, s2, nil, parent, c.node, inherit)
-		if again := computeSplitBounds(context.Background(), g, lo, hi, method, s2, nil, nil, 0, false); !inherit && (!reflect.DeepEqual(again.Pre, b.Pre) || !reflect.DeepEqual(again.Margin, b.Margin)) {
+		b := computeSplitBounds(context.Background(), g, lo, hi, method, s2, nil, parent, g.nodes[c.node].in[0], inherit)
+		if again := computeSplitBounds(context.Background(), g, lo, hi, method, s2, nil, nil, 0, false); !inherit && (!reflect.DeepEqual(again.Val, b.Val) || !reflect.DeepEqual(again.Margin, b.Margin)) {
 			t.Fatalf("seed %d: a child's bounds from its parent differ from its bounds from scratch", seed)
 		}
 		for trial := 0; trial < 2000; trial++ {
 			x := sampleIn(rng, lo, hi)
-			pre, logits, toks := greedy(n, x, K+1)
-			if !inDomain(pre, s2) {
+			val, logits, toks := greedy(n, x, K+1)
+			if !inDomain(g, val, s2) {
 				continue
 			}
 			if b.Empty {
 				t.Fatalf("seed %d: domain %v called empty, but %v satisfies it", seed, s2, x)
 			}
 			inside++
-			for L := 0; L <= g.enc; L++ {
-				checkIn(t, method, g.nodes[L].name, b.Pre[L], pre[L])
-			}
-			for step := 0; step < len(logits) && step < len(b.Margin); step++ {
-				checkIn(t, method, g.nodes[g.hidden(step)].name, b.Pre[g.hidden(step)], pre[g.hidden(step)])
-				for z := range logits[step] {
-					if z == n.EOS {
-						continue
-					}
-					if d, mg := logits[step][z]-logits[step][n.EOS], b.Margin[step][z]; d < mg.Lo || d > mg.Hi {
-						t.Fatalf("seed %d step %d: margin %v outside %+v in domain %v", seed, step, d, mg, s2)
-					}
-				}
-				if toks[step] == n.EOS {
-					break
-				}
-			}
+			checkPath(t, fmt.Sprintf("%s seed %d domain %v", method, seed, s2), g, b, val, logits, toks)
 		}
 		if b.Empty {
 			emptied++
@@ -370,18 +362,35 @@ func randomBox(rng *rand.Rand, n int, r float64) (lo, hi []float64) {
 	return lo, hi
 }
 
-// inDomain reports whether pre-activations pre (a decoding's, node by
-// node) satisfy every split of s.
-func inDomain(pre [][]float64, s splitSet) bool {
+// inDomain reports whether a decoding's node values val satisfy every
+// split of s (on its activation's pre-activation).
+func inDomain(g *graph, val [][]float64, s splitSet) bool {
 	for nu, active := range s {
-		if nu.node >= len(pre) {
+		p := g.nodes[nu.node].in[0]
+		if p >= len(val) {
 			return false
 		}
-		if v := pre[nu.node][nu.index]; (active && v < 0) || (!active && v > 0) {
+		if v := val[p][nu.index]; (active && v < 0) || (!active && v > 0) {
 			return false
 		}
 	}
 	return true
+}
+
+// unstableNeurons lists the activations b leaves unstable.
+func unstableNeurons(g *graph, b *Bounds) []neuron {
+	var out []neuron
+	for _, id := range g.activations() {
+		if b.Val[id] == nil {
+			continue
+		}
+		for j, iv := range b.Val[g.nodes[id].in[0]] {
+			if g.nodes[id].act.unstable(iv) {
+				out = append(out, neuron{id, j})
+			}
+		}
+	}
+	return out
 }
 
 // TestTokenBoundsContainSamples: bounds with a token sequence fixed (the
@@ -424,13 +433,13 @@ func TestTokenBoundsContainSamples(t *testing.T) {
 			for s, z := range leaf {
 				tk[s] = z
 			}
-			b := computeSplitBounds(context.Background(), g, lo, hi, method, nil, tk, root, min(g.hidden(1), len(root.Pre)), false)
+			b := computeSplitBounds(context.Background(), g, lo, hi, method, nil, tk, root, g.tokenStart(), false)
 			if b.Proven {
 				proven++
 			}
 			for trial := 0; trial < 500; trial++ {
 				x := sampleIn(rng, lo, hi)
-				pre, logits, toks := greedy(n, x, K+1)
+				val, logits, toks := greedy(n, x, K+1)
 				if len(toks) < len(leaf) || !slices.Equal(toks[:len(leaf)], leaf) {
 					continue
 				}
@@ -441,24 +450,7 @@ func TestTokenBoundsContainSamples(t *testing.T) {
 					}
 					continue
 				}
-				for L := 0; L <= g.enc; L++ {
-					checkIn(t, method, g.nodes[L].name, b.Pre[L], pre[L])
-				}
-				for step := 0; step < len(logits) && step < len(b.Margin); step++ {
-					checkIn(t, method, g.nodes[g.hidden(step)].name, b.Pre[g.hidden(step)], pre[g.hidden(step)])
-					for z := range logits[step] {
-						if d, mg := logits[step][z]-logits[step][n.EOS], b.Margin[step][z]; z != n.EOS && (d < mg.Lo || d > mg.Hi) {
-							t.Fatalf("%s seed %d step %d: margin %v outside %+v with tokens %v", method, seed, step, d, mg, leaf)
-						}
-					}
-					y := toks[step]
-					if y == n.EOS {
-						break
-					}
-					if !b.Allowed[step][y] {
-						t.Fatalf("%s seed %d step %d: token %d emitted but not allowed with tokens %v", method, seed, step, y, leaf)
-					}
-				}
+				checkPath(t, fmt.Sprintf("%s seed %d tokens %v", method, seed, leaf), g, b, val, logits, toks)
 			}
 		}
 	}

@@ -3,20 +3,11 @@ package verify
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/mip"
 	"github.com/lenspec/lenspec/model"
-)
-
-// neuron kinds of a ReLU under known pre-activation bounds.
-const (
-	inactive   = iota // hi ≤ 0: output 0, no variable
-	active            // lo ≥ 0: output = pre-activation, continuous
-	unstable          // big-M with one binary
-	linear            // no ReLU
-	relaxed           // unstable, encoded by its triangle relaxation (no binary)
-	abstracted        // inside the encoder, replaced by linear bounds on i₀
 )
 
 // encodeOptions chooses how exact the MIP is.
@@ -25,10 +16,11 @@ type encodeOptions struct {
 	// of the ReLU everywhere (−l·u/(u−l) < relaxGap) get the relaxation
 	// instead of a binary.
 	relaxGap float64
-	// abstract replaces the encoder layers below abstractAt by CROWN's
-	// linear lower and upper bounds of layer abstractAt's pre-activations in
-	// terms of the input: a far smaller MIP whose feasible set contains the
-	// exact one. Layers from abstractAt on are encoded exactly.
+	// abstract replaces the nodes before node abstractAt (an affine node
+	// of the encoder) by CROWN's linear lower and upper bounds of its
+	// outputs in terms of the input: a far smaller MIP whose feasible set
+	// contains the exact one. Nodes from abstractAt on are encoded
+	// exactly.
 	abstract   bool
 	abstractAt int
 	// box keeps only the interval bounds of the abstraction boundary (no
@@ -38,32 +30,31 @@ type encodeOptions struct {
 	box bool
 }
 
-// encoding is the MIP of "some input of the ball decodes more than K
-// tokens" (docs/verification.md): the unrolled network with big-M ReLUs,
-// a one-hot argmax over the non-eos tokens that can win at each step, the
-// fed-back embedding as a linear function of the one-hot, and the margin
+// encoding is the MIP of "some input of the set decodes more than K
+// tokens" (docs/verification.md): the unrolled network node by node, each
+// operator adding its own variables and rows (big-M ReLUs), a one-hot
+// argmax over the non-eos tokens that can win at each step, the fed-back
+// embedding as a linear function of the one-hot, and the margin
 // m ≤ max_{z≠eos} o_t[z] − o_t[eos] for t = 0..K. The objective minimises
 // −m.
 type encoding struct {
-	m     *mip.Model
-	g     *graph
-	b     *Bounds
-	K     int
-	x     []int   // input variables
-	kind  [][]int // per spine layer, per neuron
-	out   [][]int // output variable per neuron (−1: constant 0)
-	bin   [][]int // binary per unstable neuron (−1 otherwise)
-	logit [][]int // per step, per token: variable or −1
-	delta [][]int // per step, per token: one-hot binary, −1 if not allowed; a lone allowed token is fixed (−2)
-	omax  []int   // per step: max non-eos logit variable, −1 if a single token is allowed
-	mvar  int
+	m        *mip.Model
+	g        *graph
+	b        *Bounds
+	K        int
+	relaxGap float64
+	x        []int   // input variables
+	vars     [][]int // per node, the variable of each output (−1: none)
+	on       map[neuron]int
+	logit    [][]int // per step, per token: variable or −1
+	delta    [][]int // per step, per token: one-hot binary, −1 if not allowed, loneToken if the only one
+	omax     []int   // per step: max non-eos logit variable, −1 if a single token is allowed
+	mvar     int
 	// Binaries counts the binary variables (ReLUs and argmax).
 	Binaries, ReLUBinaries int
 	// Relaxed counts unstable ReLUs encoded by their triangle relaxation.
-	Relaxed int
-	// zpre holds the abstraction boundary's pre-activation variables.
-	zpre   []int
-	zpreAt int
+	Relaxed    int
+	abstractAt int
 }
 
 // lin is a linear expression Σ coef·var + c.
@@ -80,7 +71,38 @@ func (l *lin) add(v int, w float64) {
 	}
 }
 
-// row adds the constraint v·a − expr (sense) rhs, i.e. a·v − expr ⋚ rhs.
+// addExpr adds w·ex (repeated variables are summed by the model).
+func (l *lin) addExpr(ex lin, w float64) {
+	if w == 0 {
+		return
+	}
+	for k, v := range ex.idx {
+		l.add(v, w*ex.coef[k])
+	}
+	l.c += w * ex.c
+}
+
+// scaled is s·l.
+func (l lin) scaled(s float64) lin {
+	out := lin{idx: slices.Clone(l.idx), c: s * l.c, coef: make([]float64, len(l.coef))}
+	for k, c := range l.coef {
+		out.coef[k] = s * c
+	}
+	return out
+}
+
+func varExpr(v int) lin { return lin{idx: []int{v}, coef: []float64{1}} }
+
+// affineExpr is Σ w·in + b.
+func affineExpr(w []float64, b float64, in []lin) lin {
+	ex := lin{c: b}
+	for i, wi := range w {
+		ex.addExpr(in[i], wi)
+	}
+	return ex
+}
+
+// rowVar adds the constraint a·v − ex (sense) rhs + extras.
 func (e *encoding) rowVar(name string, v int, a float64, ex lin, extra []int, extraCoef []float64, sense mip.Sense, rhs float64) {
 	idx := append([]int{v}, extra...)
 	coef := append([]float64{a}, extraCoef...)
@@ -91,56 +113,71 @@ func (e *encoding) rowVar(name string, v int, a float64, ex lin, extra []int, ex
 	e.m.AddRow(name, idx, coef, sense, rhs+ex.c)
 }
 
-// encode builds the MIP from the graph and its bounds, node by node, each
-// operator adding its own variables and rows. With relaxations (see
-// encodeOptions) the model over-approximates: a robustness proof stays
-// sound, but a counterexample it finds may be spurious (it is replayed
-// anyway).
+// name names output j of node n.
+func (e *encoding) name(n *node, j int) string { return fmt.Sprintf("%s_%d", n.name, j) }
+
+// materialise gives ex a variable of its own, bounded by iv: a node read
+// by an affine node would otherwise multiply out into long rows.
+func (e *encoding) materialise(name string, ex lin, iv Interval) lin {
+	v := e.m.AddVar(name, iv.Lo, iv.Hi, mip.Continuous)
+	e.rowVar(name+"_def", v, 1, ex, nil, nil, mip.EQ, 0)
+	return varExpr(v)
+}
+
+// encode builds the MIP from the graph and its bounds. With relaxations
+// (see encodeOptions) the model over-approximates: a robustness proof
+// stays sound, but a counterexample it finds may be spurious (it is
+// replayed anyway).
 func encode(g *graph, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
-	e := &encoding{m: mip.NewModel("lenspec"), g: g, b: b, K: K, zpreAt: -1}
-	if eo.abstract {
-		e.zpreAt = eo.abstractAt
-	}
+	e := &encoding{m: mip.NewModel("lenspec"), g: g, b: b, K: K, relaxGap: eo.relaxGap, on: map[neuron]int{},
+		vars: make([][]int, len(g.nodes)), abstractAt: -1}
+	exprs := make([][]lin, len(g.nodes))
 	if !eo.box {
+		exprs[0] = make([]lin, len(b.Input))
 		for i, iv := range b.Input {
-			e.x = append(e.x, e.m.AddVar(fmt.Sprintf("x%d", i), iv.Lo, iv.Hi, mip.Continuous))
+			v := e.m.AddVar(fmt.Sprintf("x%d", i), iv.Lo, iv.Hi, mip.Continuous)
+			e.x = append(e.x, v)
+			exprs[0][i] = varExpr(v)
+		}
+		e.vars[0] = e.x
+	}
+	readByAffine := make([]bool, len(g.nodes))
+	for _, n := range g.nodes {
+		switch n.op.(type) {
+		case *dense, *conv:
+			readByAffine[n.in[0]] = true
 		}
 	}
-	prevOut := e.x
-	for L, n := range g.nodes {
-		pre := b.Pre[L]
-		var zvar []int // abstraction boundary: pre-activation variables
-		if eo.abstract && L < eo.abstractAt {
-			e.kind, e.out, e.bin = append(e.kind, nil), append(e.out, nil), append(e.bin, nil)
+	if eo.abstract {
+		e.abstractAt = eo.abstractAt
+	}
+	for _, n := range g.nodes[1:] {
+		switch {
+		case eo.abstract && n.id < eo.abstractAt:
 			continue
-		}
-		if eo.abstract && L == eo.abstractAt && (L > 0 || eo.box) {
-			zvar = e.abstractPre(L, eo.box)
-		}
-		kinds := make([]int, len(n.aff.rows))
-		outs := make([]int, len(n.aff.rows))
-		bins := make([]int, len(n.aff.rows))
-		for j := range n.aff.rows {
-			var ex lin
-			if zvar != nil {
-				ex = lin{idx: []int{zvar[j]}, coef: []float64{1}}
-			} else {
-				ex = n.aff.expr(j, prevOut)
+		case eo.abstract && n.id == eo.abstractAt:
+			exprs[n.id] = e.abstractNode(n, eo.box)
+		default:
+			ins := make([][]lin, len(n.in))
+			for k, p := range n.in {
+				ins[k] = exprs[p]
 			}
-			if n.fb != nil {
-				n.fb.expr(&ex, j, e.delta[n.step-1])
+			out := n.op.encode(e, n, ins)
+			if n.act == nil && readByAffine[n.id] {
+				for j, ex := range out {
+					out[j] = e.materialise(e.name(n, j), ex, b.Val[n.id][j])
+				}
 			}
-			kinds[j], outs[j], bins[j] = n.act.encode(e, fmt.Sprintf("%s_%d", n.name, j), ex, pre[j], eo.relaxGap)
+			exprs[n.id] = out
 		}
-		e.kind, e.out, e.bin = append(e.kind, kinds), append(e.out, outs), append(e.bin, bins)
-		prevOut = outs
-		if n.step < 0 {
+		e.vars[n.id] = varsOf(exprs[n.id])
+		if n.step < 0 || g.hidden[n.step] != n.id {
 			continue
 		}
 		if n.step == 0 {
 			e.mvar = e.m.AddVar("m", math.Inf(-1), math.Inf(1), mip.Continuous)
 		}
-		g.head.encode(e, n.step, outs)
+		g.head.encode(e, n.step, exprs[n.id])
 	}
 	// m ≤ min over steps of the margin bounds; the objective minimises −m.
 	e.m.SetBounds(e.mvar, math.Inf(-1), b.MarginBound())
@@ -151,37 +188,87 @@ func encode(g *graph, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
 	return e, nil
 }
 
-// abstractPre creates variables for the pre-activations of encoder layer
-// L, bounded by their intervals and (unless box) by CROWN's linear bounds
-// in x, standing in for every layer below L.
-func (e *encoding) abstractPre(L int, box bool) []int {
-	g, b := e.g, e.b
-	n := g.nodes[L]
-	zs := make([]int, len(n.aff.rows))
-	for j, r := range n.aff.rows {
-		iv := b.Pre[L][j]
-		name := fmt.Sprintf("%s_pre%d", n.name, j)
-		zs[j] = e.m.AddVar(name, iv.Lo, iv.Hi, mip.Continuous)
-		if box {
-			continue
+// varsOf returns the variable each expression is (−1 where it is not a
+// single variable with coefficient 1).
+func varsOf(ex []lin) []int {
+	out := make([]int, len(ex))
+	for j, x := range ex {
+		out[j] = -1
+		if len(x.idx) == 1 && x.coef[0] == 1 && x.c == 0 {
+			out[j] = x.idx[0]
 		}
-		c := r.dense(n.aff.in)
-		neg := make([]float64, len(c))
-		for i, v := range c {
-			neg[i] = -v
-		}
-		wu, ku := g.linearUpper(b, L-1, c, r.B)
-		wl, kl := g.linearUpper(b, L-1, neg, -r.B) // −z ≤ wl·x + kl
-		up, lo := lin{c: ku}, lin{c: -kl}
-		for i, xi := range e.x {
-			up.add(xi, wu[i])
-			lo.add(xi, -wl[i])
-		}
-		e.rowVar(name+"_up", zs[j], 1, up, nil, nil, mip.LE, 0)
-		e.rowVar(name+"_lo", zs[j], 1, lo, nil, nil, mip.GE, 0)
 	}
-	e.zpre = zs
-	return zs
+	return out
+}
+
+// abstractNode creates variables for the outputs of node n, bounded by
+// their intervals and (unless box) by CROWN's linear bounds in x, standing
+// in for every node before it.
+func (e *encoding) abstractNode(n *node, box bool) []lin {
+	out := make([]lin, n.width)
+	for j, iv := range e.b.Val[n.id] {
+		out[j] = varExpr(e.m.AddVar(e.name(n, j), iv.Lo, iv.Hi, mip.Continuous))
+	}
+	if box {
+		return out
+	}
+	up, lo := e.g.linearBounds(e.b, n.id)
+	for j := range out {
+		v := out[j].idx[0]
+		e.rowVar(e.name(n, j)+"_up", v, 1, up[j].over(e.x), nil, nil, mip.LE, 0)
+		e.rowVar(e.name(n, j)+"_lo", v, 1, lo[j].over(e.x), nil, nil, mip.GE, 0)
+	}
+	return out
+}
+
+// affineBound is w·x + k.
+type affineBound struct {
+	w []float64
+	k float64
+}
+
+func (a affineBound) over(x []int) lin {
+	ex := lin{c: a.k}
+	for i, v := range x {
+		ex.add(v, a.w[i])
+	}
+	return ex
+}
+
+// linearBounds returns CROWN's linear upper and lower bounds of node id's
+// outputs in the input over the box: z_j ≤ up[j]·x and z_j ≥ lo[j]·x on
+// it, their constants padded for rounding (the padding assumes |x| ≤
+// max(|lo|, |hi|)).
+func (g *graph) linearBounds(b *Bounds, id int) (up, lo []affineBound) {
+	w := g.nodes[id].width
+	all := make([]int, w)
+	for j := range all {
+		all[j] = j
+	}
+	c := unitRows(all, w)
+	s := g.newBack(sameDomain(b, c.rows), nil, true, false)
+	s.run(id, c, make([]float64, c.rows))
+	for r := 0; r < c.rows; r++ {
+		abs := s.kabs[r]
+		xc := make([]float64, len(b.Input))
+		if s.coef[0] != nil {
+			copy(xc, s.coef[0].row(r))
+			for i, iv := range b.Input {
+				abs += s.abs[0].v[r*len(b.Input)+i] * math.Max(math.Abs(iv.Lo), math.Abs(iv.Hi))
+			}
+		}
+		a := affineBound{xc, s.k[r] + relPad*abs + absPad}
+		if r%2 == 0 {
+			up = append(up, a)
+		} else { // −z ≤ a·x: z ≥ −a·x
+			for i := range a.w {
+				a.w[i] = -a.w[i]
+			}
+			a.k = -a.k
+			lo = append(lo, a)
+		}
+	}
+	return up, lo
 }
 
 // input returns the input point of a MIP solution, or nil when the
@@ -210,36 +297,25 @@ func (e *encoding) assignment(d64 model.Decoder[float64], x []float64) (v []floa
 	}
 	tokens := path[0].Tokens
 	v = make([]float64, e.m.NumVars())
-	for i, xi := range e.x {
-		v[xi] = x[i]
-	}
 	tr := e.g.eval(x, tokens)
-	set := func(L int, z []float64) {
-		if e.kind[L] == nil { // abstracted encoder node
-			return
+	for id, vs := range e.vars {
+		if vs == nil || id >= len(tr.val) {
+			continue
 		}
-		if L == e.zpreAt && e.zpre != nil {
-			for j, zj := range z {
-				v[e.zpre[j]] = zj
-			}
-		}
-		for j, zj := range z {
-			out := e.g.nodes[L].act.eval(zj)
-			if o := e.out[L][j]; o >= 0 {
-				v[o] = out
-			}
-			if d := e.bin[L][j]; d >= 0 && zj > 0 {
-				v[d] = 1
+		for j, vj := range vs {
+			if vj >= 0 {
+				v[vj] = tr.val[id][j]
 			}
 		}
 	}
-	for L := 0; L <= e.g.enc; L++ {
-		set(L, tr.pre[L])
+	for nu, d := range e.on {
+		if nu.node < len(tr.val) && tr.val[e.g.nodes[nu.node].in[0]][nu.index] > 0 {
+			v[d] = 1
+		}
 	}
 	eos := e.g.net.EOS
 	m := math.Inf(1)
 	for t, y := range tokens {
-		set(e.g.hidden(t), tr.pre[e.g.hidden(t)])
 		o := tr.logits[t]
 		for q, oq := range o {
 			if lv := e.logit[t][q]; lv >= 0 {

@@ -7,72 +7,62 @@ import (
 	"github.com/lenspec/lenspec/mip"
 )
 
-// head is the greedy-step operator on a decoder node's output h: logits
-// o = W_out·h + b_out, the margins o[z] − o[eos] the property is about,
-// and the argmax that picks the token fed back.
+// head is the greedy-step operator on a decoder step's hidden output h:
+// the logits o = W_out·h + b_out, the margins o[z] − o[eos] the property is
+// about, and the argmax that picks the token fed back. It is not a node
+// of the graph: its margins are the objectives the driver bounds (the
+// rows a back-substitution starts from), and it decides from their bounds
+// which tokens a counterexample can emit.
 type head struct {
-	eos int
-	// logit is o = W_out·h + b_out; margin[z] is o[z] − o[eos] as a row
-	// over h (margin[eos] is unused).
-	logit  *affine
-	margin []Row
+	eos, vocab, hidden int
+	logit              *dense
+	// margin[z] is o[z] − o[eos] as a row over h (margin[eos] is unused).
+	margin *dense
 }
 
 func newHead(net *Net) *head {
-	h := &head{eos: net.EOS, logit: &affine{in: net.Hidden}}
+	hd := &head{eos: net.EOS, vocab: net.Vocab, hidden: net.Hidden, logit: net.out}
+	w := make([]float64, net.Vocab*net.Hidden)
+	b := make([]float64, net.Vocab)
 	for z := 0; z < net.Vocab; z++ {
-		h.logit.rows = append(h.logit.rows, denseRow(net.Wout[z], net.Bout[z]))
-		w := make([]float64, net.Hidden)
-		for k := range w {
-			w[k] = net.Wout[z][k] - net.Wout[net.EOS][k]
+		for k := 0; k < net.Hidden; k++ {
+			w[z*net.Hidden+k] = net.out.w[z*net.Hidden+k] - net.out.w[net.EOS*net.Hidden+k]
 		}
-		h.margin = append(h.margin, denseRow(w, net.Bout[z]-net.Bout[net.EOS]))
+		b[z] = net.out.b[z] - net.out.b[net.EOS]
 	}
-	return h
+	hd.margin = newDense(w, b, net.Hidden, net.Vocab)
+	return hd
 }
 
 // eval is the float64 forward pass: the logits of h.
-func (hd *head) eval(h []float64) []float64 { return hd.logit.eval(h) }
+func (hd *head) eval(h []float64) []float64 { return hd.logit.eval([][]float64{h}, -1) }
 
-// bound bounds the logits and margins of the step whose hidden output is
-// node L's (out: its interval bounds), margins by CROWN too when asked
-// (and by α-CROWN where CROWN leaves one that might still be negative
-// open), and decides which tokens can continue a counterexample: z ≠ eos
-// whose margin can reach 0 and whose logit can be the largest non-eos one.
-// within, if set, are the step's bounds over a domain containing this one
-// (a branch-and-bound parent's): they are intersected in, and CROWN then
-// bounds only the margins' upper ends, the only ones a domain's allowed
-// tokens and branching read. empty reports a bound crossing its other end:
-// a domain with no input.
-func (hd *head) bound(g *graph, b *Bounds, L int, out []Interval, crown, alpha bool, within *stepBounds) (logits, margin []Interval, allowed []bool, any, empty bool) {
-	logits = make([]Interval, len(hd.margin))
-	for z := range logits {
-		logits[z] = hd.logit.interval(out, z)
-		if within != nil {
-			logits[z] = intersect(logits[z], within.logits[z])
-			empty = empty || logits[z].Lo > logits[z].Hi
+// marginRows returns the objective rows of the given tokens' margins over
+// h (sign −1: their negation, whose upper bound is the margin's lower).
+func (hd *head) marginRows(tokens []int, sign float64) (*block, []float64) {
+	c := newBlock(len(tokens), hd.hidden)
+	k := make([]float64, len(tokens))
+	for r, z := range tokens {
+		for j, w := range hd.margin.w[z*hd.hidden : (z+1)*hd.hidden] {
+			c.v[r*hd.hidden+j] = sign * w
 		}
+		k[r] = sign * hd.margin.b[z]
 	}
-	margin = make([]Interval, len(hd.margin))
-	for z := range margin {
-		if z == hd.eos {
-			continue
-		}
-		margin[z] = affineIBP(hd.margin[z], out)
-		switch {
-		case within != nil:
-			margin[z] = intersect(margin[z], within.margin[z])
-			if crown {
-				margin[z].Hi = math.Min(margin[z].Hi, g.crownUpper(b, L, hd.margin[z]))
-			}
-			empty = empty || margin[z].Lo > margin[z].Hi
-		case crown:
-			margin[z] = intersect(margin[z], g.crownLinear(b, L, hd.margin[z]))
-		}
-		if alpha && margin[z].Hi >= 0 && margin[z].Lo < 0 {
-			margin[z].Hi = math.Min(margin[z].Hi, g.alphaUpper(b, L, hd.margin[z], defaultAlpha))
-		}
-	}
+	return c, k
+}
+
+// intervals bounds the logits and margins over the hidden output's box.
+func (hd *head) intervals(out []Interval) (logits, margin []Interval) {
+	logits = hd.logit.interval([][]Interval{out}, nil)
+	margin = hd.margin.interval([][]Interval{out}, nil)
+	margin[hd.eos] = Interval{}
+	return logits, margin
+}
+
+// allowed decides which tokens can continue a counterexample at a step:
+// z ≠ eos whose margin can reach 0 and whose logit can be the largest
+// non-eos one.
+func (hd *head) allowed(logits, margin []Interval) (allowed []bool, any bool) {
 	bestLo := math.Inf(-1)
 	for z, iv := range logits {
 		if z != hd.eos {
@@ -86,19 +76,20 @@ func (hd *head) bound(g *graph, b *Bounds, L int, out []Interval, crown, alpha b
 			any = true
 		}
 	}
-	return logits, margin, allowed, any, empty
+	return allowed, any
 }
 
-// stepBounds are one decoder step's logit and margin bounds.
-type stepBounds struct{ logits, margin []Interval }
+// loneToken marks, in an encoding's one-hots, the only token allowed at a
+// step: a constant, not a variable.
+const loneToken = -2
 
-// encode adds step t's logits over the hidden variables h, the argmax
+// encode adds step t's logits over the hidden expressions h, the argmax
 // one-hot over the allowed tokens and the margin constraint
 // m ≤ o_max − o_eos (paper Eq. 6).
-func (hd *head) encode(e *encoding, t int, h []int) {
+func (hd *head) encode(e *encoding, t int, h []lin) {
 	b := e.b
 	allowed := b.Allowed[t]
-	logit := make([]int, len(hd.margin))
+	logit := make([]int, hd.vocab)
 	for z := range logit {
 		logit[z] = -1
 		if !allowed[z] && z != hd.eos {
@@ -107,7 +98,7 @@ func (hd *head) encode(e *encoding, t int, h []int) {
 		iv := b.Logits[t][z]
 		name := fmt.Sprintf("o%d_%d", t, z)
 		logit[z] = e.m.AddVar(name, iv.Lo, iv.Hi, mip.Continuous)
-		e.rowVar(name+"_def", logit[z], 1, hd.logit.expr(z, h), nil, nil, mip.EQ, 0)
+		e.rowVar(name+"_def", logit[z], 1, affineExpr(hd.logit.w[z*hd.hidden:(z+1)*hd.hidden], hd.logit.b[z], h), nil, nil, mip.EQ, 0)
 	}
 	e.logit = append(e.logit, logit)
 	var toks []int
@@ -116,14 +107,14 @@ func (hd *head) encode(e *encoding, t int, h []int) {
 			toks = append(toks, z)
 		}
 	}
-	delta := make([]int, len(hd.margin))
+	delta := make([]int, hd.vocab)
 	for z := range delta {
 		delta[z] = -1
 	}
 	eos := logit[hd.eos]
 	if len(toks) == 1 {
 		z := toks[0]
-		delta[z] = -2
+		delta[z] = loneToken
 		e.omax = append(e.omax, -1)
 		// m ≤ o_z − o_eos
 		e.m.AddRow(fmt.Sprintf("m_%d", t), []int{e.mvar, logit[z], eos}, []float64{1, -1, 1}, mip.LE, 0)

@@ -6,38 +6,35 @@ import (
 	"github.com/lenspec/lenspec/mip"
 )
 
-// activation is the element-wise function after a node's affine map. Each
-// implementation keeps its forward pass, interval rule, CROWN relaxation
-// and MIP encoding together; ReLU and the identity are the two today
-// (sigmoid and tanh would be a third and fourth, with their own
-// relaxations and piecewise-linear encodings).
-type activation interface {
-	eval(z float64) float64
-	interval(iv Interval) Interval
-	// unstable reports whether the MIP needs a binary for this neuron
-	// under pre-activation bounds iv.
-	unstable(iv Interval) bool
-	// relax is the CROWN backward rule: for a coefficient c on the output
-	// a, slope s and constant d with c·a ≤ c·s·z + d for every z in iv.
-	// alpha is the slope of the lower relaxation where the function has a
-	// free one (an unstable ReLU: any α in [0, 1] bounds it from below);
-	// α-CROWN optimises it, CROWN takes slope(iv).
-	relax(c float64, iv Interval, alpha float64) (s, d float64)
-	// slope is CROWN's choice of the lower relaxation's slope on iv.
-	slope(iv Interval) float64
-	// encode adds the neuron's output variable for pre-activation ex with
-	// bounds iv: its kind, output variable (−1: constant 0) and binary
-	// (−1: none). Unstable neurons whose triangle relaxation is within
-	// relaxGap of the function everywhere get the relaxation instead.
-	encode(e *encoding, name string, ex lin, iv Interval, relaxGap float64) (kind, out, bin int)
-}
-
-// relu is max(z, 0).
+// relu is max(z, 0), element-wise. Everything the verifier knows about
+// it is here: its interval, its linear relaxation with the free lower
+// slope α and the slope's gradient, its split point (0) and branching
+// score, and its MIP encoding.
 type relu struct{}
 
-func (relu) eval(z float64) float64        { return max(z, 0) }
-func (relu) interval(iv Interval) Interval { return Interval{math.Max(iv.Lo, 0), math.Max(iv.Hi, 0)} }
-func (relu) unstable(iv Interval) bool     { return iv.Lo < 0 && iv.Hi > 0 }
+func (relu) apply(z float64) float64 { return max(z, 0) }
+
+func (r relu) eval(ins [][]float64, _ int) []float64 {
+	out := make([]float64, len(ins[0]))
+	for i, z := range ins[0] {
+		out[i] = r.apply(z)
+	}
+	return out
+}
+
+func (r relu) interval(ins [][]Interval, _ []bool) []Interval {
+	out := make([]Interval, len(ins[0]))
+	for i, iv := range ins[0] {
+		out[i] = r.outInterval(iv)
+	}
+	return out
+}
+
+func (relu) outInterval(iv Interval) Interval {
+	return Interval{math.Max(iv.Lo, 0), math.Max(iv.Hi, 0)}
+}
+
+func (relu) unstable(iv Interval) bool { return iv.Lo < 0 && iv.Hi > 0 }
 
 // relax: stably off → 0; stably on → z; otherwise the chord
 // a ≤ u/(u−l)·(z − l) for an upper bound (c > 0), and for a lower bound
@@ -56,6 +53,15 @@ func (relu) relax(c float64, iv Interval, alpha float64) (s, d float64) {
 	}
 }
 
+// gradAlpha: α is the lower line's slope, used for c < 0 on an unstable
+// neuron, where c·α·z changes by c·z.
+func (r relu) gradAlpha(c float64, iv Interval, _, z float64) float64 {
+	if c < 0 && r.unstable(iv) {
+		return c * z
+	}
+	return 0
+}
+
 // slope is CROWN's adaptive choice: 1 when u ≥ −l, else 0 (the tighter of
 // the two lines in area).
 func (relu) slope(iv Interval) float64 {
@@ -65,36 +71,49 @@ func (relu) slope(iv Interval) float64 {
 	return 1
 }
 
+func (relu) splitAt(Interval) float64 { return 0 }
+
+// score is BaBSR's intercept score: |c| times the height of the triangle
+// relaxation, −l·u/(u−l), the most a split can remove from the bound.
+func (r relu) score(c float64, iv Interval) float64 {
+	if !r.unstable(iv) {
+		return 0
+	}
+	return math.Abs(c) * (-iv.Lo * iv.Hi / (iv.Hi - iv.Lo))
+}
+
 // encode: a = ReLU(ẑ) with bounds [l, u] is nothing (u ≤ 0), ẑ (l ≥ 0),
 // the triangle a ≥ ẑ, a ≤ u/(u−l)·(ẑ − l) when relaxed, or the paper's
 // big-M with one binary d: a ≥ ẑ, a ≤ ẑ − l·(1 − d), a ≤ u·d (Eq. 5).
-func (relu) encode(e *encoding, name string, ex lin, iv Interval, relaxGap float64) (kind, out, bin int) {
-	switch {
-	case iv.Hi <= 0:
-		return inactive, -1, -1
-	case iv.Lo >= 0:
-		out = e.m.AddVar(name, iv.Lo, iv.Hi, mip.Continuous)
-		e.rowVar(name+"_def", out, 1, ex, nil, nil, mip.EQ, 0)
-		return active, out, -1
-	case -iv.Lo*iv.Hi/(iv.Hi-iv.Lo) < relaxGap:
-		a := e.m.AddVar(name, 0, iv.Hi, mip.Continuous)
-		e.Relaxed++
-		sl := iv.Hi / (iv.Hi - iv.Lo)
-		e.rowVar(name+"_ge", a, 1, ex, nil, nil, mip.GE, 0)
-		scaled := lin{idx: ex.idx, c: sl * ex.c}
-		for _, c := range ex.coef {
-			scaled.coef = append(scaled.coef, sl*c)
+func (relu) encode(e *encoding, n *node, ins [][]lin) []lin {
+	pre := e.b.Val[n.in[0]]
+	out := make([]lin, len(ins[0]))
+	for j, ex := range ins[0] {
+		iv := pre[j]
+		name := e.name(n, j)
+		switch {
+		case iv.Hi <= 0:
+			out[j] = lin{}
+		case iv.Lo >= 0:
+			out[j] = e.materialise(name, ex, iv)
+		case -iv.Lo*iv.Hi/(iv.Hi-iv.Lo) < e.relaxGap:
+			a := e.m.AddVar(name, 0, iv.Hi, mip.Continuous)
+			e.Relaxed++
+			sl := iv.Hi / (iv.Hi - iv.Lo)
+			e.rowVar(name+"_ge", a, 1, ex, nil, nil, mip.GE, 0)
+			e.rowVar(name+"_chord", a, 1, ex.scaled(sl), nil, nil, mip.LE, -sl*iv.Lo)
+			out[j] = varExpr(a)
+		default:
+			a := e.m.AddVar(name, 0, iv.Hi, mip.Continuous)
+			d := e.m.AddVar(name+"_on", 0, 1, mip.Binary)
+			e.Binaries++
+			e.ReLUBinaries++
+			e.rowVar(name+"_ge", a, 1, ex, nil, nil, mip.GE, 0)
+			e.rowVar(name+"_le", a, 1, ex, []int{d}, []float64{-iv.Lo}, mip.LE, -iv.Lo)
+			e.m.AddRow(name+"_off", []int{a, d}, []float64{1, -iv.Hi}, mip.LE, 0)
+			e.on[neuron{n.id, j}] = d
+			out[j] = varExpr(a)
 		}
-		e.rowVar(name+"_chord", a, 1, scaled, nil, nil, mip.LE, -sl*iv.Lo)
-		return relaxed, a, -1
-	default:
-		a := e.m.AddVar(name, 0, iv.Hi, mip.Continuous)
-		d := e.m.AddVar(name+"_on", 0, 1, mip.Binary)
-		e.Binaries++
-		e.ReLUBinaries++
-		e.rowVar(name+"_ge", a, 1, ex, nil, nil, mip.GE, 0)
-		e.rowVar(name+"_le", a, 1, ex, []int{d}, []float64{-iv.Lo}, mip.LE, -iv.Lo)
-		e.m.AddRow(name+"_off", []int{a, d}, []float64{1, -iv.Hi}, mip.LE, 0)
-		return unstable, a, d
 	}
+	return out
 }

@@ -178,7 +178,7 @@ func tokenPhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 		for t, z := range leaf {
 			tk[t] = z
 		}
-		if lb := computeSplitBounds(uncut, g, lo, hi, opt.Bounds, nil, tk, b, min(g.hidden(1), len(b.Pre)), false); !lb.Proven {
+		if lb := computeSplitBounds(uncut, g, lo, hi, opt.Bounds, nil, tk, b, g.tokenStart(), false); !lb.Proven {
 			roots = append(roots, &domain{splits: splitSet{}, tokens: tk, b: lb})
 		}
 	}

@@ -226,8 +226,8 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 	}
 	// falsify runs f and replays its candidate as stage's witness; a
 	// search cut by its deadline has found nothing.
-	falsify := func(ctx context.Context, f Falsifier, stage string) (x []float64, done bool, err error) {
-		x, err = f.Falsify(ctx, sm.Set, sm.K, maxSteps, sm.Stream)
+	falsify := func(ctx context.Context, f Falsifier, stage string, stream uint64) (x []float64, done bool, err error) {
+		x, err = f.Falsify(ctx, sm.Set, sm.K, maxSteps, stream)
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
 			return nil, false, nil
@@ -241,7 +241,7 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 	}
 	var best []float64
 	if opt.Falsifier != nil {
-		x, done, err := falsify(ctx, opt.Falsifier, "attack")
+		x, done, err := falsify(ctx, opt.Falsifier, "attack", sm.Stream)
 		if err != nil {
 			return nil, err
 		}
@@ -297,10 +297,12 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 		}
 		return v
 	}
-	falsifyStage := func(ctx context.Context) (bool, error) {
+	// A falsifier round: round 0 draws the sample's own restarts, each
+	// later round fresh ones (a stream of its own).
+	falsifyStage := func(ctx context.Context, round int) (bool, error) {
 		ph := Phase{Name: "falsify", Status: "no witness"}
 		t0 := time.Now()
-		x, done, err := falsify(ctx, opt.Search, "falsify")
+		x, done, err := falsify(ctx, opt.Search, "falsify", roundStream(sm.Stream, round))
 		if done {
 			ph.Status = "witness"
 		} else if ctx.Err() != nil {
@@ -378,26 +380,37 @@ const (
 // the box MIP around i₀, the token search, branch and bound resumed, the
 // MIPs with the encoder abstracted at i₀ and at fc1, the relaxed MIP, and
 // the exact MIP.
-func stages(g *graph, sm Sample, opt Options, b *Bounds, mipStart func(*encoding) []float64, replay func([]float64, string) (bool, error), falsify func(context.Context) (bool, error), res *Result) []stage {
+func stages(g *graph, sm Sample, opt Options, b *Bounds, mipStart func(*encoding) []float64, replay func([]float64, string) (bool, error), falsify func(context.Context, int) (bool, error), res *Result) []stage {
 	solve := func(eo encodeOptions) func(context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
 			return solvePhase(ctx, g, b, sm, opt, eo, mipStart, replay, res)
 		}
 	}
 	var st []stage
-	if opt.Search != nil {
-		st = append(st, stage{"falsify", shareFalsify, falsify})
-	}
 	var search *babSearch
 	if opt.BaB {
+		lo, hi := sm.Set.Box()
+		search = g.newBaB(lo, hi, opt, []*domain{{splits: splitSet{}, b: b}}, func(x []float64) (bool, error) { return replay(x, "bab") })
+	}
+	switch {
+	case search != nil && opt.Search != nil:
+		share := shareFalsify + shareBaB
+		if opt.Solver == nil {
+			share = 1
+		}
+		st = append(st, stage{"search", share, func(ctx context.Context) (bool, error) {
+			return adaptiveSearch(ctx, search, falsify, res)
+		}})
+	case opt.Search != nil:
+		st = append(st, stage{"falsify", shareFalsify, func(ctx context.Context) (bool, error) { return falsify(ctx, 0) }})
+	case search != nil:
 		share := shareBaB
 		if opt.Solver == nil {
 			share = 1
 		}
-		lo, hi := sm.Set.Box()
-		search = g.newBaB(lo, hi, opt, []*domain{{splits: splitSet{}, b: b}}, func(x []float64) (bool, error) { return replay(x, "bab") })
 		st = append(st, stage{"bab", share, func(ctx context.Context) (bool, error) {
-			return babPhase(ctx, search, res)
+			done, _, err := babPhase(ctx, search, res)
+			return done, err
 		}})
 	}
 	if opt.Solver == nil {
@@ -417,7 +430,8 @@ func stages(g *graph, sm Sample, opt Options, b *Bounds, mipStart func(*encoding
 		// this second turn): the stages after it have not decided a sample
 		// of models/mmnist-rnn-rs in the shipped records.
 		st = append(st, stage{"bab", shareBaBResume, func(ctx context.Context) (bool, error) {
-			return babPhase(ctx, search, res)
+			done, _, err := babPhase(ctx, search, res)
+			return done, err
 		}})
 	}
 	if opt.Abstract {
@@ -594,4 +608,69 @@ func writeMPS(dir, name string, enc *encoding, res *Result) error {
 		return fmt.Errorf("write %s: %w", res.MPS, err)
 	}
 	return nil
+}
+
+// roundStream is the falsifier stream of round r of a sample's search:
+// round 0 the sample's own, later rounds distinct ones.
+func roundStream(stream uint64, round int) uint64 {
+	if round == 0 {
+		return stream
+	}
+	return stream ^ uint64(round)*0x9e3779b97f4a7c15
+}
+
+// babSlice is how long branch and bound runs between the adaptive
+// search's looks at its progress: an eighth of the time left, at least
+// a second.
+func babSlice(left time.Duration) time.Duration { return max(left/8, time.Second) }
+
+// adaptiveSearch spends its time between branch and bound and the wide
+// falsifier by how a proof is going: a falsifier round first, then slices
+// of branch and bound; after a slice whose rate of progress (the largest
+// open margin bound's fall) would not bring the bound below 0 in the time
+// left, another falsifier round with fresh restarts. A sample whose bound
+// falls fast gets all the time for the proof; one whose margins stay
+// open, which more often has a witness the first restarts missed
+// (docs/results.md), gets round after round.
+func adaptiveSearch(ctx context.Context, search *babSearch, falsify func(context.Context, int) (bool, error), res *Result) (bool, error) {
+	if done, err := falsify(ctx, 0); done || err != nil {
+		return done, err
+	}
+	round := 1
+	for ctx.Err() == nil {
+		left := time.Duration(math.MaxInt64)
+		if dl, ok := ctx.Deadline(); ok {
+			left = time.Until(dl)
+		}
+		before := res.Bound
+		t0 := time.Now()
+		sctx, cancel := context.WithTimeout(ctx, babSlice(left))
+		done, bound, err := babPhase(sctx, search, res)
+		cancel()
+		if done || err != nil {
+			return done, err
+		}
+		if search.final != nil { // ended for good without a verdict
+			return false, nil
+		}
+		left -= time.Since(t0)
+		if proofOutOfReach(before, bound, time.Since(t0), left) {
+			if done, err := falsify(ctx, round); done || err != nil {
+				return done, err
+			}
+			round++
+		}
+	}
+	return false, nil
+}
+
+// proofOutOfReach reports whether branch and bound, whose open margin
+// bound fell from before to after in the slice it just ran, would not
+// bring it below 0 in the time left at that rate.
+func proofOutOfReach(before, after float64, slice, left time.Duration) bool {
+	if after <= 0 {
+		return false
+	}
+	rate := (before - after) / slice.Seconds()
+	return rate <= 0 || math.IsInf(before, 1) || after/rate > left.Seconds()
 }

@@ -637,3 +637,39 @@ func (c *countdown) Err() error {
 	c.left--
 	return nil
 }
+
+// TestProofOutOfReach: the adaptive search's rule for another falsifier
+// round, and the distinct restarts of each round.
+func TestProofOutOfReach(t *testing.T) {
+	s := time.Second
+	for _, c := range []struct {
+		before, after float64
+		slice, left   time.Duration
+		want          bool
+	}{
+		{4, 2, s, 10 * s, false},           // 2/s: 1 s to go
+		{4, 3.9, s, 10 * s, true},          // 0.1/s: 39 s to go
+		{4, 4, s, 10 * s, true},            // no progress
+		{4, 4.5, s, 10 * s, true},          // worse (a resumed search's frontier)
+		{4, -1, s, 10 * s, false},          // proven
+		{math.Inf(1), 3, s, 100 * s, true}, // no bound before
+		{10, 5, 2 * s, 3 * s, false},       // 2.5/s: 2 s to go, 3 s left
+	} {
+		if got := proofOutOfReach(c.before, c.after, c.slice, c.left); got != c.want {
+			t.Errorf("%v → %v in %v, %v left: %v, want %v", c.before, c.after, c.slice, c.left, got, c.want)
+		}
+	}
+	seen := map[uint64]bool{}
+	for stream := uint64(0); stream < 50; stream++ {
+		for round := 0; round < 20; round++ {
+			st := roundStream(stream, round)
+			if round == 0 && st != stream {
+				t.Fatalf("round 0 of stream %d draws %d", stream, st)
+			}
+			if seen[st] {
+				t.Fatalf("stream %d round %d repeats restarts %d", stream, round, st)
+			}
+			seen[st] = true
+		}
+	}
+}
