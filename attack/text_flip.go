@@ -27,6 +27,14 @@ type FlipOptions struct {
 	// Horizon caps the steps the gradient's unrolled decoding runs (≤ 0:
 	// MaxSteps); candidates are still decoded to MaxSteps.
 	Horizon int
+	// Loop adds targeted continuations (as NMTSloth's and Engorgio's
+	// eos-suppression, along a path): half of each sentence's swaps are
+	// ranked by the gradient of the objective along its own output
+	// repeated, a forced path that never ends — the loops a decoder that
+	// does not stop falls into — instead of along its output alone. A
+	// competent translator is rarely one substitution away from leaving
+	// its output; it can be from repeating it.
+	Loop bool
 	// Progress, if set, is called after each round with the evaluations
 	// spent and the longest float32 output so far.
 	Progress func(evals, best int)
@@ -64,6 +72,7 @@ type flipCand struct {
 	x     []int
 	rank  int
 	proxy float64
+	out   []int // the float32 output (no eos)
 }
 
 func (a flipCand) better(b flipCand) bool {
@@ -113,7 +122,7 @@ func Flip(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[flo
 		out := make([]flipCand, len(xs))
 		for i, r := range res {
 			countLength(counts, r)
-			out[i] = flipCand{xs[i], rank(r, maxSteps), proxy[i]}
+			out[i] = flipCand{xs[i], rank(r, maxSteps), proxy[i], r.Tokens}
 		}
 		evals += int64(len(xs))
 		return out, nil
@@ -129,15 +138,26 @@ func Flip(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[flo
 		if err := ctx.Err(); err != nil {
 			return TextOutcome{}, err
 		}
-		grads, err := oneHotGrads(d32, beam, v, horizon, opt.Eps)
+		grads, err := oneHotGrads(d32, beam, v, horizon, opt.Eps, nil)
 		if err != nil {
 			return TextOutcome{}, err
 		}
 		evals += int64(len(beam))
+		var loopGrads [][]float32
+		if opt.Loop {
+			if loopGrads, err = oneHotGrads(d32, beam, v, horizon, opt.Eps, loopTargets(beam, horizon)); err != nil {
+				return TextOutcome{}, err
+			}
+			evals += int64(len(beam))
+		}
 		var cands [][]int
 		room := int64(opt.Evals) - evals
 		for b, c := range beam {
-			for _, sw := range bestSwaps(set, c.x, grads[b], v, opt.Swaps) {
+			swaps := bestSwaps(set, c.x, grads[b], v, opt.Swaps)
+			if loopGrads != nil {
+				swaps = mergeSwaps(swaps[:min(len(swaps), (opt.Swaps+1)/2)], bestSwaps(set, c.x, loopGrads[b], v, opt.Swaps), opt.Swaps)
+			}
+			for _, sw := range swaps {
 				if int64(len(cands)) >= room {
 					break
 				}
@@ -204,9 +224,42 @@ func Flip(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[flo
 
 func key(x []int) string { return fmt.Sprint(x) }
 
+// loopTargets returns, for every beam sentence, its output repeated until
+// the horizon: the forced continuation of Loop (a sentence with an empty
+// output gets none).
+func loopTargets(beam []flipCand, horizon int) [][]int {
+	out := make([][]int, len(beam))
+	for i, c := range beam {
+		if len(c.out) == 0 {
+			continue
+		}
+		for len(out[i]) < horizon {
+			out[i] = append(out[i], c.out...)
+		}
+		out[i] = out[i][:horizon]
+	}
+	return out
+}
+
+// mergeSwaps returns a's swaps, then b's not among them, k at most.
+func mergeSwaps(a, b [][2]int, k int) [][2]int {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if len(out) >= k {
+			break
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // oneHotGrads returns, for every beam sentence, ∂J̃/∂onehot [n, V]: the
-// gradient with respect to soft one-hot inputs at the sentence itself.
-func oneHotGrads(d32 model.Decoder[float32], beam []flipCand, v, maxSteps int, eps float64) ([][]float32, error) {
+// gradient with respect to soft one-hot inputs at the sentence itself,
+// along the sentence's greedy path, or along prefix[i] forced first (nil:
+// none).
+func oneHotGrads(d32 model.Decoder[float32], beam []flipCand, v, maxSteps int, eps float64, prefix [][]int) ([][]float32, error) {
 	tp := ad.NewTape[float32](true)
 	xs := make([][]int, len(beam))
 	total := 0
@@ -223,7 +276,7 @@ func oneHotGrads(d32 model.Decoder[float32], beam []flipCand, v, maxSteps int, e
 		}
 	}
 	soft := tp.Var(oh)
-	loss, _, err := Objective(tp, d32, model.Input[float32]{Tokens: xs, Soft: soft}, maxSteps, LossMargin, eps)
+	loss, _, _, err := objectiveRows(tp, d32, model.Input[float32]{Tokens: xs, Soft: soft}, maxSteps, LossMargin, eps, prefix)
 	if err != nil {
 		return nil, err
 	}

@@ -99,6 +99,15 @@ func TestTextAttacksStayInSet(t *testing.T) {
 			if of.Evals > 60+int64(fo.Beam) {
 				t.Fatalf("flip spent %d evaluations of 60", of.Evals)
 			}
+			fo.Loop = true
+			ol, err := Flip(ctx, d32, d64, tg, fo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("flip loop", tg, ol)
+			if ol.Evals > 60+2*int64(fo.Beam) {
+				t.Fatalf("flip with loops spent %d evaluations of 60", ol.Evals)
+			}
 		}
 		g := DefaultGumbel()
 		g.Steps, g.MaxSteps = 10, 40
@@ -230,5 +239,22 @@ func TestTextPGDBatchedEqualsSingle(t *testing.T) {
 				t.Fatalf("no target reached horizon %d: the test does not exercise retirement", horizon)
 			}
 		}
+	}
+}
+
+// TestLoopTargets: a sentence's loop target is its output repeated and cut
+// at the horizon (none for an empty output), and merged swaps keep the
+// first list's order, add the second's new ones and stop at k.
+func TestLoopTargets(t *testing.T) {
+	got := loopTargets([]flipCand{{out: []int{5, 6, 7}}, {out: nil}, {out: []int{9}}}, 7)
+	want := [][]int{{5, 6, 7, 5, 6, 7, 5}, nil, {9, 9, 9, 9, 9, 9, 9}}
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("target %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+	m := mergeSwaps([][2]int{{0, 5}, {2, 7}}, [][2]int{{2, 7}, {1, 4}, {3, 3}}, 3)
+	if !slices.Equal(m, [][2]int{{0, 5}, {2, 7}, {1, 4}}) {
+		t.Fatalf("merged %v", m)
 	}
 }

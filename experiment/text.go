@@ -68,6 +68,8 @@ type TextAttackSettings struct {
 	// Flip only.
 	Beam  int `json:"beam,omitempty"`
 	Swaps int `json:"swaps,omitempty"`
+	// Loop adds flip's targeted continuations (attack.FlipOptions.Loop).
+	Loop bool `json:"loop,omitempty"`
 }
 
 func (s TextAttackSettings) normalize(method string) TextAttackSettings {
@@ -80,6 +82,9 @@ func (s TextAttackSettings) normalize(method string) TextAttackSettings {
 		s.Beam, s.Swaps = 0, 0
 	case MethodFlip:
 		s.LR, s.Tau = 0, 0
+	}
+	if method != MethodFlip {
+		s.Loop = false
 	}
 	return s
 }
@@ -226,7 +231,7 @@ func (c *TextAttackConfig) relaxed() attack.RelaxedOptions {
 func (c *TextAttackConfig) flip() attack.FlipOptions {
 	s := c.Settings
 	o := attack.DefaultFlip()
-	o.Evals, o.Eps, o.Beam, o.Swaps, o.MaxSteps, o.Horizon = s.Budget, s.Clip, s.Beam, s.Swaps, s.MaxSteps, s.Horizon
+	o.Evals, o.Eps, o.Beam, o.Swaps, o.MaxSteps, o.Horizon, o.Loop = s.Budget, s.Clip, s.Beam, s.Swaps, s.MaxSteps, s.Horizon, s.Loop
 	return o
 }
 

@@ -177,6 +177,7 @@ type attackFlags struct {
 	sentences   int
 	tau         float64
 	beam, swaps int
+	loop        bool
 	horizon     int
 	corpus      corpusFlags
 }
@@ -192,6 +193,7 @@ func (f *attackFlags) register(c *cobra.Command, samples bool) {
 		fl.Float64Var(&f.tau, "tau", 1, "text: Gumbel-softmax temperature")
 		fl.IntVar(&f.beam, "beam", attack.DefaultFlip().Beam, "text (flip): sentences kept per round")
 		fl.IntVar(&f.swaps, "swaps", attack.DefaultFlip().Swaps, "text (flip): substitutions evaluated per kept sentence and round")
+		fl.BoolVar(&f.loop, "loop", false, "text (flip): half of each sentence's substitutions ranked by the gradient along its output repeated (targeted continuations into a loop)")
 		f.addHorizon(fl)
 		f.corpus.add(c)
 	}
@@ -359,7 +361,7 @@ func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (exper
 	}
 	cfg := experiment.TextAttackConfig{Eps: f.eps, Method: method, Batch: min(f.batch, 25),
 		Settings: experiment.TextAttackSettings{MaxLen: k, MaxSteps: steps, Budget: budget, Seed: f.seed, LR: lr, Tau: f.tau,
-			Clip: f.pgd.Eps, Beam: f.beam, Swaps: f.swaps, Horizon: min(f.horizon, steps)},
+			Clip: f.pgd.Eps, Beam: f.beam, Swaps: f.swaps, Horizon: min(f.horizon, steps), Loop: f.loop},
 		Out: f.out, WitnessDir: f.witnessDir, Logf: a.logf}
 	return cfg, nil
 }
