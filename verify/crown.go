@@ -636,14 +636,7 @@ func (s *backState) relaxActivation(n *node) {
 			}
 		}
 		if beta != nil {
-			for i, bv := range beta.row(r) {
-				if bv != 0 {
-					ir[i] += bv
-					if air != nil {
-						air[i] += math.Abs(bv)
-					}
-				}
-			}
+			addBeta(ir, air, beta.row(r))
 		}
 	}
 }
@@ -794,12 +787,20 @@ func (s *backState) reluRow(r int, cr, ir []float64, pre []Interval, alpha, beta
 		s.kabs[r] += kabs
 	}
 	if beta != nil {
-		for i, bv := range beta.row(r) {
-			if bv != 0 {
-				ir[i] += bv
-				if air != nil {
-					air[i] += math.Abs(bv)
-				}
+		addBeta(ir, air, beta.row(r))
+	}
+}
+
+// addBeta adds a row's β-CROWN terms (+β·z for a split z ≥ its point,
+// −β·z for z ≤ it; signed in bv), which are ≥ 0 on the domain and so
+// keep the bound, to its pre-activation coefficients ir (and their
+// absolute values to air, when padded).
+func addBeta(ir, air, bv []float64) {
+	for i, b := range bv {
+		if b != 0 {
+			ir[i] += b
+			if air != nil {
+				air[i] += math.Abs(b)
 			}
 		}
 	}
