@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -96,8 +97,14 @@ func TestTranslateSetsAsideLongSources(t *testing.T) {
 					}
 					continue
 				}
-				if want := alone(c.texts[i]); !reflect.DeepEqual(tr, want) {
-					t.Fatalf("text %d %q: in the batch %+v, alone %+v", i, c.texts[i], tr, want)
+				// The path is the same; the margin is the same up to the
+				// summation order a batch's matrix products take (BLAS
+				// kernels differ by batch size and CPU).
+				want := alone(c.texts[i])
+				gotM, wantM := tr.MinRelMargin, want.MinRelMargin
+				tr.MinRelMargin, want.MinRelMargin = 0, 0
+				if !reflect.DeepEqual(tr, want) || math.Abs(gotM-wantM) > 1e-9*math.Max(1, math.Abs(wantM)) {
+					t.Fatalf("text %d %q: in the batch %+v (margin %v), alone %+v (margin %v)", i, c.texts[i], tr, gotM, want, wantM)
 				}
 			}
 		})

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -210,7 +212,7 @@ func TestTranslateLongLines(t *testing.T) {
 						if !reflect.DeepEqual(rec, wantRec) {
 							t.Fatalf("line %d: %v, want %v", i+1, rec, wantRec)
 						}
-					} else if ref := alone(text); !reflect.DeepEqual(rec, ref) {
+					} else if ref := alone(text); !sameTranslation(rec, ref) {
 						t.Fatalf("line %d: %v, alone %v", i+1, rec, ref)
 					}
 				}
@@ -278,4 +280,20 @@ func nonEmptyLines(s string) []string {
 		}
 	}
 	return out
+}
+
+// sameTranslation compares two --json translation records: every field
+// exactly but min_rel_margin, which float32 matrix products summed in
+// another order (a batch of another size; BLAS kernels differ by batch
+// size and CPU) move in its last digits.
+func sameTranslation(a, b map[string]any) bool {
+	ma, oka := a["min_rel_margin"].(float64)
+	mb, okb := b["min_rel_margin"].(float64)
+	if !oka || !okb || math.Abs(ma-mb) > 1e-4*math.Max(1e-3, math.Abs(mb)) {
+		return false
+	}
+	a, b = maps.Clone(a), maps.Clone(b)
+	delete(a, "min_rel_margin")
+	delete(b, "min_rel_margin")
+	return reflect.DeepEqual(a, b)
 }
