@@ -40,9 +40,12 @@ type FlipOptions struct {
 	Progress func(evals, best int)
 }
 
-// DefaultFlip is the setting docs/results.md reports.
+// DefaultFlip is the setting docs/results.md reports on the Multi30k
+// translator: targeted continuations on (without them, 2 of 6 test
+// sentences reached the 1,000-step cap in 800 evaluations there, with them
+// 6 of 6).
 func DefaultFlip() FlipOptions {
-	return FlipOptions{Evals: 800, Beam: 4, Swaps: 24, Patience: 3, Eps: 1}
+	return FlipOptions{Evals: 800, Beam: 4, Swaps: 24, Patience: 3, Eps: 1, Loop: true}
 }
 
 // Validate checks the options before any work.

@@ -189,11 +189,11 @@ func (f *attackFlags) register(c *cobra.Command, samples bool) {
 		fl.StringVar(&f.method, "method", experiment.MethodPGD, "images: random or pgd; text: random, gumbel, embedding or flip")
 		fl.StringVar(&f.witnessDir, "witness-dir", "", "where witnesses go (default: next to --out, in OUT.witnesses/)")
 		fl.IntVar(&f.budget, "budget", 10000, "samples per input (random), PGD iterations (pgd, gumbel, embedding) or model evaluations (flip)")
-		fl.IntVar(&f.sentences, "sentences", 0, "text: this many dev sentences, drawn at random with --seed")
+		fl.IntVar(&f.sentences, "sentences", 0, "text: this many sentences of --split, drawn at random with --seed")
 		fl.Float64Var(&f.tau, "tau", 1, "text: Gumbel-softmax temperature")
 		fl.IntVar(&f.beam, "beam", attack.DefaultFlip().Beam, "text (flip): sentences kept per round")
 		fl.IntVar(&f.swaps, "swaps", attack.DefaultFlip().Swaps, "text (flip): substitutions evaluated per kept sentence and round")
-		fl.BoolVar(&f.loop, "loop", false, "text (flip): half of each sentence's substitutions ranked by the gradient along its output repeated (targeted continuations into a loop)")
+		fl.BoolVar(&f.loop, "loop", attack.DefaultFlip().Loop, "text (flip): half of each sentence's substitutions ranked by the gradient along its output repeated (targeted continuations into a loop; --loop=false: along its output alone)")
 		f.addHorizon(fl)
 		f.corpus.add(c)
 	}

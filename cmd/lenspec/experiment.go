@@ -160,7 +160,7 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "nmt-attack",
 		Short: "The paper's NMT attack experiment: random search, Gumbel PGD, embedding PGD and flip over a δ grid",
-		Long: `Attack --sentences random dev sentences of the translator's corpus at every δ of
+		Long: `Attack --sentences random sentences of the translator's corpus (--split) at every δ of
 --eps with every method of --methods (random search, PGD through a Gumbel-softmax
 relaxation, PGD on the embeddings, and lenspec's gradient-guided substitution),
 then draw the output-length histograms per δ and method with a "> 100" bin (PNG
@@ -233,7 +233,7 @@ produced; rerunning resumes.`,
 	f.register(c, false)
 	fl := c.Flags()
 	fl.StringVar(&outDir, "out", "", "output directory (nmt-attacks.jsonl, witnesses/, figure, table)")
-	fl.IntVar(&f.sentences, "sentences", 100, "number of random dev sentences")
+	fl.IntVar(&f.sentences, "sentences", 100, "number of random sentences of --split")
 	fl.Float64SliceVar(&f.eps, "eps", []float64{0.3, 0.5, 1}, "δ grid: the fraction of a sentence's tokens that may change")
 	fl.StringSliceVar(&methods, "methods", experiment.TextMethods, "methods to run")
 	for _, m := range experiment.TextMethods {
@@ -244,6 +244,7 @@ produced; rerunning resumes.`,
 	fl.Float64Var(&f.tau, "tau", 1, "Gumbel-softmax temperature")
 	fl.IntVar(&f.beam, "beam", attack.DefaultFlip().Beam, "flip: sentences kept per round")
 	fl.IntVar(&f.swaps, "swaps", attack.DefaultFlip().Swaps, "flip: substitutions evaluated per kept sentence and round")
+	fl.BoolVar(&f.loop, "loop", attack.DefaultFlip().Loop, "flip: half of each sentence's substitutions ranked by the gradient along its output repeated (targeted continuations into a loop; --loop=false: along its output alone)")
 	f.addHorizon(fl)
 	f.corpus.add(c)
 	return c

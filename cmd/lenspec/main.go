@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -56,10 +57,13 @@ type app struct {
 	quiet   bool
 	dataDir string
 	blasThr int
-	stdin   io.Reader // nil: the process's
-	stdout  io.Writer
-	stderr  io.Writer
-	getenv  func(string) string
+	cpuProf string
+	// stopProf ends the CPU profile once the command has returned.
+	stopProf func() error
+	stdin    io.Reader // nil: the process's
+	stdout   io.Writer
+	stderr   io.Writer
+	getenv   func(string) string
 }
 
 // emit prints v as one JSON line with --json, or the text form otherwise.
@@ -98,11 +102,26 @@ SIGINT/SIGTERM (finished work is kept; rerunning resumes).`,
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress or log output on stderr")
 	root.PersistentFlags().StringVar(&a.dataDir, "mnist-dir", "", "MNIST directory (default $LENSPEC_DATA/mnist or the user cache dir)")
 	root.PersistentFlags().IntVar(&a.blasThr, "blas-threads", 1, "OpenBLAS threads per GEMM (lenspec parallelises across batches itself)")
+	root.PersistentFlags().StringVar(&a.cpuProf, "cpuprofile", "", "write a CPU profile of the command to this file (go tool pprof reads it)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if a.blasThr < 1 || a.blasThr > 256 {
 			return usagef("--blas-threads %d: want 1..256", a.blasThr)
 		}
 		ad.SetBLASThreads(a.blasThr)
+		if a.cpuProf != "" {
+			f, err := os.Create(a.cpuProf)
+			if err != nil {
+				return fmt.Errorf("--cpuprofile: %w", err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				f.Close()
+				return fmt.Errorf("--cpuprofile %s: %w", a.cpuProf, err)
+			}
+			a.stopProf = func() error {
+				pprof.StopCPUProfile()
+				return f.Close()
+			}
+		}
 		return nil
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
@@ -166,6 +185,11 @@ func run(ctx context.Context, a *app, args []string) int {
 		root.SetIn(a.stdin)
 	}
 	err := root.ExecuteContext(ctx)
+	if a.stopProf != nil {
+		if perr := a.stopProf(); perr != nil && err == nil {
+			err = fmt.Errorf("--cpuprofile %s: %w", a.cpuProf, perr)
+		}
+	}
 	var sig signalError
 	if errors.As(context.Cause(ctx), &sig) {
 		fmt.Fprintf(a.stderr, "lenspec: %v; finished work is saved, rerun to resume\n", sig)
