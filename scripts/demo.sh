@@ -54,7 +54,7 @@ fi
 echo
 echo "== The earlier, weaker translator models/nmt-de-en (Debian's Ding dictionary; GPL-2+ weights)"
 $bin translate --model models/nmt-de-en "Ich werde mein Äußerstes tun." "Wo ist der Bahnhof?"
-echo "== Text attack on it: flip, δ = 0.5, 2 dev sentences of the dictionary"
+echo "== Text attack on it: flip, δ = 0.5, 2 test sentences of the dictionary"
 $bin attack --model models/nmt-de-en --method flip --eps 0.5 --sentences 2 --budget 300 --out "$out/flip.jsonl"
 
 echo

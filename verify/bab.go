@@ -442,11 +442,6 @@ func cutBounds(g *graph, b *Bounds, nu neuron, active bool) (*Bounds, bool) {
 // step whose token is not fixed yet and has a choice; nil when neither is
 // left.
 func (g *graph) branch(d *domain) []*domain {
-	if tokensFirst {
-		if out := g.branchTokens(d); out != nil {
-			return out
-		}
-	}
 	if d.ok {
 		var out []*domain
 		for _, active := range []bool{true, false} {
@@ -458,8 +453,6 @@ func (g *graph) branch(d *domain) []*domain {
 	}
 	return g.branchTokens(d)
 }
-
-var tokensFirst = false
 
 // branchTokens returns one child per token allowed at the earliest step
 // before d's worst step whose token is not fixed and has a choice (nil:
