@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/lenspec/lenspec/internal/fileio"
 	"github.com/lenspec/lenspec/model"
@@ -209,8 +210,12 @@ func (s *VerifySummary) Text() string {
 	return fmt.Sprintf("figure: %s, %s\n\n%s", s.FigurePNG, s.FigureSVG, s.Table)
 }
 
-// SummariseVerify draws the verdict chart and writes the table of recs
-// into outDir.
+// SummariseVerify draws the verdict chart and writes the tables of recs
+// into outDir: per δ the verdicts, the time per sample (median, p90,
+// max: a limit holds within 5 %), the unstable ReLUs, which stage decided
+// each sample and the margin bound the unknowns were left with (the
+// property needs it below 0); then, for the unknowns, where their time
+// went (median seconds per stage).
 func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary, error) {
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("no verification records to summarise")
@@ -225,10 +230,14 @@ func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary,
 	eps := slices.Sorted(maps.Keys(by))
 	var counts []report.VerdictCount
 	var rows [][]string
+	spent := map[float64]map[string][]float64{} // δ → stage → unknowns' seconds
+	var stageNames []string
 	failed := 0
 	for _, e := range eps {
 		vc := report.VerdictCount{Delta: e}
-		var secs, bins, relu, unstI, unstC []float64
+		var secs, unstI, unstC, open []float64
+		decided := map[string]int{}
+		spent[e] = map[string][]float64{}
 		for _, r := range by[e] {
 			switch r.Verdict {
 			case "robust":
@@ -238,6 +247,9 @@ func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary,
 			default:
 				vc.Unknown++
 			}
+			if r.Verdict == "robust" || r.Verdict == "vulnerable" {
+				decided[r.Stage]++
+			}
 			if r.Error != "" {
 				failed++
 			}
@@ -246,9 +258,29 @@ func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary,
 				unstI = append(unstI, float64(r.UnstableInterval))
 				unstC = append(unstC, float64(r.Unstable))
 			}
-			if r.Binaries > 0 {
-				bins = append(bins, float64(r.Binaries))
-				relu = append(relu, float64(r.ReLUBinaries))
+			if r.Verdict != "unknown" {
+				continue
+			}
+			if r.ProvenBound != nil && !math.IsInf(*r.ProvenBound, 0) {
+				open = append(open, *r.ProvenBound)
+			}
+			// The bounds, the stages in the order they ran (a stage run
+			// twice summed), and the rest: the warm start, setup, replays.
+			names, per := []string{"bounds"}, map[string]float64{"bounds": r.BoundSeconds}
+			rest := r.Seconds - r.BoundSeconds
+			for _, ph := range r.Phases {
+				if _, ok := per[ph.Name]; !ok {
+					names = append(names, ph.Name)
+				}
+				per[ph.Name] += ph.Seconds
+				rest -= ph.Seconds
+			}
+			names, per[restStage] = append(names, restStage), max(rest, 0)
+			for _, name := range names {
+				if !slices.Contains(stageNames, name) {
+					stageNames = append(stageNames, name)
+				}
+				spent[e][name] = append(spent[e][name], per[name])
 			}
 		}
 		counts = append(counts, vc)
@@ -259,10 +291,14 @@ func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary,
 			}
 			return fmt.Sprintf("%.0f", report.Quantile(xs, 0.5))
 		}
+		margin := "–"
+		if len(open) > 0 {
+			margin = fmt.Sprintf("%.3g (%.3g–%.3g)", report.Quantile(open, 0.5), slices.Min(open), slices.Max(open))
+		}
 		rows = append(rows, []string{fmt.Sprint(e), fmt.Sprint(n), fmt.Sprint(vc.Robust), fmt.Sprint(vc.Vulnerable), fmt.Sprint(vc.Unknown),
 			fmt.Sprintf("%.0f%%", 100*float64(vc.Unknown)/float64(n)),
-			fmt.Sprintf("%.2f", report.Quantile(secs, 0.5)), fmt.Sprintf("%.2f", report.Quantile(secs, 0.9)),
-			med(unstI) + " → " + med(unstC), fmt.Sprint(len(bins)), med(bins), med(relu)})
+			fmt.Sprintf("%.2f", report.Quantile(secs, 0.5)), fmt.Sprintf("%.2f", report.Quantile(secs, 0.9)), fmt.Sprintf("%.2f", slices.Max(secs)),
+			med(unstI) + " → " + med(unstC), stageCounts(decided), margin})
 	}
 	sum := &VerifySummary{
 		FigurePNG: filepath.Join(outDir, "verify-verdicts.png"),
@@ -272,14 +308,70 @@ func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary,
 	if err := report.VerdictFigure(counts, title, sum.FigurePNG, sum.FigureSVG); err != nil {
 		return nil, err
 	}
-	sum.Table = report.Markdown([]string{"δ", "samples", "robust", "vulnerable", "unknown", "unknown %", "median s", "p90 s", "median unstable ReLUs, interval → CROWN", "MIPs built", "median binaries", "median ReLU binaries"}, rows)
+	sum.Table = report.Markdown([]string{"δ", "samples", "robust", "vulnerable", "unknown", "unknown %", "median s", "p90 s", "max s",
+		"median unstable ReLUs, interval → CROWN", "decided by", "unknowns' margin bound: median (range)"}, rows)
 	if failed > 0 {
 		sum.Table += fmt.Sprintf("\n%d samples failed (solver error, panic or crash); their records say why and count as unknown.\n", failed)
 	}
+	sum.Table += "\n" + timeTable(eps, spent, stageNames)
 	if err := fileio.WriteFileAtomic(sum.TableFile, []byte(sum.Table)); err != nil {
 		return nil, err
 	}
 	return sum, nil
+}
+
+// stageCounts lists how many samples each stage decided, most first.
+func stageCounts(n map[string]int) string {
+	names := slices.Collect(maps.Keys(n))
+	slices.SortFunc(names, func(a, b string) int {
+		if n[a] != n[b] {
+			return n[b] - n[a]
+		}
+		return strings.Compare(a, b)
+	})
+	var parts []string
+	for _, s := range names {
+		parts = append(parts, fmt.Sprintf("%s %d", s, n[s]))
+	}
+	if len(parts) == 0 {
+		return "–"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// restStage names the time of a sample outside its bounds and stages.
+const restStage = "warm start, other"
+
+// timeTable is the median seconds an unknown sample spent in each stage,
+// per δ (stages in the order they first appear; "bounds" first).
+func timeTable(eps []float64, spent map[float64]map[string][]float64, names []string) string {
+	// The rest last, whatever order the records gave.
+	names = append(slices.DeleteFunc(slices.Clone(names), func(s string) bool { return s == restStage }), restStage)
+	var rows [][]string
+	for _, e := range eps {
+		n := 0
+		for _, v := range spent[e] {
+			n = max(n, len(v))
+		}
+		if n == 0 {
+			continue
+		}
+		row := []string{fmt.Sprint(e), fmt.Sprint(n)}
+		for _, name := range names {
+			v := spent[e][name]
+			if len(v) == 0 {
+				row = append(row, "–")
+				continue
+			}
+			row = append(row, fmt.Sprintf("%.1f", report.Quantile(v, 0.5)))
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) == 0 {
+		return "No unknown sample.\n"
+	}
+	return "Where the unknown samples' time went (median seconds per stage):\n\n" +
+		report.Markdown(append([]string{"δ", "unknown"}, names...), rows)
 }
 
 // SummariseBound draws the certified worst-case length curves of the
