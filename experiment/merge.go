@@ -88,8 +88,12 @@ func FileKind(path string) (string, error) {
 	if _, ok := raws[0]["verdict"]; ok {
 		return "verify", nil
 	}
-	if _, ok := raws[0]["src_ids"]; ok {
-		return "text-attack", nil
+	// A text record has its source's ids, or, redacted (a corpus whose
+	// text may not be copied), its length: an image record has neither.
+	for _, k := range []string{"src_ids", "src_len", "redacted"} {
+		if _, ok := raws[0][k]; ok {
+			return "text-attack", nil
+		}
 	}
 	if _, ok := raws[0]["method"]; ok {
 		return "attack", nil

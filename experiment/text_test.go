@@ -1,7 +1,9 @@
 package experiment
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -153,6 +155,7 @@ func TestRedactedTextAttack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var redOut string
 	run := func(redact bool) []TextAttackRecord {
 		d := data
 		d.Redact = redact
@@ -165,6 +168,9 @@ func TestRedactedTextAttack(t *testing.T) {
 		raw, err := os.ReadFile(c.Out)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if redact {
+			redOut = c.Out
 		}
 		for _, p := range pairs {
 			if redact && (strings.Contains(string(raw), p.Src) || strings.Contains(string(raw), p.Tgt) || strings.Contains(string(raw), "src_ids")) {
@@ -188,5 +194,28 @@ func TestRedactedTextAttack(t *testing.T) {
 	}
 	if _, err := ApplySubs(red[0], data.Sources[0][1:]); err == nil {
 		t.Fatal("substitutions applied to a source of another length")
+	}
+	// Redacted records have no src_ids: they still merge as text attack
+	// records, every field kept (they were once read as image attack
+	// records, and the merge dropped every text field).
+	merged := filepath.Join(t.TempDir(), "merged.jsonl")
+	rep, err := Merge(merged, []string{redOut})
+	if err != nil || rep.Kind != "text-attack" || rep.Records != len(red) {
+		t.Fatalf("merge of redacted records: %+v, %v", rep, err)
+	}
+	back, err := ReadTextAttackRecords(merged)
+	if err != nil || len(back) != len(red) {
+		t.Fatalf("%d merged records (%v), want %d", len(back), err, len(red))
+	}
+	orig, err := ReadTextAttackRecords(redOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range orig {
+		a, _ := json.Marshal(back[i])
+		b, _ := json.Marshal(orig[i])
+		if !bytes.Equal(a, b) {
+			t.Fatalf("merged record %d differs:\n%s\n%s", i, a, b)
+		}
 	}
 }
