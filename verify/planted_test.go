@@ -70,6 +70,7 @@ func TestPlantedCounterexample(t *testing.T) {
 		"bab-only":     func(o *Options) { o.BaB, o.Solver, o.NewLP, o.Abstract = true, nil, nil, false },
 		"bab-short":    func(o *Options) { o.BaB, o.Solver, o.TimeLimit = true, nil, 5*time.Millisecond },
 		"search":       func(o *Options) { o.Falsifier, o.Search, o.BaB = fals, fals, true },
+		"search-only":  func(o *Options) { o.Search, o.BaB, o.Solver, o.NewLP, o.Abstract = fals, true, nil, nil, false },
 	}
 	found := 0
 	for name, set := range settings {
