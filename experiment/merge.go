@@ -50,8 +50,10 @@ func Merge(out string, inputs []string) (*MergeReport, error) {
 	}
 	switch kind {
 	case "text-attack":
+		// A method's settings may differ by δ within one run (the paper's
+		// random search: 10,000 samples at δ = 1, 800 below), not at one δ.
 		return merge(out, paths, kind, decodeTextAttack, TextAttackKey, func(r TextAttackRecord) (string, string) {
-			return r.Method, identity(r.ModelSHA256, r.Data, r.Settings)
+			return fmt.Sprintf("%s@%g", r.Method, r.Eps), identity(r.ModelSHA256, r.Data, r.Settings)
 		})
 	case "verify":
 		return merge(out, paths, kind, decodeVerify, VerifyKey, func(r VerifyRecord) (string, string) {

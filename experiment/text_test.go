@@ -219,3 +219,32 @@ func TestRedactedTextAttack(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeTextPerEps: one run may give a method other settings at
+// another δ (random search's budget), and its files merge; two settings
+// at one (method, δ) are two experiments, and the merge refuses them.
+func TestMergeTextPerEps(t *testing.T) {
+	m := tinyTextModel(t)
+	pairs := []corpus.Pair{{Src: "Das Haus ist klein.", Tgt: "The house is small."}, {Src: "Ein kleines Haus.", Tgt: "A small house."}}
+	data, err := Translations(pairs, "toy", "test", 1, m.D32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	run := func(name string, eps float64, budget int) string {
+		c := TextAttackConfig{Model: m, Data: data, Samples: []int{0, 1}, Eps: []float64{eps}, Method: MethodRandom, Batch: 2,
+			Out: filepath.Join(dir, name), Settings: TextAttackSettings{MaxLen: -1, Budget: budget, Seed: 1}}
+		if err := RunTextAttack(context.Background(), c, nil); err != nil {
+			t.Fatal(err)
+		}
+		return c.Out
+	}
+	a, b, c := run("a.jsonl", 1, 40), run("b.jsonl", 0.5, 20), run("c.jsonl", 1, 20)
+	rep, err := Merge(filepath.Join(dir, "ab.jsonl"), []string{a, b})
+	if err != nil || rep.Records != 4 {
+		t.Fatalf("budgets per δ: %+v, %v", rep, err)
+	}
+	if _, err := Merge(filepath.Join(dir, "ac.jsonl"), []string{a, c}); err == nil || !strings.Contains(err.Error(), "another experiment") {
+		t.Fatalf("two budgets at one δ merged: %v", err)
+	}
+}
