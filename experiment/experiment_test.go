@@ -450,6 +450,39 @@ func TestShippedRecordsSummarise(t *testing.T) {
 	if !strings.Contains(string(doc), vs.Table) {
 		t.Fatalf("verification table differs from docs/results.md:\n%s", vs.Table)
 	}
+	// The batched engine's headline and the Multi30k translator's attacks.
+	for _, f := range []string{"verify-batched-rs.jsonl", "verify-batched-rnn.jsonl"} {
+		recs, err := ReadVerifyRecords("../docs/runs/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := SummariseVerify(recs, t.TempDir(), "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(doc), s.Table) {
+			t.Fatalf("%s: verification table differs from docs/results.md:\n%s", f, s.Table)
+		}
+	}
+	nmt, err := ReadTextAttackRecords("../docs/runs/nmt-m30k-attacks.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range nmt {
+		if !r.Redacted || r.SrcText != "" || r.RefText != "" || r.SrcIDs != nil || r.AdvText != "" {
+			t.Fatalf("a Multi30k record quotes the corpus: sample %d, %s δ = %g", r.Sample, r.Method, r.Eps)
+		}
+	}
+	ns, err := SummariseTextAttacks(nmt, t.TempDir(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The table's rows (the sentences under it quote substitution lists).
+	for _, line := range strings.Split(ns.Table, "\n") {
+		if strings.HasPrefix(line, "|") && !strings.Contains(string(doc), line) {
+			t.Fatalf("NMT table row differs from docs/results.md:\n%s\n%s", line, ns.Table)
+		}
+	}
 	// A newer schema is refused, naming the file.
 	p := filepath.Join(t.TempDir(), "new.jsonl")
 	os.WriteFile(p, []byte(`{"schema_version":99}`+"\n"), 0o644)
