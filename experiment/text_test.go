@@ -49,17 +49,27 @@ func tinyTextModel(t *testing.T) *Model {
 	return mod
 }
 
+// toyPairs is the toy corpus of the text experiment tests.
+var toyPairs = []corpus.Pair{{Src: "Das Haus ist klein.", Tgt: "The house is small."}, {Src: "Ein kleines Haus.", Tgt: "A small house."}, {Src: "Das Haus.", Tgt: "The house."}}
+
+// toyTranslations is pairs as split of a corpus named "toy", with m's
+// translations.
+func toyTranslations(t *testing.T, m *Model, pairs []corpus.Pair, split string) TextData {
+	t.Helper()
+	data, err := Translations(pairs, "toy", split, 1, m.D32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // TestRunTextAttack: every method runs through the runner, its records
 // carry the texts and ids the issue names and stay in the set, a rerun
 // resumes without redoing work, and the summary draws its figure and
 // table.
 func TestRunTextAttack(t *testing.T) {
 	m := tinyTextModel(t)
-	pairs := []corpus.Pair{{Src: "Das Haus ist klein.", Tgt: "The house is small."}, {Src: "Ein kleines Haus.", Tgt: "A small house."}, {Src: "Das Haus.", Tgt: "The house."}}
-	data, err := Translations(pairs, "toy", "dev", 1, m.D32)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := toyTranslations(t, m, toyPairs, "dev")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "nmt.jsonl")
 	budgets := map[string]int{MethodRandom: 40, MethodGumbel: 6, MethodEmbedding: 6, MethodFlip: 40}
@@ -150,11 +160,8 @@ func TestRunTextAttack(t *testing.T) {
 // same attack records.
 func TestRedactedTextAttack(t *testing.T) {
 	m := tinyTextModel(t)
-	pairs := []corpus.Pair{{Src: "Das Haus ist klein.", Tgt: "The house is small."}, {Src: "Ein kleines Haus.", Tgt: "A small house."}}
-	data, err := Translations(pairs, "toy", "test", 1, m.D32)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pairs := toyPairs[:2]
+	data := toyTranslations(t, m, pairs, "test")
 	var redOut string
 	run := func(redact bool) []TextAttackRecord {
 		d := data
@@ -225,11 +232,7 @@ func TestRedactedTextAttack(t *testing.T) {
 // at one (method, δ) are two experiments, and the merge refuses them.
 func TestMergeTextPerEps(t *testing.T) {
 	m := tinyTextModel(t)
-	pairs := []corpus.Pair{{Src: "Das Haus ist klein.", Tgt: "The house is small."}, {Src: "Ein kleines Haus.", Tgt: "A small house."}}
-	data, err := Translations(pairs, "toy", "test", 1, m.D32)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := toyTranslations(t, m, toyPairs[:2], "test")
 	dir := t.TempDir()
 	run := func(name string, eps float64, budget int) string {
 		c := TextAttackConfig{Model: m, Data: data, Samples: []int{0, 1}, Eps: []float64{eps}, Method: MethodRandom, Batch: 2,

@@ -393,24 +393,23 @@ func stages(g *graph, sm Sample, opt Options, b *Bounds, mipStart func(*encoding
 		lo, hi := sm.Set.Box()
 		search = g.newBaB(lo, hi, opt, []*domain{{splits: splitSet{}, b: b}}, func(x []float64) (bool, error) { return replay(x, "bab") })
 	}
-	// round is the next falsifier round; the adaptive search's turns share it.
-	round := 0
-	adaptive := func(ctx context.Context) (bool, error) {
-		return adaptiveSearch(ctx, search, falsify, res, &round)
+	// adaptive(first) is the adaptive search from falsifier round first:
+	// 0 where no stage before it ran the falsifier.
+	adaptive := func(first int) func(context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			return adaptiveSearch(ctx, search, falsify, res, first)
+		}
 	}
 	bab := func(ctx context.Context) (bool, error) {
 		done, _, err := babPhase(ctx, search, res)
 		return done, err
 	}
 	if opt.Search != nil && (search == nil || opt.Solver != nil) {
-		st = append(st, stage{"falsify", shareFalsify, func(ctx context.Context) (bool, error) {
-			round = 1
-			return falsify(ctx, 0)
-		}})
+		st = append(st, stage{"falsify", shareFalsify, func(ctx context.Context) (bool, error) { return falsify(ctx, 0) }})
 	}
 	switch {
 	case search != nil && opt.Solver == nil && opt.Search != nil:
-		st = append(st, stage{"search", 1, adaptive})
+		st = append(st, stage{"search", 1, adaptive(0)})
 	case search != nil && opt.Solver == nil:
 		st = append(st, stage{"bab", 1, bab})
 	case search != nil:
@@ -441,7 +440,7 @@ func stages(g *graph, sm Sample, opt Options, b *Bounds, mipStart func(*encoding
 		// reach, fresh falsifier rounds.
 		resume := bab
 		if opt.Search != nil {
-			resume = adaptive
+			resume = adaptive(1) // the falsify stage ran round 0
 		}
 		st = append(st, stage{"bab", shareBaBResume, resume})
 	}
@@ -636,19 +635,20 @@ func roundStream(stream uint64, round int) uint64 {
 func babSlice(left time.Duration) time.Duration { return max(left/8, time.Second) }
 
 // adaptiveSearch spends its time between branch and bound and the wide
-// falsifier by how a proof is going: a falsifier round first (unless
-// *round says an earlier stage ran it), then slices of branch and bound; after a slice whose rate of progress (the largest
-// open margin bound's fall) would not bring the bound below 0 in the time
-// left, another falsifier round with fresh restarts. A sample whose bound
-// falls fast gets all the time for the proof; one whose margins stay
-// open, which more often has a witness the first restarts missed
-// (docs/results.md), gets round after round.
-func adaptiveSearch(ctx context.Context, search *babSearch, falsify func(context.Context, int) (bool, error), res *Result, round *int) (bool, error) {
-	if *round == 0 {
-		*round = 1
+// falsifier by how a proof is going: falsifier round 0 first (unless round,
+// the first round to run, says an earlier stage ran it), then slices of
+// branch and bound; after a slice whose rate of progress (the largest open
+// margin bound's fall) would not bring the bound below 0 in the time left,
+// another falsifier round with fresh restarts. A sample whose bound falls
+// fast gets all the time for the proof; one whose margins stay open, which
+// more often has a witness the first restarts missed (docs/results.md),
+// gets round after round.
+func adaptiveSearch(ctx context.Context, search *babSearch, falsify func(context.Context, int) (bool, error), res *Result, round int) (bool, error) {
+	if round == 0 {
 		if done, err := falsify(ctx, 0); done || err != nil {
 			return done, err
 		}
+		round = 1
 	}
 	for ctx.Err() == nil {
 		left := time.Duration(math.MaxInt64)
@@ -668,10 +668,10 @@ func adaptiveSearch(ctx context.Context, search *babSearch, falsify func(context
 		}
 		left -= time.Since(t0)
 		if proofOutOfReach(before, bound, time.Since(t0), left) {
-			if done, err := falsify(ctx, *round); done || err != nil {
+			if done, err := falsify(ctx, round); done || err != nil {
 				return done, err
 			}
-			*round++
+			round++
 		}
 	}
 	return false, nil
