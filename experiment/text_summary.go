@@ -69,16 +69,22 @@ type TextExample struct {
 	AdvLength int     `json:"adv_length"`
 	Stopped   bool    `json:"stopped"`
 	Ratio     float64 `json:"ratio"`
+	// AdvSubs are a redacted record's substitutions ([position, token
+	// id] into the corpus sentence), which stand in for Adv's text.
+	AdvSubs [][2]int `json:"adv_subs,omitempty"`
+	// Redacted says Src and Adv describe the sentence rather than quote
+	// it: the corpus's text may not be copied.
+	Redacted bool `json:"redacted,omitempty"`
 }
 
 func example(r TextAttackRecord) *TextExample {
 	e := &TextExample{Method: r.Method, Eps: r.Eps, Sample: r.Sample, Src: r.SrcText, SrcTokens: r.SrcLen,
 		Out: r.OrigText, Adv: r.AdvText, AdvOut: r.AdvOutput, AdvLength: r.AdvLength, Stopped: r.Stopped}
 	if r.Redacted {
-		e.Src = fmt.Sprintf("(%s sentence %d)", r.Data.Split, r.Sample)
-		if r.AdvSubs != nil {
-			e.Adv = fmt.Sprintf("(%d substitutions: %v)", len(r.AdvSubs), r.AdvSubs)
-		}
+		e.Redacted = true
+		e.Src = fmt.Sprintf("%s sentence %d", r.Data.Split, r.Sample)
+		e.AdvSubs = r.AdvSubs
+		e.Adv = fmt.Sprintf("%s with %d of its %d tokens substituted", e.Src, len(r.AdvSubs), r.SrcLen)
 	}
 	if r.SrcLen > 0 {
 		e.Ratio = float64(r.AdvLength) / float64(r.SrcLen)
@@ -237,10 +243,13 @@ func SummariseTextAttacks(recs []TextAttackRecord, outDir, title string) (*TextS
 			fmt.Fprintf(&b, "\nGumbel PGD at δ = %g: the final sentence drawn from softmax(π) won %d times, the argmax %d times.", r.Eps, r.PickSample, r.PickArgmax)
 		}
 	}
-	if sum.Longest != nil {
-		fmt.Fprintf(&b, "\n\nLongest output: %d tokens%s (%s, δ = %g) from the %d-token input %q (original %q).",
-			sum.Longest.AdvLength, map[bool]string{true: "", false: " without eos"}[sum.Longest.Stopped], sum.Longest.Method, sum.Longest.Eps,
-			sum.Longest.SrcTokens, sum.Longest.Adv, sum.Longest.Src)
+	if l := sum.Longest; l != nil {
+		from := fmt.Sprintf("the %d-token input %q (original %q)", l.SrcTokens, l.Adv, l.Src)
+		if l.Redacted {
+			from = l.Adv + " (substitutions in the record)"
+		}
+		fmt.Fprintf(&b, "\n\nLongest output: %d tokens%s (%s, δ = %g) from %s.",
+			l.AdvLength, map[bool]string{true: "", false: " without eos"}[l.Stopped], l.Method, l.Eps, from)
 	}
 	if sum.MaxRatio != nil {
 		fmt.Fprintf(&b, "\nLargest output/input ratio: %.1f× (%d tokens from %d; %s, δ = %g).",

@@ -225,6 +225,16 @@ func TestRedactedTextAttack(t *testing.T) {
 			t.Fatalf("merged record %d differs:\n%s\n%s", i, a, b)
 		}
 	}
+	// The summary names a redacted sentence and counts its substitutions
+	// rather than printing the id lists.
+	sum, err := SummariseTextAttacks(red, t.TempDir(), "toy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Longest == nil || !sum.Longest.Redacted || sum.Longest.AdvSubs == nil || strings.Contains(sum.Table, "[[") ||
+		!strings.Contains(sum.Table, "substitutions in the record") || !strings.Contains(sum.Table, "test sentence") {
+		t.Fatalf("summary of redacted records: %+v\n%s", sum.Longest, sum.Table)
+	}
 }
 
 // TestMergeTextPerEps: one run may give a method other settings at

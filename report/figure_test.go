@@ -510,3 +510,44 @@ func TestBoundFigure(t *testing.T) {
 		}
 	}
 }
+
+// TestThinLabelsKeep: a binned figure's bins 0..10 ("> 100" last) and its
+// unstopped category on a narrow panel: the kept labels are shown, and no
+// two shown labels overlap on the page (the "90" beside "> 100" did).
+func TestThinLabelsKeep(t *testing.T) {
+	lengths := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	var pos []float64
+	var labels []string
+	for _, l := range lengths {
+		pos = append(pos, float64(l))
+		labels = append(labels, fmt.Sprint(l*10))
+	}
+	labels[10] = ">100"
+	pos, labels = append(pos, 11+noEOSGap), append(labels, NoEOSLabel)
+	sty := textStyle(10)
+	for perUnit := vg.Length(4); perUnit <= 40; perUnit += 0.5 {
+		ticks := thinLabels(lengths, pos, labels, perUnit, sty.Font, 10)
+		if ticks[10].Label != ">100" || ticks[11].Label != NoEOSLabel || ticks[0].Label != "0" {
+			t.Errorf("perUnit %v: kept labels missing: %+v", perUnit, ticks)
+		}
+		prev := -1
+		for i, tk := range ticks {
+			if tk.Label == "" || i == 11 { // the two kept neighbours may touch; the panel's gap separates them
+				continue
+			}
+			if prev >= 0 {
+				gap := vg.Length(pos[i]-pos[prev]) * perUnit
+				if need := (sty.Width(ticks[prev].Label) + sty.Width(tk.Label)) / 2; gap < need {
+					t.Errorf("perUnit %v: labels %q and %q overlap (%v < %v)", perUnit, ticks[prev].Label, tk.Label, gap, need)
+				}
+			}
+			prev = i
+		}
+	}
+	// Wide panels label every bin.
+	for i, tk := range thinLabels(lengths, pos, labels, 100, sty.Font, 10) {
+		if tk.Label != labels[i] {
+			t.Errorf("wide panel: tick %d labelled %q, want %q", i, tk.Label, labels[i])
+		}
+	}
+}

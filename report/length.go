@@ -370,12 +370,9 @@ func (h *lengthHist) panel(i int, leftCol, bottomRow bool, body draw.Canvas) *pl
 	// would overlap; the panel's data area is its tile less the y axis.
 	perUnit := (panelWidth - vg.Inch/2) / vg.Length(p.X.Max-p.X.Min)
 	if h.label != nil {
-		// Binned: few categories, each labelled.
-		ticks := make([]plot.Tick, len(pos))
-		for c, x := range pos {
-			ticks[c] = plot.Tick{Value: x, Label: labels[c]}
-		}
-		p.X.Tick.Marker = fixedTicks(ticks)
+		// Binned: the lengths are bin numbers and the last bin, "> over",
+		// is always labelled.
+		p.X.Tick.Marker = fixedTicks(thinLabels(h.lengths, pos, labels, perUnit, p.X.Tick.Label.Font, len(h.lengths)-1))
 	} else {
 		p.X.Tick.Marker = fixedTicks(thinLabels(h.lengths, pos, labels, perUnit, p.X.Tick.Label.Font))
 	}
@@ -404,16 +401,22 @@ func (h *lengthHist) categories() ([]float64, []string) {
 
 // thinLabels returns a tick per category. Lengths are labelled at multiples
 // of the smallest step in 1, 2, 5, 10, 20, 50, … that keeps labels apart on
-// the page (perUnit is the page width of one x unit); the unstopped
-// category, which comes last if present, is always labelled, and length
-// labels that would touch its wider label are dropped.
-func thinLabels(lengths []int, pos []float64, labels []string, perUnit vg.Length, fnt font.Font) []plot.Tick {
+// the page (perUnit is the page width of one x unit). The categories in keep
+// (the unstopped one, which comes last if present, and a binned figure's
+// "> over" bin) are always labelled, and length labels that would touch
+// theirs are dropped.
+func thinLabels(lengths []int, pos []float64, labels []string, perUnit vg.Length, fnt font.Font, keep ...int) []plot.Tick {
 	sty := textStyle(fnt.Size)
 	sty.Font = fnt
 	space := sty.Width("0")
+	if len(pos) > len(lengths) {
+		keep = append(keep, len(pos)-1)
+	}
 	var widest vg.Length
-	for _, l := range labels[:len(lengths)] {
-		widest = max(widest, sty.Width(l))
+	for i, l := range labels[:len(lengths)] {
+		if !slices.Contains(keep, i) {
+			widest = max(widest, sty.Width(l))
+		}
 	}
 	step := 1
 	for i := 0; vg.Length(step)*perUnit < widest+space; i++ {
@@ -425,18 +428,19 @@ func thinLabels(lengths []int, pos []float64, labels []string, perUnit vg.Length
 	ticks := make([]plot.Tick, len(pos))
 	for i, x := range pos {
 		ticks[i] = plot.Tick{Value: x}
-		if i >= len(lengths) || lengths[i]%step == 0 {
+		if i >= len(lengths) || lengths[i]%step == 0 || slices.Contains(keep, i) {
 			ticks[i].Label = labels[i]
 		}
 	}
-	if len(pos) > len(lengths) {
-		last := len(pos) - 1
-		for i := len(lengths) - 1; i >= 0; i-- {
-			need := (sty.Width(labels[last])+sty.Width(labels[i]))/2 + space
-			if vg.Length(pos[last]-pos[i])*perUnit >= need {
-				break
+	for _, k := range keep {
+		for i := range lengths {
+			if i == k || slices.Contains(keep, i) || ticks[i].Label == "" {
+				continue
 			}
-			ticks[i].Label = ""
+			need := (sty.Width(labels[k])+sty.Width(labels[i]))/2 + space
+			if vg.Length(math.Abs(pos[k]-pos[i]))*perUnit < need {
+				ticks[i].Label = ""
+			}
 		}
 	}
 	return ticks
