@@ -467,11 +467,8 @@ func TestShippedRecordsSummarise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The table's rows (the sentences under it quote substitution lists).
-	for _, line := range strings.Split(ns.Table, "\n") {
-		if strings.HasPrefix(line, "|") && !strings.Contains(string(doc), line) {
-			t.Fatalf("NMT table row differs from docs/results.md:\n%s\n%s", line, ns.Table)
-		}
+	if !strings.Contains(string(doc), ns.Table) {
+		t.Fatalf("NMT table differs from docs/results.md:\n%s", ns.Table)
 	}
 	// A newer schema is refused, naming the file.
 	p := filepath.Join(t.TempDir(), "new.jsonl")
