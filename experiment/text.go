@@ -455,6 +455,13 @@ func (r *TextAttackRecord) redact() {
 	r.Redacted = true
 }
 
+// RedactedSource describes a redacted record's adversarial source
+// without quoting the corpus: its sentence, and how many of its tokens
+// the substitutions AdvSubs change.
+func (r TextAttackRecord) RedactedSource() string {
+	return fmt.Sprintf("%s sentence %d with %d of its %d tokens substituted", r.Data.Split, r.Sample, len(r.AdvSubs), r.SrcLen)
+}
+
 // ApplySubs restores a redacted record's adversarial source ids from the
 // corpus's source ids of its sentence (model.EncodeText of the pair's
 // source), checking they are the ones the record was made from.

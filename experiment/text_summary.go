@@ -84,12 +84,18 @@ func example(r TextAttackRecord) *TextExample {
 		e.Redacted = true
 		e.Src = fmt.Sprintf("%s sentence %d", r.Data.Split, r.Sample)
 		e.AdvSubs = r.AdvSubs
-		e.Adv = fmt.Sprintf("%s with %d of its %d tokens substituted", e.Src, len(r.AdvSubs), r.SrcLen)
+		e.Adv = r.RedactedSource()
 	}
-	if r.SrcLen > 0 {
-		e.Ratio = float64(r.AdvLength) / float64(r.SrcLen)
-	}
+	e.Ratio = lengthRatio(r)
 	return e
+}
+
+// lengthRatio is r's output/input length ratio (0 for an empty source).
+func lengthRatio(r TextAttackRecord) float64 {
+	if r.SrcLen == 0 {
+		return 0
+	}
+	return float64(r.AdvLength) / float64(r.SrcLen)
 }
 
 // SummariseTextAttacks draws the output-length figure (binned by tens with
@@ -126,6 +132,7 @@ func SummariseTextAttacks(recs []TextAttackRecord, outDir, title string) (*TextS
 		FigureSVG: filepath.Join(outDir, "nmt-attack-lengths.svg"),
 		TableFile: filepath.Join(outDir, "nmt-attack-table.md"),
 	}
+	var longest, maxRatio *TextAttackRecord
 	for _, r := range recs {
 		k := key{r.Eps, label(r)}
 		groups[k] = append(groups[k], r)
@@ -140,13 +147,15 @@ func SummariseTextAttacks(recs []TextAttackRecord, outDir, title string) (*TextS
 		if !hasSentence(r) { // the embedding attack has no sentence
 			continue
 		}
-		e := example(r)
-		if sum.Longest == nil || e.AdvLength > sum.Longest.AdvLength || (e.AdvLength == sum.Longest.AdvLength && !e.Stopped && sum.Longest.Stopped) {
-			sum.Longest = e
+		if longest == nil || r.AdvLength > longest.AdvLength || (r.AdvLength == longest.AdvLength && !r.Stopped && longest.Stopped) {
+			longest = &r
 		}
-		if sum.MaxRatio == nil || e.Ratio > sum.MaxRatio.Ratio {
-			sum.MaxRatio = e
+		if maxRatio == nil || lengthRatio(r) > lengthRatio(*maxRatio) {
+			maxRatio = &r
 		}
+	}
+	if longest != nil {
+		sum.Longest, sum.MaxRatio = example(*longest), example(*maxRatio)
 	}
 	if len(pts) > 0 {
 		if err := report.BinnedLengthFigure(pts, 10, LongOutput, "number of sentences", title, sum.FigurePNG, sum.FigureSVG); err != nil {

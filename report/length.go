@@ -428,13 +428,13 @@ func thinLabels(lengths []int, pos []float64, labels []string, perUnit vg.Length
 	ticks := make([]plot.Tick, len(pos))
 	for i, x := range pos {
 		ticks[i] = plot.Tick{Value: x}
-		if i >= len(lengths) || lengths[i]%step == 0 || slices.Contains(keep, i) {
+		if slices.Contains(keep, i) || lengths[i]%step == 0 {
 			ticks[i].Label = labels[i]
 		}
 	}
 	for _, k := range keep {
 		for i := range lengths {
-			if i == k || slices.Contains(keep, i) || ticks[i].Label == "" {
+			if slices.Contains(keep, i) || ticks[i].Label == "" {
 				continue
 			}
 			need := (sty.Width(labels[k])+sty.Width(labels[i]))/2 + space

@@ -471,7 +471,7 @@ func textAttackLine(r experiment.TextAttackRecord) string {
 	src := r.AdvText
 	switch {
 	case r.Redacted && r.AdvSubs != nil:
-		src = fmt.Sprintf("(%d of %d tokens substituted; positions and ids in the record)", len(r.AdvSubs), r.SrcLen)
+		src = "(" + r.RedactedSource() + "; positions and ids in the record)"
 	case src == "":
 		src = "(embeddings: " + r.Witness + ")"
 	}
