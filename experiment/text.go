@@ -59,6 +59,9 @@ type TextAttackSettings struct {
 	MaxSteps int    `json:"max_steps"`
 	Budget   int    `json:"budget"` // samples, iterations or evaluations
 	Seed     uint64 `json:"seed"`
+	// Loss is the relaxed attacks' objective (attack.Loss); empty is the
+	// paper's margin J̃, so records from before the field keep their keys.
+	Loss string `json:"loss,omitempty"`
 	// Relaxed attacks and flip.
 	LR   float64 `json:"lr,omitempty"`
 	Tau  float64 `json:"tau,omitempty"`
@@ -85,6 +88,9 @@ func (s TextAttackSettings) normalize(method string) TextAttackSettings {
 	}
 	if method != MethodFlip {
 		s.Loop = false
+	}
+	if (method != MethodGumbel && method != MethodEmbedding) || s.Loss == string(attack.LossMargin) {
+		s.Loss = ""
 	}
 	return s
 }
@@ -204,6 +210,9 @@ func (c *TextAttackConfig) Validate() error {
 	if s.Horizon == s.MaxSteps {
 		s.Horizon = 0 // the same setting: one key
 	}
+	if _, err := attack.ParseLoss(s.Loss); s.Loss != "" && err != nil {
+		errs = append(errs, err)
+	}
 	switch c.Method {
 	case MethodGumbel, MethodEmbedding:
 		if err := c.relaxed().Validate(); err != nil {
@@ -225,7 +234,11 @@ func (c *TextAttackConfig) relaxed() attack.RelaxedOptions {
 	if c.Method == MethodEmbedding {
 		tau = 1 // unused
 	}
-	return attack.RelaxedOptions{Steps: s.Budget, LR: s.LR, Tau: tau, Eps: s.Clip, Loss: attack.LossMargin, MaxSteps: s.MaxSteps, Horizon: s.Horizon}
+	loss := attack.Loss(s.Loss)
+	if loss == "" {
+		loss = attack.LossMargin
+	}
+	return attack.RelaxedOptions{Steps: s.Budget, LR: s.LR, Tau: tau, Eps: s.Clip, Loss: loss, MaxSteps: s.MaxSteps, Horizon: s.Horizon}
 }
 
 func (c *TextAttackConfig) flip() attack.FlipOptions {

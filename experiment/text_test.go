@@ -261,3 +261,46 @@ func TestMergeTextPerEps(t *testing.T) {
 		t.Fatalf("two budgets at one δ merged: %v", err)
 	}
 }
+
+// TestTextLossSetting: --loss reaches the relaxed attacks and their keys;
+// the margin loss keeps the key records had before the setting existed,
+// and a method without a loss drops it.
+func TestTextLossSetting(t *testing.T) {
+	m := tinyTextModel(t)
+	data := toyTranslations(t, m, toyPairs, "dev")
+	cfg := func(method, loss string) TextAttackConfig {
+		c := TextAttackConfig{Model: m, Data: data, Samples: []int{0}, Eps: []float64{1}, Method: method, Batch: 1, Out: filepath.Join(t.TempDir(), "r.jsonl"),
+			Settings: TextAttackSettings{MaxLen: -1, Budget: 4, Seed: 1, Loss: loss, LR: 0.05, Tau: 1, Clip: 1, Beam: 2, Swaps: 4}}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("%s %q: %v", method, loss, err)
+		}
+		return c
+	}
+	key := func(c TextAttackConfig) string {
+		return TextAttackKey(TextAttackRecord{Model: "m", Data: data.Ref, Eps: 1, Method: c.Method, Settings: c.Settings})
+	}
+	for _, tc := range []struct {
+		method, loss string
+		want         string // the setting kept
+		sameAsMargin bool
+	}{
+		{MethodGumbel, "margin", "", true},
+		{MethodGumbel, "eos-logprob", "eos-logprob", false},
+		{MethodEmbedding, "eos-logprob", "eos-logprob", false},
+		{MethodFlip, "eos-logprob", "", true},
+		{MethodRandom, "eos-logprob", "", true},
+	} {
+		c, base := cfg(tc.method, tc.loss), cfg(tc.method, "")
+		if c.Settings.Loss != tc.want || (key(c) == key(base)) != tc.sameAsMargin {
+			t.Errorf("%s %q: setting %q, key equal to the margin's %v", tc.method, tc.loss, c.Settings.Loss, key(c) == key(base))
+		}
+		if r := c.relaxed(); (tc.method == MethodGumbel || tc.method == MethodEmbedding) && string(r.Loss) != tc.loss {
+			t.Errorf("%s %q: the attack runs with loss %q", tc.method, tc.loss, r.Loss)
+		}
+	}
+	bad := cfg(MethodRandom, "")
+	bad.Settings.Loss = "nope"
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("loss nope: %v", err)
+	}
+}

@@ -41,7 +41,7 @@ func (r *runFlags) register(c *cobra.Command, samples bool) {
 	f.IntVar(&r.maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
 	f.Uint64Var(&r.seed, "seed", 1, "seed for image selection and every per-sample random choice (PCG(seed, sample))")
 	f.Uint64Var(&r.dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
-	f.StringVar(&r.split, "split", "test", "train or test")
+	f.StringVar(&r.split, "split", "test", "train or test (a text model: dev or test)")
 	f.StringVar(&r.shard, "shard", "", "k/n: run only the k-th of n interleaved parts, into its own file (default: from JOB_COMPLETION_INDEX/JOB_COMPLETIONS or SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT when set)")
 }
 
@@ -202,7 +202,7 @@ func (f *attackFlags) register(c *cobra.Command, samples bool) {
 	fl.IntVar(&f.batch, "batch", 50, "images per batched PGD run, or samples per decode batch ÷ 20 for random search (speed only: results do not depend on it)")
 	fl.Float64Var(&f.pgd.LR, "lr", 0.0005, "PGD Adam learning rate")
 	fl.Float64Var(&f.pgd.Eps, "clip", 1, "ε of the proxy J̃ (a step stops pushing once eos trails by ε)")
-	fl.StringVar(&f.loss, "loss", string(attack.LossMargin), "PGD loss: margin (the paper's J̃) or eos-logprob (NICGSlowDown)")
+	fl.StringVar(&f.loss, "loss", string(attack.LossMargin), "PGD loss (images: pgd; text: gumbel and embedding): margin (the paper's J̃) or eos-logprob (NICGSlowDown)")
 	fl.IntVar(&f.pgd.Restarts, "restarts", 1, "PGD runs per image (the first from the image itself, the rest from random points)")
 	fl.BoolVar(&f.pgd.EarlyStop, "early-stop", true, "stop a PGD run once its output reaches the step cap")
 }
@@ -345,6 +345,14 @@ func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (exper
 	if !ok {
 		return experiment.TextAttackConfig{}, usagef("--method %q: a text model takes random, gumbel, embedding or flip", method)
 	}
+	for _, name := range []string{"restarts", "early-stop", "data-seed"} {
+		if fl := c.Flags().Lookup(name); fl != nil && fl.Changed {
+			return experiment.TextAttackConfig{}, usagef("--%s is for image models; a text attack does not take it", name)
+		}
+	}
+	if _, err := attack.ParseLoss(f.loss); err != nil {
+		return experiment.TextAttackConfig{}, usagef("--loss: %v", err)
+	}
 	k, err := f.k(c)
 	if err != nil {
 		return experiment.TextAttackConfig{}, err
@@ -360,7 +368,7 @@ func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (exper
 		steps = 1000
 	}
 	cfg := experiment.TextAttackConfig{Eps: f.eps, Method: method, Batch: min(f.batch, 25),
-		Settings: experiment.TextAttackSettings{MaxLen: k, MaxSteps: steps, Budget: budget, Seed: f.seed, LR: lr, Tau: f.tau,
+		Settings: experiment.TextAttackSettings{MaxLen: k, MaxSteps: steps, Budget: budget, Seed: f.seed, Loss: f.loss, LR: lr, Tau: f.tau,
 			Clip: f.pgd.Eps, Beam: f.beam, Swaps: f.swaps, Horizon: min(f.horizon, steps), Loop: f.loop},
 		Out: f.out, WitnessDir: f.witnessDir, Logf: a.logf}
 	return cfg, nil
@@ -377,15 +385,13 @@ func (f *attackFlags) textData(c *cobra.Command, m *experiment.Model) (experimen
 	if err != nil {
 		return experiment.TextData{}, nil, err
 	}
-	pairs := sp.Dev
-	if f.split == "test" && c.Flags().Changed("split") {
-		pairs = sp.Test
-	} else if c.Flags().Changed("split") && f.split != "dev" {
+	pairs, split := sp.Test, "test"
+	switch f.split {
+	case "test":
+	case "dev":
+		pairs, split = sp.Dev, "dev"
+	default:
 		return experiment.TextData{}, nil, usagef("--split %q: a text model's sentences come from dev or test", f.split)
-	}
-	split := "dev"
-	if f.split == "test" && c.Flags().Changed("split") {
-		split = "test"
 	}
 	data, err := experiment.Translations(pairs, sp.Format+":"+sp.SHA256[:12], split, cf.seed, m.D32)
 	if err != nil {

@@ -194,9 +194,13 @@ func TestTrainNMTAndEval(t *testing.T) {
 			AdvLength int    `json:"adv_length"`
 			Stopped   bool
 			SrcText   string `json:"src_text"`
+			Data      struct{ Split string }
 		}
 		if err := json.Unmarshal([]byte(line), &r); err != nil || r.SrcText == "" || r.AdvText == "" {
 			t.Fatalf("attack record %q: %v", line, err)
+		}
+		if r.Data.Split != "test" {
+			t.Fatalf("attack without --split drew from %q, want test (the flag's default)", r.Data.Split)
 		}
 		_, tout, _ := runCLI(t, "translate", "--model", out, "--max-steps", "30", "--json", r.AdvText)
 		var tr struct {
@@ -205,6 +209,18 @@ func TestTrainNMTAndEval(t *testing.T) {
 		}
 		if err := json.Unmarshal([]byte(tout), &tr); err != nil || tr.Length != r.AdvLength || tr.Stopped != r.Stopped {
 			t.Fatalf("%q: translate gives %+v, the attack recorded %d (stopped %v)", r.AdvText, tr, r.AdvLength, r.Stopped)
+		}
+	}
+	// --loss reaches the relaxed attacks and their keys; flip has no loss.
+	for method, want := range map[string]string{"gumbel": "eos-logprob", "flip": ""} {
+		code, stdout, stderr = runCLI(t, "attack", "--model", out, "--corpus", tsv, "--method", method, "--loss", "eos-logprob", "--eps", "1",
+			"--index", "0", "--split", "dev", "--budget", "3", "--max-steps", "30", "--out", filepath.Join(t.TempDir(), "loss.jsonl"), "--json", "-q")
+		var r struct {
+			Settings struct{ Loss string }
+			Data     struct{ Split string }
+		}
+		if err := json.Unmarshal([]byte(stdout), &r); code != 0 || err != nil || r.Settings.Loss != want || r.Data.Split != "dev" {
+			t.Fatalf("%s --loss eos-logprob --split dev: exit %d, record loss %q split %q (%v, %s)", method, code, r.Settings.Loss, r.Data.Split, err, stderr)
 		}
 	}
 	expDir := t.TempDir()
@@ -227,6 +243,10 @@ func TestTrainNMTAndEval(t *testing.T) {
 		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "pgd", "--eps", "0.5", "--sentences", "1", "--out", res}, 2, "gumbel"},
 		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "flip", "--eps", "1.5", "--sentences", "1", "--out", res}, 2, "δ"},
 		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "flip", "--eps", "0.5", "--images", "1", "--out", res}, 2, "--sentences"},
+		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "gumbel", "--eps", "0.5", "--sentences", "1", "--restarts", "4", "--out", res}, 2, "--restarts is for image models"},
+		{[]string{"experiment", "nmt-attack", "--model", out, "--corpus", tsv, "--sentences", "1", "--early-stop=false", "--out", t.TempDir()}, 2, "--early-stop is for image models"},
+		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "gumbel", "--eps", "0.5", "--sentences", "1", "--loss", "nope", "--out", res}, 2, "--loss"},
+		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "flip", "--eps", "0.5", "--sentences", "1", "--split", "train", "--out", res}, 2, "dev or test"},
 		{[]string{"translate", "x"}, 2, "--model"},
 		{[]string{"translate", "--model", smallModel(t), "x"}, 2, "does not read text"},
 		{[]string{"translate", "--model", out, "--batch", "0", "x"}, 2, "--batch"},
