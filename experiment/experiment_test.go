@@ -314,6 +314,23 @@ func TestFailuresAreData(t *testing.T) {
 			t.Fatalf("sample %d did not complete: %+v", s, recs[s])
 		}
 	}
+
+	// Retry removes the crashed unit (and, with all, the failed one); a
+	// rerun redoes exactly those.
+	for _, all := range []bool{false, true} {
+		if n, err := Retry(out, all); err != nil || n != 1 {
+			t.Fatalf("retry (all %v): %d removed, %v", all, n, err)
+		}
+	}
+	c.Data.Source = src
+	var redone []int
+	if err := RunAttack(context.Background(), c, func(r AttackRecord) error { redone = append(redone, r.Sample); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(redone)
+	if recs := readAttacks(t, out); len(recs) != 4 || !slices.Equal(redone, []int{5, 6}) || recs[5].Error != "" || recs[6].Error != "" {
+		t.Fatalf("after retry: redone %v, records %+v", redone, recs)
+	}
 }
 
 // poisonAfterLabels panics only when the input is asked for with the

@@ -202,7 +202,32 @@ func firstFrames(stack []byte) string {
 // crashed is the error recorded for a unit that killed the process
 // crashLimit times.
 func crashed(f *results.File, key string) error {
-	return fmt.Errorf("the process died %d times while running this sample (attempts in %s.attempts); recorded instead of retried", f.Attempts(key), f.Path())
+	return fmt.Errorf("%s%d times while running this sample (attempts in %s.attempts); recorded instead of retried", crashPrefix, f.Attempts(key), f.Path())
+}
+
+// crashPrefix begins the error of a unit recorded as crashed.
+const crashPrefix = "the process died "
+
+// Retry removes failed records from the results file at path (of any
+// kind: image attack, text attack, verification) so that the next run
+// with the same settings redoes those units, and returns how many it
+// removed. Without all it removes only units recorded as crashed — what a
+// unit that killed its process twice leaves, and also one whose machine
+// was killed twice while it ran; with all, every failed unit. It fails
+// while a run is writing the file.
+func Retry(path string, all bool) (int, error) {
+	kind, err := FileKind(path)
+	if err != nil || kind == "" {
+		return 0, err
+	}
+	key := map[string]func(json.RawMessage) (string, error){"attack": attackKey, "text-attack": textAttackKey, "verify": verifyKey}[kind]
+	dropped, err := results.Drop(path, key, func(raw json.RawMessage) bool {
+		var r struct {
+			Error string `json:"error"`
+		}
+		return json.Unmarshal(raw, &r) == nil && r.Error != "" && (all || strings.HasPrefix(r.Error, crashPrefix))
+	})
+	return len(dropped), err
 }
 
 // saveWitness writes the exact input (safetensors, float64, named by the

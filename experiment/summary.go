@@ -175,25 +175,28 @@ func SummariseAttacks(recs []AttackRecord, outDir, title string) (*AttackSummary
 		rows = append(rows, cells)
 	}
 	header := []string{"δ", "method", "images", "mean length ratio", "success (> original)", "longest", "ties", "evaluations", "seconds"}
-	if failed := sumFailed(sum.Rows); failed > 0 {
-		header = append(header, "failed")
-		for i := range rows {
-			rows[i] = append(rows[i], fmt.Sprint(sum.Rows[i].Failed))
-		}
+	failed := make([]int, len(sum.Rows))
+	for i, r := range sum.Rows {
+		failed[i] = r.Failed
 	}
-	sum.Table = report.Markdown(header, rows)
+	sum.Table = report.Markdown(withFailed(header, rows, failed))
 	if err := fileio.WriteFileAtomic(sum.TableFile, []byte(sum.Table)); err != nil {
 		return nil, err
 	}
 	return sum, nil
 }
 
-func sumFailed(rows []SummaryRow) int {
-	n := 0
-	for _, r := range rows {
-		n += r.Failed
+// withFailed adds a "failed" column (units recorded with an error, per
+// row) to a table when any unit failed, so that a failure is never read
+// as a lower success rate.
+func withFailed(header []string, rows [][]string, failed []int) ([]string, [][]string) {
+	if !slices.ContainsFunc(failed, func(n int) bool { return n > 0 }) {
+		return header, rows
 	}
-	return n
+	for i := range rows {
+		rows[i] = append(rows[i], fmt.Sprint(failed[i]))
+	}
+	return append(header, "failed"), rows
 }
 
 // VerifySummary is the verdict figure and table of a verification

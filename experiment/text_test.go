@@ -304,3 +304,23 @@ func TestTextLossSetting(t *testing.T) {
 		t.Errorf("loss nope: %v", err)
 	}
 }
+
+// TestTextSummaryFailed: a failed sentence shows in its own column, not
+// only as a lower success rate.
+func TestTextSummaryFailed(t *testing.T) {
+	ok := TextAttackRecord{Sample: 1, Eps: 1, Method: MethodFlip, OrigLength: 5, AdvLength: 9, Stopped: true, Success: true, MinRelMargin: 0.1, Evals: 3}
+	bad := TextAttackRecord{Sample: 2, Eps: 1, Method: MethodFlip, Error: "the process died 2 times"}
+	for _, tc := range []struct {
+		recs []TextAttackRecord
+		want bool
+	}{{[]TextAttackRecord{ok}, false}, {[]TextAttackRecord{ok, bad}, true}} {
+		sum, err := SummariseTextAttacks(tc.recs, t.TempDir(), "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		header := strings.SplitN(sum.Table, "\n", 2)[0]
+		if strings.Contains(header, "failed") != tc.want || tc.want && !strings.Contains(sum.Table, "|      1 |") {
+			t.Errorf("%d records, failed column %v:\n%s", len(tc.recs), tc.want, sum.Table)
+		}
+	}
+}

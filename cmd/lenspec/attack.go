@@ -199,7 +199,7 @@ func (f *attackFlags) register(c *cobra.Command, samples bool) {
 	}
 	fl.IntVar(&f.maxLen, "max-len", -1, "K̂: success means an output longer than this (default: the original output's length)")
 	fl.Lookup("max-len").DefValue = "0" // −1 is a sentinel the usage explains; "0" hides it from the help
-	fl.IntVar(&f.batch, "batch", 50, "images per batched PGD run, or samples per decode batch ÷ 20 for random search (speed only: results do not depend on it)")
+	fl.IntVar(&f.batch, "batch", 50, "images per batched PGD run, or samples per decode batch ÷ 20 for random search; text: sentences run side by side (at most 25), random search decoding 8 draws per sentence at a time (speed only: results do not depend on it)")
 	fl.Float64Var(&f.pgd.LR, "lr", 0.0005, "PGD Adam learning rate")
 	fl.Float64Var(&f.pgd.Eps, "clip", 1, "ε of the proxy J̃ (a step stops pushing once eos trails by ε)")
 	fl.StringVar(&f.loss, "loss", string(attack.LossMargin), "PGD loss (images: pgd; text: gumbel and embedding): margin (the paper's J̃) or eos-logprob (NICGSlowDown)")

@@ -124,6 +124,9 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{"multi30k not imported", []string{"train", "nmt", "--corpus", "multi30k", "--multi30k-dir", filepath.Join(tmp, "none"), "--out", t.TempDir()}, 1, "lenspec data multi30k --from DIR imports it"},
 		{"out is /dev/null", []string{"attack", "--model", dir, "--eps", "0.1", "--index", "0", "--budget", "2", "--out", "/dev/null"}, 1, "not a regular file"},
 		{"out is /dev/full", ver("--out", "/dev/full"), 1, "not a regular file"},
+		{"retry without files", []string{"results", "retry"}, 2, "give the results files"},
+		{"retry a missing file", []string{"results", "retry", filepath.Join(tmp, "missing.jsonl")}, 1, "missing.jsonl"},
+		{"retry /dev/null", []string{"results", "retry", "/dev/null"}, 1, "not a regular file"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -101,7 +101,44 @@ record in the files given, including files written by older lenspec versions.`,
 	}
 	summary.Flags().StringVar(&dir, "out", "", "directory for the figure and table")
 	summary.Flags().StringVar(&title, "title", "lenspec results", "figure title")
-	return group("results", "Merge and summarise results files", merge, summary)
+	var allFailed bool
+	retry := &cobra.Command{
+		Use:   "retry [--all-failed] FILE.jsonl...",
+		Short: "Remove crashed (or, with --all-failed, all failed) units from results files so the next run redoes them",
+		Long: `A unit that killed its process twice is recorded as crashed instead of being retried
+forever; so is one whose machine was killed twice while it ran (a preempted node, a
+session's end). retry removes those records and their attempts, so that rerunning
+the same command redoes them; --all-failed removes every failed record (a solver
+error, say). It refuses a file a run is writing.`,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("give the results files")
+			}
+			type report struct {
+				File    string `json:"file"`
+				Removed int    `json:"removed"`
+			}
+			var reps []report
+			for _, p := range args {
+				n, err := experiment.Retry(p, allFailed)
+				if err != nil {
+					return err
+				}
+				reps = append(reps, report{p, n})
+			}
+			return a.emit(reps, func(w io.Writer) {
+				for _, r := range reps {
+					if r.Removed == 0 {
+						fmt.Fprintf(w, "%s: nothing to retry\n", r.File)
+						continue
+					}
+					fmt.Fprintf(w, "%s: %d records removed; rerun its command to redo them\n", r.File, r.Removed)
+				}
+			})
+		},
+	}
+	retry.Flags().BoolVar(&allFailed, "all-failed", false, "remove every failed record, not only crashed ones")
+	return group("results", "Merge, summarise and retry results files", merge, summary, retry)
 }
 
 func readAll[R any](paths []string, read func(string) ([]R, error)) ([]R, error) {
