@@ -475,9 +475,19 @@ func TestShippedRecordsSummarise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range nmt {
-		if !r.Redacted || r.SrcText != "" || r.RefText != "" || r.SrcIDs != nil || r.AdvText != "" {
-			t.Fatalf("a Multi30k record quotes the corpus: sample %d, %s δ = %g", r.Sample, r.Method, r.Eps)
+	m30k, err := filepath.Glob("../docs/runs/nmt-m30k-*.jsonl")
+	if err != nil || len(m30k) < 2 {
+		t.Fatalf("Multi30k record files: %v (%v)", m30k, err)
+	}
+	for _, f := range m30k {
+		recs, err := ReadTextAttackRecords(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if !r.Redacted || r.SrcText != "" || r.RefText != "" || r.SrcIDs != nil || r.AdvText != "" {
+				t.Fatalf("%s: a Multi30k record quotes the corpus: sample %d, %s δ = %g", f, r.Sample, r.Method, r.Eps)
+			}
 		}
 	}
 	ns, err := SummariseTextAttacks(nmt, t.TempDir(), "t")
