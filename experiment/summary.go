@@ -175,26 +175,26 @@ func SummariseAttacks(recs []AttackRecord, outDir, title string) (*AttackSummary
 		rows = append(rows, cells)
 	}
 	header := []string{"δ", "method", "images", "mean length ratio", "success (> original)", "longest", "ties", "evaluations", "seconds"}
-	failed := make([]int, len(sum.Rows))
-	for i, r := range sum.Rows {
-		failed[i] = r.Failed
-	}
-	sum.Table = report.Markdown(withFailed(header, rows, failed))
+	sum.Table = report.Markdown(withFailed(header, rows, func(i int) int { return sum.Rows[i].Failed }))
 	if err := fileio.WriteFileAtomic(sum.TableFile, []byte(sum.Table)); err != nil {
 		return nil, err
 	}
 	return sum, nil
 }
 
-// withFailed adds a "failed" column (units recorded with an error, per
-// row) to a table when any unit failed, so that a failure is never read
-// as a lower success rate.
-func withFailed(header []string, rows [][]string, failed []int) ([]string, [][]string) {
-	if !slices.ContainsFunc(failed, func(n int) bool { return n > 0 }) {
+// withFailed adds a "failed" column (failed(i): row i's units recorded
+// with an error) to a table when any unit failed, so that a failure is
+// never read as a lower success rate.
+func withFailed(header []string, rows [][]string, failed func(i int) int) ([]string, [][]string) {
+	some := false
+	for i := range rows {
+		some = some || failed(i) > 0
+	}
+	if !some {
 		return header, rows
 	}
 	for i := range rows {
-		rows[i] = append(rows[i], fmt.Sprint(failed[i]))
+		rows[i] = append(rows[i], fmt.Sprint(failed(i)))
 	}
 	return append(header, "failed"), rows
 }

@@ -245,12 +245,8 @@ func SummariseTextAttacks(recs []TextAttackRecord, outDir, title string) (*TextS
 	}
 	header := []string{"δ", "method", "sentences", "evaluations / sentence", "mean length ratio", "success (> original)",
 		fmt.Sprintf("outputs > %d", LongOutput), fmt.Sprintf("sampled outputs > %d", LongOutput), "longest", "ties", "seconds"}
-	failed := make([]int, len(sum.Rows))
-	for i, r := range sum.Rows {
-		failed[i] = r.Failed
-	}
 	var b strings.Builder
-	b.WriteString(report.Markdown(withFailed(header, rows, failed)))
+	b.WriteString(report.Markdown(withFailed(header, rows, func(i int) int { return sum.Rows[i].Failed })))
 	for _, r := range sum.Rows {
 		if r.PickSample+r.PickArgmax > 0 {
 			fmt.Fprintf(&b, "\nGumbel PGD at δ = %g: the final sentence drawn from softmax(π) won %d times, the argmax %d times.", r.Eps, r.PickSample, r.PickArgmax)

@@ -346,7 +346,7 @@ func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (exper
 		return experiment.TextAttackConfig{}, usagef("--method %q: a text model takes random, gumbel, embedding or flip", method)
 	}
 	for _, name := range []string{"restarts", "early-stop", "data-seed"} {
-		if fl := c.Flags().Lookup(name); fl != nil && fl.Changed {
+		if c.Flags().Changed(name) {
 			return experiment.TextAttackConfig{}, usagef("--%s is for image models; a text attack does not take it", name)
 		}
 	}
