@@ -61,7 +61,7 @@ func (c *AttackConfig) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	*s = s.normalize(c.Method)
+	*s = s.Normalize(c.Method)
 	c.Shard, c.WitnessDir = outputs(c.Shard, c.Out, c.WitnessDir)
 	return errors.Join(errs...)
 }

@@ -42,8 +42,10 @@ type AttackSettings struct {
 	EarlyStop bool    `json:"early_stop,omitempty"`
 }
 
-// normalize zeroes the settings method does not use.
-func (s AttackSettings) normalize(method string) AttackSettings {
+// Normalize returns the settings method reads, the rest zero: the form
+// records are keyed by, so a setting a method ignores cannot split its
+// results.
+func (s AttackSettings) Normalize(method string) AttackSettings {
 	if method != MethodPGD {
 		s.Loss, s.LR, s.Clip, s.Restarts, s.EarlyStop = "", 0, 0, 0, false
 	}

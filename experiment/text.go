@@ -75,7 +75,10 @@ type TextAttackSettings struct {
 	Loop bool `json:"loop,omitempty"`
 }
 
-func (s TextAttackSettings) normalize(method string) TextAttackSettings {
+// Normalize returns the settings method reads, the rest zero: the form
+// records are keyed by, so a setting a method ignores cannot split its
+// results.
+func (s TextAttackSettings) Normalize(method string) TextAttackSettings {
 	switch method {
 	case MethodRandom:
 		s.LR, s.Tau, s.Clip, s.Beam, s.Swaps, s.Horizon = 0, 0, 0, 0, 0, 0
@@ -223,7 +226,7 @@ func (c *TextAttackConfig) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	*s = s.normalize(c.Method)
+	*s = s.Normalize(c.Method)
 	c.Shard, c.WitnessDir = outputs(c.Shard, c.Out, c.WitnessDir)
 	return errors.Join(errs...)
 }

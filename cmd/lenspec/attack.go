@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/experiment"
@@ -240,7 +241,7 @@ witnesses are saved as safetensors (exact values) and PNG, named by their record
 
 Text models: S(x, δ) is the sequences of x's length with at most ⌈δ·n⌉ of its n
 source tokens substituted, special tokens excluded; --eps is δ in (0, 1]. Sentences come
-from the model's corpus (--split dev by default, --sentences N at random or --index I).
+from the model's corpus (--split test by default, --sentences N at random or --index I).
 Methods: random (the paper's random search, --budget draws per sentence), gumbel (PGD
 through a Gumbel-softmax relaxation, --budget iterations, --lr 0.005 as the paper),
 embedding (PGD on the embeddings at the chosen positions: an upper bound, no sentence),
@@ -257,6 +258,14 @@ source replays from its text with lenspec translate. The step cap defaults to 1,
 			}
 			if f.method != experiment.MethodRandom && f.method != experiment.MethodPGD {
 				return usagef("--method %q: want random or pgd", f.method)
+			}
+			for _, name := range textOnlyFlags {
+				if c.Flags().Changed(name) {
+					return usagef("--%s is for text models; %s takes images", name, f.modelDir)
+				}
+			}
+			if err := unreadFlags(c, []string{f.method}, []string{experiment.MethodRandom, experiment.MethodPGD}, imageProbe, experiment.AttackSettings.Normalize, imageSettingFlags); err != nil {
+				return err
 			}
 			shard, m, err := f.loadModel(c, a)
 			if err != nil {
@@ -374,6 +383,64 @@ func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (exper
 	return cfg, nil
 }
 
+// settingFlag is a flag that sets one field of a method's settings; read
+// says whether settings normalised for a method keep that field.
+type settingFlag[S any] struct {
+	name string
+	read func(S) bool
+}
+
+// textSettingFlags are the text attack flags some methods ignore.
+var textSettingFlags = []settingFlag[experiment.TextAttackSettings]{
+	{"lr", func(s experiment.TextAttackSettings) bool { return s.LR != 0 }},
+	{"tau", func(s experiment.TextAttackSettings) bool { return s.Tau != 0 }},
+	{"clip", func(s experiment.TextAttackSettings) bool { return s.Clip != 0 }},
+	{"horizon", func(s experiment.TextAttackSettings) bool { return s.Horizon != 0 }},
+	{"beam", func(s experiment.TextAttackSettings) bool { return s.Beam != 0 }},
+	{"swaps", func(s experiment.TextAttackSettings) bool { return s.Swaps != 0 }},
+	{"loop", func(s experiment.TextAttackSettings) bool { return s.Loop }},
+	{"loss", func(s experiment.TextAttackSettings) bool { return s.Loss != "" }},
+}
+
+// textProbe has every field textSettingFlags name set, so Normalize shows
+// which a method keeps.
+var textProbe = experiment.TextAttackSettings{LR: 1, Tau: 1, Clip: 1, Horizon: 1, Beam: 1, Swaps: 1, Loop: true,
+	Loss: string(attack.LossEOSLogProb)}
+
+// imageSettingFlags are the image attack flags random search ignores.
+var imageSettingFlags = []settingFlag[experiment.AttackSettings]{
+	{"lr", func(s experiment.AttackSettings) bool { return s.LR != 0 }},
+	{"clip", func(s experiment.AttackSettings) bool { return s.Clip != 0 }},
+	{"loss", func(s experiment.AttackSettings) bool { return s.Loss != "" }},
+	{"restarts", func(s experiment.AttackSettings) bool { return s.Restarts != 0 }},
+	{"early-stop", func(s experiment.AttackSettings) bool { return s.EarlyStop }},
+}
+
+var imageProbe = experiment.AttackSettings{LR: 1, Clip: 1, Loss: string(attack.LossMargin), Restarts: 1, EarlyStop: true}
+
+// textOnlyFlags are the attack flags an image model has no use for.
+var textOnlyFlags = []string{"sentences", "tau", "beam", "swaps", "loop", "horizon", "corpus", "ding", "multi30k-dir", "split-seed"}
+
+// unreadFlags refuses a flag given on the command line that none of
+// methods reads, so a run cannot look as if it used a setting it ignored.
+// all is every method, to name those that do read it.
+func unreadFlags[S any](c *cobra.Command, methods, all []string, probe S, normalize func(S, string) S, flags []settingFlag[S]) error {
+	readBy := func(f settingFlag[S], ms []string) (r []string) {
+		for _, m := range ms {
+			if f.read(normalize(probe, m)) {
+				r = append(r, m)
+			}
+		}
+		return r
+	}
+	for _, f := range flags {
+		if c.Flags().Changed(f.name) && len(readBy(f, methods)) == 0 {
+			return usagef("--%s is read by %s only, not by %s", f.name, strings.Join(readBy(f, all), " and "), strings.Join(methods, " or "))
+		}
+	}
+	return nil
+}
+
 // textData loads the split of the model's corpus its records name, and
 // picks the sentences.
 func (f *attackFlags) textData(c *cobra.Command, m *experiment.Model) (experiment.TextData, []int, error) {
@@ -447,6 +514,9 @@ func (f *attackFlags) textModel(c *cobra.Command, a *app) (experiment.Shard, *ex
 func runTextAttack(c *cobra.Command, a *app, f *attackFlags) error {
 	cfg, err := f.textConfig(c, a, f.method)
 	if err != nil {
+		return err
+	}
+	if err := unreadFlags(c, []string{f.method}, experiment.TextMethods, textProbe, experiment.TextAttackSettings.Normalize, textSettingFlags); err != nil {
 		return err
 	}
 	var m *experiment.Model

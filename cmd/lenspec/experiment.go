@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/experiment"
@@ -185,6 +187,14 @@ produced; rerunning resumes.`,
 					cfg.Settings.Budget = *b
 				}
 				cfgs = append(cfgs, cfg)
+			}
+			if err := unreadFlags(c, methods, experiment.TextMethods, textProbe, experiment.TextAttackSettings.Normalize, textSettingFlags); err != nil {
+				return err
+			}
+			for _, m := range experiment.TextMethods {
+				if c.Flags().Changed(m+"-budget") && !slices.Contains(methods, m) {
+					return usagef("--%s-budget: --methods %s does not run %s", m, strings.Join(methods, ","), m)
+				}
 			}
 			shard, m, err := f.textModel(c, a)
 			if err != nil {

@@ -108,6 +108,8 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{"max-len as float", atk("--max-len", "1e6"), 2, "invalid argument"},
 		{"negative images", []string{"attack", "--model", dir, "--eps", "0.1", "--images", "-5", "--index", "3", "--out", out}, 2, "--images -5"},
 		{"infinite lr", atk("--lr", "inf"), 2, "learning rate"},
+		{"lr for random search", atk("--method", "random", "--lr", "0.1"), 2, "--lr is read by pgd only, not by random"},
+		{"text flag on images", atk("--tau", "2"), 2, "--tau is for text models"},
 		{"nan eps", atk("--eps", "nan"), 2, "--eps NaN"},
 		{"nan relax gap", ver("--relax-gap", "nan"), 2, "relaxation gap"},
 		{"verify max-len", ver("--max-len", "1000000"), 2, "K̂"},

@@ -211,8 +211,9 @@ func TestTrainNMTAndEval(t *testing.T) {
 			t.Fatalf("%q: translate gives %+v, the attack recorded %d (stopped %v)", r.AdvText, tr, r.AdvLength, r.Stopped)
 		}
 	}
-	// --loss reaches the relaxed attacks and their keys; flip has no loss.
-	for method, want := range map[string]string{"gumbel": "eos-logprob", "flip": ""} {
+	// --loss reaches the relaxed attacks and their keys (flip, which has no
+	// loss, refuses it: see the table below).
+	for method, want := range map[string]string{"gumbel": "eos-logprob"} {
 		code, stdout, stderr = runCLI(t, "attack", "--model", out, "--corpus", tsv, "--method", method, "--loss", "eos-logprob", "--eps", "1",
 			"--index", "0", "--split", "dev", "--budget", "3", "--max-steps", "30", "--out", filepath.Join(t.TempDir(), "loss.jsonl"), "--json", "-q")
 		var r struct {
@@ -246,6 +247,11 @@ func TestTrainNMTAndEval(t *testing.T) {
 		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "gumbel", "--eps", "0.5", "--sentences", "1", "--restarts", "4", "--out", res}, 2, "--restarts is for image models"},
 		{[]string{"experiment", "nmt-attack", "--model", out, "--corpus", tsv, "--sentences", "1", "--early-stop=false", "--out", t.TempDir()}, 2, "--early-stop is for image models"},
 		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "gumbel", "--eps", "0.5", "--sentences", "1", "--loss", "nope", "--out", res}, 2, "--loss"},
+		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "flip", "--eps", "0.5", "--sentences", "1", "--tau", "2", "--out", res}, 2, "--tau is read by gumbel only, not by flip"},
+		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "random", "--eps", "0.5", "--sentences", "1", "--loss", "eos-logprob", "--out", res}, 2, "--loss is read by gumbel and embedding only"},
+		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "gumbel", "--eps", "0.5", "--sentences", "1", "--loop=false", "--out", res}, 2, "--loop is read by flip only"},
+		{[]string{"experiment", "nmt-attack", "--model", out, "--corpus", tsv, "--sentences", "1", "--methods", "random,embedding", "--beam", "3", "--out", t.TempDir()}, 2, "not by random or embedding"},
+		{[]string{"experiment", "nmt-attack", "--model", out, "--corpus", tsv, "--sentences", "1", "--methods", "random", "--flip-budget", "3", "--out", t.TempDir()}, 2, "--flip-budget"},
 		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "flip", "--eps", "0.5", "--sentences", "1", "--split", "train", "--out", res}, 2, "dev or test"},
 		{[]string{"translate", "x"}, 2, "--model"},
 		{[]string{"translate", "--model", smallModel(t), "x"}, 2, "does not read text"},
