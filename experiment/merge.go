@@ -80,28 +80,28 @@ func identity(digest string, d DataRef, settings any) string {
 // verification ("verify") results files apart by their first record; ""
 // for a file with no records.
 func FileKind(path string) (string, error) {
-	raws, err := results.Read[map[string]json.RawMessage](path)
-	if err != nil {
+	first, ok, err := results.First[map[string]json.RawMessage](path)
+	if err != nil || !ok {
 		return "", err
 	}
-	if len(raws) == 0 {
-		return "", nil
-	}
-	if _, ok := raws[0]["verdict"]; ok {
+	if _, ok := first["verdict"]; ok {
 		return "verify", nil
 	}
 	// A text record has its source's ids, or, redacted (a corpus whose
 	// text may not be copied), its length: an image record has neither.
 	for _, k := range []string{"src_ids", "src_len", "redacted"} {
-		if _, ok := raws[0][k]; ok {
+		if _, ok := first[k]; ok {
 			return "text-attack", nil
 		}
 	}
-	if _, ok := raws[0]["method"]; ok {
+	if _, ok := first["method"]; ok {
 		return "attack", nil
 	}
 	return "", fmt.Errorf("%s: record 1 is neither an attack nor a verification record", path)
 }
+
+// kindKeys are the record keys of each kind FileKind names.
+var kindKeys = map[string]func(json.RawMessage) (string, error){"attack": attackKey, "text-attack": textAttackKey, "verify": verifyKey}
 
 func merge[R any](out string, paths []string, kind string, dec func(json.RawMessage) (R, error), key func(R) string, ident func(R) (group, id string)) (*MergeReport, error) {
 	var recs []R

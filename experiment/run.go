@@ -220,8 +220,7 @@ func Retry(path string, all bool) (int, error) {
 	if err != nil || kind == "" {
 		return 0, err
 	}
-	key := map[string]func(json.RawMessage) (string, error){"attack": attackKey, "text-attack": textAttackKey, "verify": verifyKey}[kind]
-	dropped, err := results.Drop(path, key, func(raw json.RawMessage) bool {
+	dropped, err := results.Drop(path, kindKeys[kind], func(raw json.RawMessage) bool {
 		var r struct {
 			Error string `json:"error"`
 		}

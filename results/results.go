@@ -491,6 +491,35 @@ func Read[T any](path string) ([]T, error) {
 	return out, nil
 }
 
+// First decodes the first record of the results file at path into a T,
+// reading no further, so a caller that only needs to know what a file
+// holds does not decode all of it; ok is false for a file with no
+// records. Blank lines, errors and the incomplete last line are as in Read.
+func First[T any](path string) (v T, ok bool, err error) {
+	f, err := fileio.Open(path)
+	if err != nil {
+		return v, false, fmt.Errorf("read results: %w", err)
+	}
+	defer f.Close()
+	_, err = scanLines(f, func(lineNo int, line []byte) error {
+		if isBlank(line) {
+			return nil
+		}
+		if err := json.Unmarshal(line, &v); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, lineNo, err)
+		}
+		ok = true
+		return errStop
+	})
+	if err != nil && err != errStop {
+		return v, false, fmt.Errorf("read results %w", err)
+	}
+	return v, ok, nil
+}
+
+// errStop ends a scanLines early without an error.
+var errStop = errors.New("stop")
+
 // KeyFields returns a key function for Open that joins the named top-level
 // fields of a JSON object as name=value, separated by spaces, for example
 // `image=3 eps=0.1 method="pgd"`.

@@ -971,3 +971,34 @@ func TestEndAttempt(t *testing.T) {
 		t.Fatalf("after reopen Attempts = %d, want 1", got)
 	}
 }
+
+// TestFirst: the first record, past blank lines, and nothing after it read
+// (a malformed later line is not First's concern); none in an empty file
+// or one whose only line is incomplete; a malformed first record named by
+// file and line.
+func TestFirst(t *testing.T) {
+	for _, c := range []struct {
+		name, content string
+		want          rec
+		ok            bool
+		errAt         string
+	}{
+		{"empty", "", rec{}, false, ""},
+		{"blank lines then a record", "\n  \n{\"image\":3}\n", rec{Image: 3}, true, ""},
+		{"later line malformed", "{\"image\":1}\n{\"image\":\"x\"}\n", rec{Image: 1}, true, ""},
+		{"incomplete only line", "{\"image\":1}", rec{}, false, ""},
+		{"first record malformed", "\n{\"image\":\"x\"}\n", rec{}, false, ":2:"},
+	} {
+		path := writeFile(t, c.content)
+		got, ok, err := First[rec](path)
+		if c.errAt != "" {
+			if err == nil || !strings.Contains(err.Error(), path+c.errAt) {
+				t.Errorf("%s: error %v does not name %s%s", c.name, err, path, c.errAt)
+			}
+			continue
+		}
+		if err != nil || ok != c.ok || got != c.want {
+			t.Errorf("%s: %+v, %v, %v; want %+v, %v", c.name, got, ok, err, c.want, c.ok)
+		}
+	}
+}

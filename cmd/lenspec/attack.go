@@ -259,10 +259,8 @@ source replays from its text with lenspec translate. The step cap defaults to 1,
 			if f.method != experiment.MethodRandom && f.method != experiment.MethodPGD {
 				return usagef("--method %q: want random or pgd", f.method)
 			}
-			for _, name := range textOnlyFlags {
-				if c.Flags().Changed(name) {
-					return usagef("--%s is for text models; %s takes images", name, f.modelDir)
-				}
+			if name, ok := givenFlag(c, textOnlyFlags); ok {
+				return usagef("--%s is for text models; %s takes images", name, f.modelDir)
 			}
 			if err := unreadFlags(c, []string{f.method}, []string{experiment.MethodRandom, experiment.MethodPGD}, imageProbe, experiment.AttackSettings.Normalize, imageSettingFlags); err != nil {
 				return err
@@ -354,10 +352,8 @@ func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (exper
 	if !ok {
 		return experiment.TextAttackConfig{}, usagef("--method %q: a text model takes random, gumbel, embedding or flip", method)
 	}
-	for _, name := range []string{"restarts", "early-stop", "data-seed"} {
-		if c.Flags().Changed(name) {
-			return experiment.TextAttackConfig{}, usagef("--%s is for image models; a text attack does not take it", name)
-		}
+	if name, ok := givenFlag(c, imageOnlyFlags); ok {
+		return experiment.TextAttackConfig{}, usagef("--%s is for image models; a text attack does not take it", name)
 	}
 	if _, err := attack.ParseLoss(f.loss); err != nil {
 		return experiment.TextAttackConfig{}, usagef("--loss: %v", err)
@@ -418,8 +414,22 @@ var imageSettingFlags = []settingFlag[experiment.AttackSettings]{
 
 var imageProbe = experiment.AttackSettings{LR: 1, Clip: 1, Loss: string(attack.LossMargin), Restarts: 1, EarlyStop: true}
 
-// textOnlyFlags are the attack flags an image model has no use for.
-var textOnlyFlags = []string{"sentences", "tau", "beam", "swaps", "loop", "horizon", "corpus", "ding", "multi30k-dir", "split-seed"}
+// textOnlyFlags are the attack flags an image model has no use for, and
+// imageOnlyFlags those a text model has none for.
+var (
+	textOnlyFlags  = []string{"sentences", "tau", "beam", "swaps", "loop", "horizon", "corpus", "ding", "multi30k-dir", "split-seed"}
+	imageOnlyFlags = []string{"restarts", "early-stop", "data-seed"}
+)
+
+// givenFlag is the first of names given on the command line.
+func givenFlag(c *cobra.Command, names []string) (string, bool) {
+	for _, name := range names {
+		if c.Flags().Changed(name) {
+			return name, true
+		}
+	}
+	return "", false
+}
 
 // unreadFlags refuses a flag given on the command line that none of
 // methods reads, so a run cannot look as if it used a setting it ignored.
