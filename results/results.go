@@ -468,6 +468,24 @@ func (f *File) Close() error {
 // with an error wrapping fileio.ErrNotRegular, without blocking. Read takes no
 // lock, so it may run while a writer appends.
 func Read[T any](path string) ([]T, error) {
+	return readN[T](path, -1)
+}
+
+// First decodes the first record of the results file at path into a T,
+// reading no further, so a caller that only needs to know what a file
+// holds does not decode all of it; ok is false for a file with no
+// records. Blank lines, errors and the incomplete last line are as in Read.
+func First[T any](path string) (v T, ok bool, err error) {
+	recs, err := readN[T](path, 1)
+	if err != nil || len(recs) == 0 {
+		return v, false, err
+	}
+	return recs[0], true, nil
+}
+
+// readN decodes the first n records of the file at path (all of them for
+// n < 0), stopping the scan once it has them.
+func readN[T any](path string, n int) ([]T, error) {
 	f, err := fileio.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read results: %w", err)
@@ -483,38 +501,15 @@ func Read[T any](path string) ([]T, error) {
 			return fmt.Errorf("%s:%d: %w", path, lineNo, err)
 		}
 		out = append(out, v)
+		if len(out) == n {
+			return errStop
+		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errStop) {
 		return nil, fmt.Errorf("read results %w", err)
 	}
 	return out, nil
-}
-
-// First decodes the first record of the results file at path into a T,
-// reading no further, so a caller that only needs to know what a file
-// holds does not decode all of it; ok is false for a file with no
-// records. Blank lines, errors and the incomplete last line are as in Read.
-func First[T any](path string) (v T, ok bool, err error) {
-	f, err := fileio.Open(path)
-	if err != nil {
-		return v, false, fmt.Errorf("read results: %w", err)
-	}
-	defer f.Close()
-	_, err = scanLines(f, func(lineNo int, line []byte) error {
-		if isBlank(line) {
-			return nil
-		}
-		if err := json.Unmarshal(line, &v); err != nil {
-			return fmt.Errorf("%s:%d: %w", path, lineNo, err)
-		}
-		ok = true
-		return errStop
-	})
-	if err != nil && err != errStop {
-		return v, false, fmt.Errorf("read results %w", err)
-	}
-	return v, ok, nil
 }
 
 // errStop ends a scanLines early without an error.
