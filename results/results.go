@@ -145,12 +145,12 @@ func Open(path string, key func(raw json.RawMessage) (string, error)) (*File, er
 	})
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("open results %w", err)
+		return nil, fmt.Errorf("open results: %w", err)
 	}
 	rf.size, rf.Truncated = size, trunc
 	if err := rf.loadAttempts(); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("open results %w", err)
+		return nil, fmt.Errorf("open results: %w", err)
 	}
 	return rf, nil
 }
@@ -507,7 +507,7 @@ func readN[T any](path string, n int) ([]T, error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStop) {
-		return nil, fmt.Errorf("read results %w", err)
+		return nil, fmt.Errorf("read results: %w", err)
 	}
 	return out, nil
 }
