@@ -170,7 +170,7 @@ func (r *attackRun) run(ctx context.Context, us []unit) error {
 // fail records a failed unit.
 func (r *attackRun) fail(u unit, cause error) error {
 	rec := r.c.base()
-	rec.Sample, rec.Eps, rec.Error = u.sample, u.eps, oneLine(cause.Error())
+	rec.Sample, rec.Eps, rec.Error, rec.Crashed = u.sample, u.eps, oneLine(cause.Error()), isCrash(cause)
 	rec.Label = nonNil(r.c.Data.label(u.sample))
 	return r.finish(u.key, rec)
 }

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -306,8 +307,8 @@ func TestFailuresAreData(t *testing.T) {
 	if !strings.Contains(recs[5].Error, "poisoned sample") {
 		t.Fatalf("sample 5: error %q, want the panic", recs[5].Error)
 	}
-	if !strings.Contains(recs[6].Error, "died 2 times") {
-		t.Fatalf("sample 6: error %q, want a crash record", recs[6].Error)
+	if !strings.Contains(recs[6].Error, "died 2 times") || !recs[6].Crashed || recs[5].Crashed {
+		t.Fatalf("sample 6: error %q crashed %v (sample 5 crashed %v), want a crash record", recs[6].Error, recs[6].Crashed, recs[5].Crashed)
 	}
 	for _, s := range []int{1, 2} {
 		if recs[s].Error != "" || recs[s].Evals == 0 {
@@ -315,6 +316,14 @@ func TestFailuresAreData(t *testing.T) {
 		}
 	}
 
+	// Retry goes by the crashed field, not the message (reworded here).
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, bytes.ReplaceAll(raw, []byte(crashPrefix), []byte("ended ")), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// Retry removes the crashed unit (and, with all, the failed one); a
 	// rerun redoes exactly those.
 	for _, all := range []bool{false, true} {

@@ -87,6 +87,9 @@ type AttackRecord struct {
 	// Error, if set, says why the unit failed; the other results are then
 	// empty.
 	Error string `json:"error,omitempty"`
+	// Crashed marks a failure that killed the process (CrashError): the
+	// unit was recorded without running, and results retry redoes it.
+	Crashed bool `json:"crashed,omitempty"`
 }
 
 // VerifySettings are the settings that change a verification's result,
@@ -177,6 +180,8 @@ type VerifyRecord struct {
 	// Error, if set, says why the unit failed (a solver error, a panic, a
 	// crash); the verdict is then unknown.
 	Error string `json:"error,omitempty"`
+	// Crashed marks a failure that killed the process (CrashError).
+	Crashed bool `json:"crashed,omitempty"`
 }
 
 // The key fields: a record's identity. Everything that changes a result

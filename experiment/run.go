@@ -199,13 +199,32 @@ func firstFrames(stack []byte) string {
 	return strings.Join(keep, " ← ")
 }
 
+// CrashError is the failure recorded for a unit that killed its process
+// crashLimit times: the unit is recorded (with crashed set) instead of
+// being tried again, so that one poison sample cannot stop a run.
+type CrashError struct {
+	Attempts int    // attempts that ended with no record
+	Results  string // the results file whose .attempts file counts them
+}
+
+func (e *CrashError) Error() string {
+	return fmt.Sprintf("%s%d times while running this sample (attempts in %s.attempts); recorded instead of retried", crashPrefix, e.Attempts, e.Results)
+}
+
 // crashed is the error recorded for a unit that killed the process
 // crashLimit times.
 func crashed(f *results.File, key string) error {
-	return fmt.Errorf("%s%d times while running this sample (attempts in %s.attempts); recorded instead of retried", crashPrefix, f.Attempts(key), f.Path())
+	return &CrashError{Attempts: f.Attempts(key), Results: f.Path()}
 }
 
-// crashPrefix begins the error of a unit recorded as crashed.
+// isCrash reports whether a unit's failure was a crash.
+func isCrash(err error) bool {
+	var c *CrashError
+	return errors.As(err, &c)
+}
+
+// crashPrefix begins the error of a unit recorded as crashed. Records
+// written before the crashed field existed are recognised by it.
 const crashPrefix = "the process died "
 
 // Retry removes failed records from the results file at path (of any
@@ -222,9 +241,13 @@ func Retry(path string, all bool) (int, error) {
 	}
 	dropped, err := results.Drop(path, kindKeys[kind], func(raw json.RawMessage) bool {
 		var r struct {
-			Error string `json:"error"`
+			Error   string `json:"error"`
+			Crashed bool   `json:"crashed"`
 		}
-		return json.Unmarshal(raw, &r) == nil && r.Error != "" && (all || strings.HasPrefix(r.Error, crashPrefix))
+		if json.Unmarshal(raw, &r) != nil || r.Error == "" {
+			return false
+		}
+		return all || r.Crashed || strings.HasPrefix(r.Error, crashPrefix)
 	})
 	return len(dropped), err
 }

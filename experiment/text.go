@@ -145,6 +145,8 @@ type TextAttackRecord struct {
 	Witness      string  `json:"witness,omitempty"`
 	LengthCounts []int64 `json:"length_counts,omitempty"`
 	Error        string  `json:"error,omitempty"`
+	// Crashed marks a failure that killed the process (CrashError).
+	Crashed bool `json:"crashed,omitempty"`
 }
 
 var textAttackKey = results.KeyFields("model_sha256", "data", "sample", "eps", "method", "settings")
@@ -330,7 +332,7 @@ func (r *textRun) run(ctx context.Context, us []unit) error {
 
 func (r *textRun) fail(u unit, cause error) error {
 	rec := r.c.base()
-	rec.Sample, rec.Eps, rec.Error = u.sample, u.eps, oneLine(cause.Error())
+	rec.Sample, rec.Eps, rec.Error, rec.Crashed = u.sample, u.eps, oneLine(cause.Error()), isCrash(cause)
 	rec.SrcText, rec.SrcIDs = r.c.Data.Pairs[u.sample].Src, nonNil(r.c.Data.Sources[u.sample])
 	rec.SrcLen = len(rec.SrcIDs)
 	if r.c.Data.Redact {

@@ -286,6 +286,7 @@ func (c *VerifyConfig) failed(u unit, cause error) VerifyRecord {
 	r := c.base()
 	r.Sample, r.Eps, r.K, r.Label = u.sample, u.eps, c.k(label), nonNil(label)
 	r.Verdict, r.Error, r.Reason = string(verify.Unknown), oneLine(cause.Error()), "failed: "+oneLine(cause.Error())
+	r.Crashed = isCrash(cause)
 	return r
 }
 
