@@ -74,7 +74,8 @@ func (c *VerifyConfig) Validate() error {
 	if s.MaxLen < -1 || s.MaxLen > verify.MaxK {
 		bad("K̂ %d must be in 0..%d (or −1: the label's length)", s.MaxLen, verify.MaxK)
 	}
-	if !(s.Timeout > 0) || s.Timeout > 1e6 {
+	badTimeout := !(s.Timeout > 0) || s.Timeout > 1e6
+	if badTimeout {
 		bad("timeout %v s must be positive and at most 1e6", s.Timeout)
 	}
 	switch s.Solver {
@@ -102,7 +103,11 @@ func (c *VerifyConfig) Validate() error {
 	} else {
 		s.AttackRestarts, s.AttackLR, s.AttackTargeted, s.SearchRestarts = 0, 0, false, 0
 	}
-	if err := c.options().Validate(); err != nil {
+	o := c.options()
+	if badTimeout {
+		o.TimeLimit = 0 // reported above, once
+	}
+	if err := o.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	c.Shard, c.WitnessDir = outputs(c.Shard, c.Out, c.WitnessDir)

@@ -113,6 +113,7 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{"nan eps", atk("--eps", "nan"), 2, "--eps NaN"},
 		{"nan relax gap", ver("--relax-gap", "nan"), 2, "relaxation gap"},
 		{"verify max-len", ver("--max-len", "1000000"), 2, "K̂"},
+		{"two bad settings, one line, each once", ver("--timeout", "-3s", "--relax-gap", "nan"), 2, "must be positive and at most 1e6; relaxation gap NaN"},
 		{"bad bounds", ver("--bounds", "magic"), 2, "bound method"},
 		{"bad shard", atk("--shard", "3/2"), 2, "shard"},
 		{"dropout", trn("--dropout", "1.5"), 2, "dropout"},
