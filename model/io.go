@@ -102,7 +102,7 @@ func Load[T ad.Float](dir string) (Decoder[T], error) {
 			return nil, fmt.Errorf("%s: tensor %q has shape %v, config.json implies %v", path, p.Name, t.Shape, p.W.Shape)
 		}
 		if err := t.CheckFinite(); err != nil {
-			return nil, fmt.Errorf("%s: tensor %q: %w", path, p.Name, err)
+			return nil, fmt.Errorf("%s: %w", path, err) // the error names the tensor
 		}
 		vals, err := t.Float64s()
 		if err != nil {
