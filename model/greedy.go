@@ -282,17 +282,10 @@ func TeacherForcedLoss[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], la
 	for t := 0; t < steps; t++ {
 		var logits *ad.Node[T]
 		logits, s = d.Step(tp, s, prev)
+		stepTargets(targets, labels, t, d.EOS())
 		next := make([]int, b)
-		for r, l := range labels {
-			switch {
-			case t < len(l):
-				targets[r] = l[t]
-			case t == len(l):
-				targets[r] = d.EOS()
-			default:
-				targets[r] = -1 // finished: no loss
-			}
-			next[r] = max(targets[r], 0)
+		for r, y := range targets {
+			next[r] = max(y, 0)
 		}
 		ce := tp.SmoothedCrossEntropy(logits, targets, weights, in.LabelSmoothing)
 		if total == nil {
@@ -303,4 +296,19 @@ func TeacherForcedLoss[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], la
 		prev = next
 	}
 	return total, nil
+}
+
+// stepTargets sets targets[r] to step t's target of label r under teacher
+// forcing: its token, eos right after it, −1 (no loss) once finished.
+func stepTargets(targets []int, labels [][]int, t, eos int) {
+	for r, l := range labels {
+		switch {
+		case t < len(l):
+			targets[r] = l[t]
+		case t == len(l):
+			targets[r] = eos
+		default:
+			targets[r] = -1
+		}
+	}
 }

@@ -23,14 +23,8 @@ type Stabilizer[T ad.Float] interface {
 // over each layer's neurons, summed over the layers; unstable counts the
 // batch's unstable ReLUs.
 func (m *Captioner[T]) StabilityLoss(tp *ad.Tape[T], x *ad.Node[T], eps float64) (loss *ad.Node[T], unstable int) {
-	in := m.Arch.Input
 	b := x.Value.Shape[0]
-	mid, rad := ad.New[T](b, in.Channels, in.Height, in.Width), ad.New[T](b, in.Channels, in.Height, in.Width)
-	for i, v := range x.Value.Data {
-		lo, hi := max(float64(v)-eps, in.Min), min(float64(v)+eps, in.Max)
-		mid.Data[i], rad.Data[i] = T((lo+hi)/2), T(max(hi-lo, 0)/2)
-	}
-	c, r := tp.Const(mid), tp.Const(rad)
+	c, r := m.inputBox(tp, x, eps)
 	term := func(c, r *ad.Node[T]) {
 		l, u := tp.Sub(c, r), tp.Add(c, r)
 		for i, lv := range l.Value.Data {

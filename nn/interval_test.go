@@ -15,7 +15,8 @@ func TestIntervalContainsForward(t *testing.T) {
 	tp := ad.NewTape[float64](false)
 	conv := NewConv2D[float64]("c", 2, 3, ad.ConvGeom{Kernel: 3, Stride: 2, Pad: 1}, rng)
 	lin := NewLinear[float64]("l", 5, 4, rng)
-	for _, p := range []*ad.Param[float64]{conv.B, lin.B} {
+	cell := NewRNNCell[float64]("r", 3, 4, rng)
+	for _, p := range []*ad.Param[float64]{conv.B, lin.B, cell.Bih, cell.Bhh} {
 		for i := range p.W.Data {
 			p.W.Data[i] = rng.NormFloat64()
 		}
@@ -32,6 +33,20 @@ func TestIntervalContainsForward(t *testing.T) {
 			func(c, r *ad.Node[float64]) (*ad.Node[float64], *ad.Node[float64]) { return lin.Interval(tp, c, r) }},
 		{"relu", []int{1, 7}, func(x *ad.Node[float64]) *ad.Node[float64] { return tp.ReLU(x) },
 			func(c, r *ad.Node[float64]) (*ad.Node[float64], *ad.Node[float64]) { return ReLUInterval(tp, c, r) }},
+		// The cell's input (3) and state (4) side by side in one box.
+		{"rnn cell", []int{1, 7}, func(x *ad.Node[float64]) *ad.Node[float64] {
+			p := tp.Split(x, 1, 3, 4)
+			return cell.Forward(tp, p[0], p[1])
+		}, func(c, r *ad.Node[float64]) (*ad.Node[float64], *ad.Node[float64]) {
+			pc, pr := tp.Split(c, 1, 3, 4), tp.Split(r, 1, 3, 4)
+			return cell.Interval(tp, pc[0], pr[0], pc[1], pr[1])
+		}},
+		// An exact input: a box around the state only.
+		{"rnn cell, exact input", []int{1, 4}, func(x *ad.Node[float64]) *ad.Node[float64] {
+			return cell.Forward(tp, tp.Const(ad.Full[float64](0.7, 1, 3)), x)
+		}, func(c, r *ad.Node[float64]) (*ad.Node[float64], *ad.Node[float64]) {
+			return cell.Interval(tp, tp.Const(ad.Full[float64](0.7, 1, 3)), nil, c, r)
+		}},
 	}
 	for _, l := range layers {
 		c, r := ad.New[float64](l.shape...), ad.New[float64](l.shape...)

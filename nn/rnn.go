@@ -37,3 +37,16 @@ func (c *RNNCell[T]) Forward(tp *ad.Tape[T], i, h *ad.Node[T]) *ad.Node[T] {
 
 // Params lists the layer's parameters.
 func (c *RNNCell[T]) Params() []*ad.Param[T] { return []*ad.Param[T]{c.Wih, c.Whh, c.Bih, c.Bhh} }
+
+// Interval propagates a box through the cell: the input box (centre ci,
+// radius ri; ri nil for an exact input such as a token's embedding) and
+// the state box (ch, rh) map to the box of h' by the interval rule of
+// each affine map and of ReLU (differentiable, for certified training).
+func (c *RNNCell[T]) Interval(tp *ad.Tape[T], ci, ri, ch, rh *ad.Node[T]) (*ad.Node[T], *ad.Node[T]) {
+	mid := tp.Add(tp.Linear(ci, tp.Param(c.Wih), tp.Param(c.Bih)), tp.Linear(ch, tp.Param(c.Whh), tp.Param(c.Bhh)))
+	rad := tp.Linear(rh, tp.Abs(tp.Param(c.Whh)), nil)
+	if ri != nil {
+		rad = tp.Add(rad, tp.Linear(ri, tp.Abs(tp.Param(c.Wih)), nil))
+	}
+	return ReLUInterval(tp, mid, rad)
+}

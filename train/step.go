@@ -29,6 +29,7 @@ type Batch struct {
 type Trainer struct {
 	d      model.Decoder[float32]
 	stab   model.Stabilizer[float32]
+	cert   model.Certifier[float32]
 	opt    Options
 	params []*ad.Param[float32]
 	// Adam is the optimiser (its moments are what checkpoints store).
@@ -45,7 +46,11 @@ func NewTrainer(d model.Decoder[float32], opt Options) (*Trainer, error) {
 	if opt.Stability > 0 && !ok {
 		return nil, fmt.Errorf("train: architecture %s has no ReLU-stability regulariser", d.Config().Architecture)
 	}
-	t := &Trainer{d: d, stab: stab, opt: opt, params: d.Params()}
+	cert, ok := d.(model.Certifier[float32])
+	if opt.IBP > 0 && !ok {
+		return nil, fmt.Errorf("train: architecture %s has no certified-training loss", d.Config().Architecture)
+	}
+	t := &Trainer{d: d, stab: stab, cert: cert, opt: opt, params: d.Params()}
 	t.Adam = ad.NewAdam(t.params, opt.LR)
 	t.Adam.WeightDecay = opt.WeightDecay
 	t.Adam.Decay = func(p *ad.Param[float32]) bool {
@@ -59,8 +64,9 @@ func NewTrainer(d model.Decoder[float32], opt Options) (*Trainer, error) {
 
 // StepResult is what one step reports.
 type StepResult struct {
-	Loss     float64 // the batch's loss before the update
-	Unstable int     // the batch's unstable encoder ReLUs (stability regulariser on)
+	Loss      float64 // the batch's loss before the update
+	Unstable  int     // the batch's unstable encoder ReLUs (stability regulariser on)
+	Certified int     // the batch's rows certified by intervals (certified training on)
 }
 
 // Step takes optimisation step number step (from 0) of total: the learning
@@ -76,10 +82,8 @@ func (t *Trainer) Step(b Batch, step, total int) (StepResult, error) {
 	if b.X != nil && len(b.X) != rows*size {
 		return StepResult{}, fmt.Errorf("train: step %d: %d input values for %d rows of %d", step, len(b.X), rows, size)
 	}
-	eps := opt.StabilityEps
-	if ramp := opt.StabilityRamp * float64(total); float64(step) < ramp {
-		eps *= float64(step) / ramp
-	}
+	eps := opt.StabilityEps * rampAt(opt.StabilityRamp, step, total)
+	ibp := rampAt(opt.IBPRamp, step, total)
 	for _, p := range t.params {
 		p.ZeroGrad()
 	}
@@ -95,7 +99,7 @@ func (t *Trainer) Step(b Batch, step, total int) (StepResult, error) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			lo, hi := k*rows/n, (k+1)*rows/n
-			tapes[k], res[k], errs[k] = t.shard(b, lo, hi, rows, n, k, step, eps)
+			tapes[k], res[k], errs[k] = t.shard(b, lo, hi, rows, n, k, step, eps, ibp)
 		}()
 	}
 	wg.Wait()
@@ -107,6 +111,7 @@ func (t *Trainer) Step(b Batch, step, total int) (StepResult, error) {
 		tapes[k].AddGrads()
 		out.Loss += res[k].Loss
 		out.Unstable += res[k].Unstable
+		out.Certified += res[k].Certified
 	}
 	if math.IsNaN(out.Loss) || math.IsInf(out.Loss, 0) {
 		return StepResult{}, fmt.Errorf("train: loss became %v at step %d (lower the learning rate)", out.Loss, step)
@@ -124,7 +129,7 @@ func (t *Trainer) Step(b Batch, step, total int) (StepResult, error) {
 // the others into their tapes' own buffers. Its dropout masks
 // come from a source of its own, derived from the seed, the step and the
 // shard.
-func (t *Trainer) shard(b Batch, lo, hi, rows, n, k, step int, eps float64) (*ad.Tape[float32], StepResult, error) {
+func (t *Trainer) shard(b Batch, lo, hi, rows, n, k, step int, eps, ibp float64) (*ad.Tape[float32], StepResult, error) {
 	opt := t.opt
 	arena := t.arenas[k]
 	arena.Reset()
@@ -147,6 +152,14 @@ func (t *Trainer) shard(b Batch, lo, hi, rows, n, k, step int, eps float64) (*ad
 		return nil, StepResult{}, err
 	}
 	var r StepResult
+	if w := opt.IBP * ibp; w > 0 {
+		var rob *ad.Node[float32]
+		rob, r.Certified, err = t.cert.CertifiedLoss(tp, in.X, b.Labels[lo:hi], opt.IBPEps*ibp)
+		if err != nil {
+			return nil, StepResult{}, err
+		}
+		loss = tp.Add(tp.Scale(loss, float32(1-w)), tp.Scale(rob, float32(w)))
+	}
 	if opt.Stability > 0 {
 		var rs *ad.Node[float32]
 		rs, r.Unstable = t.stab.StabilityLoss(tp, in.X, eps)
@@ -161,6 +174,15 @@ func (t *Trainer) shard(b Batch, lo, hi, rows, n, k, step int, eps float64) (*ad
 	}
 	r.Loss = float64(loss.Value.Data[0])
 	return tp, r, nil
+}
+
+// rampAt is a linear ramp's value at step of total: from 0 to 1 over the
+// first fraction ramp of the steps, then 1.
+func rampAt(ramp float64, step, total int) float64 {
+	if end := ramp * float64(total); float64(step) < end {
+		return float64(step) / end
+	}
+	return 1
 }
 
 // dropoutStream tags the random streams of dropout masks, apart from the

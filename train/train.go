@@ -74,6 +74,15 @@ type Options struct {
 	// Verification-friendly training: fewer unstable ReLUs make bounds
 	// tighter and MIPs smaller.
 	Stability, StabilityEps, StabilityRamp float64
+	// IBP, if positive, is certified training by interval bound
+	// propagation (model.Certifier): the loss is (1 − w)·the
+	// teacher-forced loss + w·its interval bound over the ball of radius
+	// e around each input, where w and e grow linearly from 0 to IBP and
+	// IBPEps over the first IBPRamp of the steps (a fraction in [0, 1]),
+	// so that the model first keeps the task and then widens the ball it
+	// is sure of. Training for a radius makes the verifier's bounds, not
+	// only its count of unstable ReLUs, tight there.
+	IBP, IBPEps, IBPRamp float64
 	// Shards splits each batch into this many shards whose gradients are
 	// computed concurrently and summed in shard order (0 means 1): the
 	// result depends on it, not on the number of cores that run them. On
@@ -108,6 +117,9 @@ type Progress struct {
 	// Unstable counts the batch's unstable encoder ReLUs when the
 	// stability regulariser is on.
 	Unstable int
+	// Certified counts the batch's rows whose label is certified over the
+	// step's ball by intervals (certified training on).
+	Certified int
 	// Tokens counts the step's target tokens, end-of-sequence included.
 	Tokens  int
 	Elapsed time.Duration
@@ -162,6 +174,15 @@ func (o Options) Validate() error {
 	}
 	if !(o.StabilityRamp >= 0 && o.StabilityRamp <= 1) {
 		bad("stability ramp %v must be in [0, 1]", o.StabilityRamp)
+	}
+	if !(o.IBP >= 0 && o.IBP <= 1) {
+		bad("IBP weight %v must be in [0, 1]", o.IBP)
+	}
+	if !(o.IBPEps >= 0) || !finite(o.IBPEps) || (o.IBP > 0 && o.IBPEps == 0) {
+		bad("IBP radius %v must be finite, non-negative, and positive when certified training is on", o.IBPEps)
+	}
+	if !(o.IBPRamp >= 0 && o.IBPRamp <= 1) {
+		bad("IBP ramp %v must be in [0, 1]", o.IBPRamp)
 	}
 	return errors.Join(errs...)
 }
@@ -221,7 +242,7 @@ func Fit(ctx context.Context, d model.Decoder[float32], src Source[float32], opt
 					tokens += len(l) + 1
 				}
 				opt.Progress(Progress{Epoch: epoch + 1, Epochs: opt.Epochs, Step: step + 1, Steps: total, Loss: r.Loss,
-					Unstable: r.Unstable, Tokens: tokens, Elapsed: time.Since(start)})
+					Unstable: r.Unstable, Certified: r.Certified, Tokens: tokens, Elapsed: time.Since(start)})
 			}
 			if opt.CheckpointDir != "" && opt.CheckpointEvery > 0 && s+1 < perEpoch && time.Since(saved) >= opt.CheckpointEvery {
 				if err := save(position{epoch, s + 1, loss}); err != nil {
@@ -315,6 +336,9 @@ func settings(d model.Decoder[float32], src Source[float32], opt Options) map[st
 	if opt.LabelSmoothing != 0 {
 		// Only when set, so that checkpoints written before the option existed still resume.
 		s["label_smoothing"] = fmt.Sprint(opt.LabelSmoothing)
+	}
+	if opt.IBP != 0 {
+		s["ibp"], s["ibp_eps"], s["ibp_ramp"] = fmt.Sprint(opt.IBP), fmt.Sprint(opt.IBPEps), fmt.Sprint(opt.IBPRamp)
 	}
 	return s
 }

@@ -47,7 +47,11 @@ models/mmnist-rnn-rs records its command in its config.json.
 --cell lstm trains the LSTM captioner (PyTorch nn.LSTMCell) instead of the
 ReLU RNN. --stability adds the ReLU-stability regulariser (Xiao et al., ICLR
 2019): verification-friendly training, with fewer unstable ReLUs for the
-verifier.`,
+verifier. --ibp trains for a radius (interval bound propagation, Gowal et
+al. 2018): the loss mixes in the interval bound of the teacher-forced loss
+over the ball of radius --ibp-eps around each image, so that the label's
+decoding becomes provable there; the progress line counts the batch's
+images so certified.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if out == "" {
@@ -97,6 +101,9 @@ verifier.`,
 				if opt.Stability > 0 {
 					msg += fmt.Sprintf(" unstable %d", p.Unstable)
 				}
+				if opt.IBP > 0 {
+					msg += fmt.Sprintf(" certified %d/%d", p.Certified, opt.BatchSize)
+				}
 				rep.Set(p.Step, msg)
 			}
 			start := time.Now()
@@ -137,6 +144,10 @@ verifier.`,
 				rec["stability"], rec["stability_eps"], rec["stability_ramp"] = opt.Stability, opt.StabilityEps, opt.StabilityRamp
 				rec["command"] = fmt.Sprintf("%s --stability %g --stability-eps %g --stability-ramp %g", rec["command"], opt.Stability, opt.StabilityEps, opt.StabilityRamp)
 			}
+			if opt.IBP > 0 {
+				rec["ibp"], rec["ibp_eps"], rec["ibp_ramp"] = opt.IBP, opt.IBPEps, opt.IBPRamp
+				rec["command"] = fmt.Sprintf("%s --ibp %g --ibp-eps %g --ibp-ramp %g", rec["command"], opt.IBP, opt.IBPEps, opt.IBPRamp)
+			}
 			d.Config().Training = rec
 			if err := model.Save(out, d); err != nil {
 				return err
@@ -168,6 +179,9 @@ verifier.`,
 	f.Float64Var(&opt.Stability, "stability", def.Stability, "weight of the ReLU-stability regulariser (verification-friendly training; 0: off)")
 	f.Float64Var(&opt.StabilityEps, "stability-eps", def.StabilityEps, "L∞ radius of the regulariser's interval bounds")
 	f.Float64Var(&opt.StabilityRamp, "stability-ramp", def.StabilityRamp, "fraction of the steps over which the radius ramps up from 0")
+	f.Float64Var(&opt.IBP, "ibp", def.IBP, "weight of the interval-bound (certified) loss at the end of its ramp, in [0, 1] (0: off)")
+	f.Float64Var(&opt.IBPEps, "ibp-eps", def.IBPEps, "L∞ radius the certified loss trains for")
+	f.Float64Var(&opt.IBPRamp, "ibp-ramp", def.IBPRamp, "fraction of the steps over which the certified loss's weight and radius ramp up from 0")
 	f.IntVar(&arch.Conv[0].OutChannels, "conv1", arch.Conv[0].OutChannels, "channels of the first convolution")
 	f.IntVar(&arch.Conv[1].OutChannels, "conv2", arch.Conv[1].OutChannels, "channels of the second convolution")
 	f.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the first fully connected layer")
