@@ -85,6 +85,9 @@ images so certified.`,
 			if err := experiment.CheckMultiMNIST(in); err != nil {
 				return err
 			}
+			if a, ok := d.Config().Arch.(*model.CaptionerConfig); ok && opt.IBP > 0 && a.Cell != model.CellReLU {
+				return usagef("--ibp propagates boxes through the %s cell only, not %s", model.CellReLU, a.Cell)
+			}
 			tr, te, err := a.loadMultiMNIST(c.Context(), dataSeed)
 			if err != nil {
 				return err
