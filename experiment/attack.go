@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lenspec/lenspec/attack"
+	"github.com/lenspec/lenspec/internal/oneline"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/results"
 	"github.com/lenspec/lenspec/spec"
@@ -170,7 +171,7 @@ func (r *attackRun) run(ctx context.Context, us []unit) error {
 // fail records a failed unit.
 func (r *attackRun) fail(u unit, cause error) error {
 	rec := r.c.base()
-	rec.Sample, rec.Eps, rec.Error, rec.Crashed = u.sample, u.eps, oneLine(cause.Error()), isCrash(cause)
+	rec.Sample, rec.Eps, rec.Error, rec.Crashed = u.sample, u.eps, oneline.Fold(cause.Error()), isCrash(cause)
 	rec.Label = nonNil(r.c.Data.label(u.sample))
 	return r.finish(u.key, rec)
 }

@@ -293,18 +293,6 @@ func outputs(shard Shard, out, witnessDir string) (Shard, string) {
 // stem is a path without its extension.
 func stem(path string) string { return strings.TrimSuffix(path, filepath.Ext(path)) }
 
-// oneLine folds an error message onto one line, a joined error's lines
-// separated by "; ".
-func oneLine(s string) string {
-	var parts []string
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.Join(strings.Fields(l), " "); l != "" {
-			parts = append(parts, l)
-		}
-	}
-	return strings.Join(parts, "; ")
-}
-
 // recordError marks a failure to write results (or to emit them), which
 // ends a run instead of being recorded as the unit's failure.
 type recordError struct{ err error }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/corpus"
+	"github.com/lenspec/lenspec/internal/oneline"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/results"
 	"github.com/lenspec/lenspec/safetensors"
@@ -332,7 +333,7 @@ func (r *textRun) run(ctx context.Context, us []unit) error {
 
 func (r *textRun) fail(u unit, cause error) error {
 	rec := r.c.base()
-	rec.Sample, rec.Eps, rec.Error, rec.Crashed = u.sample, u.eps, oneLine(cause.Error()), isCrash(cause)
+	rec.Sample, rec.Eps, rec.Error, rec.Crashed = u.sample, u.eps, oneline.Fold(cause.Error()), isCrash(cause)
 	rec.SrcText, rec.SrcIDs = r.c.Data.Pairs[u.sample].Src, nonNil(r.c.Data.Sources[u.sample])
 	rec.SrcLen = len(rec.SrcIDs)
 	if r.c.Data.Redact {

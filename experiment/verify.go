@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lenspec/lenspec/attack"
+	"github.com/lenspec/lenspec/internal/oneline"
 	"github.com/lenspec/lenspec/mip"
 	"github.com/lenspec/lenspec/mip/cbc"
 	"github.com/lenspec/lenspec/mip/external"
@@ -290,7 +291,8 @@ func (c *VerifyConfig) failed(u unit, cause error) VerifyRecord {
 	label := c.Data.label(u.sample)
 	r := c.base()
 	r.Sample, r.Eps, r.K, r.Label = u.sample, u.eps, c.k(label), nonNil(label)
-	r.Verdict, r.Error, r.Reason = string(verify.Unknown), oneLine(cause.Error()), "failed: "+oneLine(cause.Error())
+	r.Verdict, r.Error = string(verify.Unknown), oneline.Fold(cause.Error())
+	r.Reason = "failed: " + r.Error
 	r.Crashed = isCrash(cause)
 	return r
 }

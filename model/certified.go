@@ -41,14 +41,9 @@ func (m *Captioner[T]) CertifiedLoss(tp *ad.Tape[T], x *ad.Node[T], labels [][]i
 	if len(labels) != b {
 		return nil, 0, fmt.Errorf("certified loss: %d inputs, %d labels", b, len(labels))
 	}
-	steps := 0
-	for _, l := range labels {
-		steps = max(steps, len(l)+1)
-		for _, y := range l {
-			if y < 0 || y >= m.Vocab() || y == m.EOS() {
-				return nil, 0, fmt.Errorf("certified loss: label token %d is not a non-eos token of the vocabulary of %d", y, m.Vocab())
-			}
-		}
+	steps, err := labelSteps(labels, m.Vocab(), m.EOS())
+	if err != nil {
+		return nil, 0, fmt.Errorf("certified loss: %w", err)
 	}
 	c, r := m.inputBox(tp, x, eps)
 	for _, cv := range m.Conv {

@@ -259,14 +259,9 @@ func TeacherForcedLoss[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], la
 	if in.Rows() != b {
 		return nil, fmt.Errorf("teacher forcing: %d inputs, %d labels", in.Rows(), b)
 	}
-	steps := 0
-	for _, l := range labels {
-		steps = max(steps, len(l)+1)
-		for _, y := range l {
-			if y < 0 || y >= d.Vocab() || y == d.EOS() {
-				return nil, fmt.Errorf("teacher forcing: label token %d is not a non-eos token of the vocabulary of %d", y, d.Vocab())
-			}
-		}
+	steps, err := labelSteps(labels, d.Vocab(), d.EOS())
+	if err != nil {
+		return nil, fmt.Errorf("teacher forcing: %w", err)
 	}
 	s, err := d.Start(tp, in)
 	if err != nil {
@@ -296,6 +291,22 @@ func TeacherForcedLoss[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], la
 		prev = next
 	}
 	return total, nil
+}
+
+// labelSteps checks that every label token is a non-eos token of a
+// vocabulary of size vocab, and returns the steps teacher forcing takes:
+// the longest label and its eos.
+func labelSteps(labels [][]int, vocab, eos int) (int, error) {
+	steps := 0
+	for _, l := range labels {
+		steps = max(steps, len(l)+1)
+		for _, y := range l {
+			if y < 0 || y >= vocab || y == eos {
+				return 0, fmt.Errorf("label token %d is not a non-eos token of the vocabulary of %d", y, vocab)
+			}
+		}
+	}
+	return steps, nil
 }
 
 // stepTargets sets targets[r] to step t's target of label r under teacher

@@ -350,20 +350,17 @@ func TestCertifiedTrainingCertifies(t *testing.T) {
 
 // TestShardedStep: a step on shards computes the gradient of one step on
 // the whole batch (up to float32 rounding), with the stability
-// regulariser or the certified loss (stability −1) and dropout's masks
-// aside; and a sharded run ends with the
-// same weights bit for bit on one core as on two.
+// regulariser or the certified loss and dropout's masks aside; and a
+// sharded run ends with the same weights bit for bit on one core as on two.
 func TestShardedStep(t *testing.T) {
 	ds := synthetic(t, 96, 11)
 	src := source[float32](t, ds, false)
 	x, tokens, labels := src.Batch(rand.New(rand.NewPCG(1, 2)).Perm(ds.N)[:32], nil)
 	b := Batch{X: x, Tokens: tokens, Labels: labels}
-	grads := func(shards int, stability float64) ([][]float32, float64) {
+	grads := func(shards int, loss Options) ([][]float32, float64) {
 		m := newModel(t, model.CellReLU, 4)
-		opt := Options{Seed: 1, Epochs: 1, BatchSize: 32, LR: 1e-3, Shards: shards, Stability: stability, StabilityEps: 0.1}
-		if stability < 0 { // certified training instead
-			opt.Stability, opt.StabilityEps, opt.IBP, opt.IBPEps = 0, 0, 0.5, 0.05
-		}
+		opt := Options{Seed: 1, Epochs: 1, BatchSize: 32, LR: 1e-3, Shards: shards,
+			Stability: loss.Stability, StabilityEps: loss.StabilityEps, IBP: loss.IBP, IBPEps: loss.IBPEps}
 		tr, err := NewTrainer(m, opt)
 		if err != nil {
 			t.Fatal(err)
@@ -378,12 +375,12 @@ func TestShardedStep(t *testing.T) {
 		}
 		return g, r.Loss
 	}
-	for _, stability := range []float64{0, 0.5, -1} {
-		g1, l1 := grads(1, stability)
+	for _, loss := range []Options{{}, {Stability: 0.5, StabilityEps: 0.1}, {IBP: 0.5, IBPEps: 0.05}} {
+		g1, l1 := grads(1, loss)
 		for _, shards := range []int{2, 3} {
-			gs, ls := grads(shards, stability)
+			gs, ls := grads(shards, loss)
 			if math.Abs(ls-l1) > 1e-5*math.Abs(l1) {
-				t.Fatalf("stability %v, %d shards: loss %v, one shard %v", stability, shards, ls, l1)
+				t.Fatalf("stability %v, IBP %v, %d shards: loss %v, one shard %v", loss.Stability, loss.IBP, shards, ls, l1)
 			}
 			for i := range g1 {
 				var scale float64
@@ -392,7 +389,7 @@ func TestShardedStep(t *testing.T) {
 				}
 				for j := range g1[i] {
 					if d := math.Abs(float64(gs[i][j] - g1[i][j])); d > 1e-4*scale+1e-7 {
-						t.Fatalf("stability %v, %d shards: gradient %d[%d] %v, one shard %v", stability, shards, i, j, gs[i][j], g1[i][j])
+						t.Fatalf("stability %v, IBP %v, %d shards: gradient %d[%d] %v, one shard %v", loss.Stability, loss.IBP, shards, i, j, gs[i][j], g1[i][j])
 					}
 				}
 			}

@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/internal/oneline"
 	"github.com/spf13/cobra"
 )
 
@@ -204,24 +205,12 @@ func run(ctx context.Context, a *app, args []string) int {
 	if errors.As(err, new(reportedError)) {
 		return 1
 	}
-	fmt.Fprintf(a.stderr, "lenspec: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(a.stderr, "lenspec: %s\n", oneline.Fold(err.Error()))
 	var u usageError
 	if errors.As(err, &u) {
 		return 2
 	}
 	return 1
-}
-
-// oneLine folds a message onto one line: the lines of a joined error
-// (errors.Join puts each on its own) are separated by "; ".
-func oneLine(s string) string {
-	var parts []string
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.Join(strings.Fields(l), " "); l != "" {
-			parts = append(parts, l)
-		}
-	}
-	return strings.Join(parts, "; ")
 }
 
 // noArgs rejects positional arguments as a usage error.
