@@ -100,11 +100,12 @@ func (mul) back(s *backState, n *node) {
 func (mul) forward(s *backState, n *node, ins []*block) *block {
 	x, y := ins[0], ins[1]
 	out := newBlock(x.rows, x.cols)
+	rec := s.rec.coef[n.id]
 	for r := 0; r < x.rows; r++ {
 		xs, ys := s.dom[r].Val[n.in[0]], s.dom[r].Val[n.in[1]]
 		for i := range out.row(r) {
 			j := r*x.cols + i
-			pa, pb, pd := plane(xs[i], ys[i], s.rec.coef[n.id].v[j] > 0)
+			pa, pb, pd := plane(xs[i], ys[i], rec != nil && rec.v[j] > 0)
 			out.v[j] = pa*x.v[j] + pb*y.v[j] + pd
 		}
 	}
