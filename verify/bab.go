@@ -325,6 +325,47 @@ func (g *graph) candidates(s *backState, r int) []neuron {
 			}
 		}
 	}
+	// An operator whose relaxation loosens with its inputs' ranges (a
+	// product) credits what narrowing each input can remove to the
+	// activation that produces it: splitting that activation narrows it.
+	var at map[neuron]int
+	for _, n := range g.nodes {
+		sc, ok := n.op.(inputScorer)
+		coef := s.rec.coef[n.id]
+		if !ok || coef == nil {
+			continue
+		}
+		if at == nil {
+			at = map[neuron]int{}
+			for k, c := range all {
+				at[c.nu] = k
+			}
+		}
+		ins := make([][]Interval, len(n.in))
+		for k, p := range n.in {
+			ins[k] = s.dom[r].Val[p]
+		}
+		out := make([]float64, len(n.in))
+		for i, c := range coef.row(r) {
+			if c == 0 {
+				continue
+			}
+			sc.inputScores(c, ins, i, out)
+			for k, p := range n.in {
+				a := g.nodes[p]
+				if a.act == nil || out[k] <= 0 || !a.act.unstable(s.dom[r].Val[a.in[0]][i]) {
+					continue
+				}
+				nu := neuron{p, i}
+				if j, ok := at[nu]; ok {
+					all[j].score += out[k]
+				} else {
+					at[nu] = len(all)
+					all = append(all, scored{nu, out[k]})
+				}
+			}
+		}
+	}
 	slices.SortStableFunc(all, func(a, b scored) int { return cmp.Compare(b.score, a.score) })
 	var out []neuron
 	for _, c := range all[:min(len(all), fsbCandidates)] {

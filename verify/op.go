@@ -83,6 +83,14 @@ type rowRelaxer interface {
 	relaxRow(cr, ir []float64, pre []Interval, alr, ar, air, sr, dr []float64, fresh bool) (k, kabs float64)
 }
 
+// inputScorer is an operator whose relaxation loosens with its inputs'
+// ranges (a product's McCormick planes): for a coefficient c on its output
+// i, inputScores writes into out[k] how much of a bound narrowing input k
+// at i can remove, which branching credits to the activation producing it.
+type inputScorer interface {
+	inputScores(c float64, ins [][]Interval, i int, out []float64)
+}
+
 // wideReader is an operator whose rows read many inputs each (dense,
 // conv): the MIP gives the node it reads a variable per output, or its
 // rows would multiply out.
