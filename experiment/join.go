@@ -319,7 +319,7 @@ func oneExperiment[R Record](items []item[R], ops kindOps[R]) error {
 			if name == "" {
 				name = "the records"
 			}
-			return fmt.Errorf("%s mixes two experiments%s: %s (%s and %s); merge or summarise one experiment at a time", name, within, what, ref.at, it.at)
+			return fmt.Errorf("%s mixes two experiments%s: %s (records %d and %d); merge or summarise one experiment at a time", name, within, what, ref.at.N, it.at.N)
 		}
 		return fmt.Errorf("%s holds records of another experiment than %s%s: %s; merge only the shards of one run", it.at.Path, ref.at.Path, within, what)
 	}
@@ -384,14 +384,15 @@ func diffJSON(a, b []byte) string {
 	return strings.Join(out, ", ")
 }
 
-// short is a JSON value for a message, cut to 40 bytes.
+// short is a JSON value for a message, cut to 70 bytes (a sha256 in hex
+// fits).
 func short(v any) string {
 	if v == nil {
 		return "(absent)"
 	}
 	b, _ := json.Marshal(v)
-	if len(b) > 40 {
-		return string(b[:37]) + "…"
+	if len(b) > 70 {
+		return string(b[:67]) + "…"
 	}
 	return string(b)
 }
