@@ -403,7 +403,7 @@ func TestShardsMerge(t *testing.T) {
 		}
 		shards = append(shards, c.Shard.Path(c.Out))
 	}
-	rep, err := Merge(filepath.Join(dir, "merged.jsonl"), shards)
+	rep, err := Merge(filepath.Join(dir, "merged.jsonl"), shards, JoinOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestShardsMerge(t *testing.T) {
 		}
 	}
 	// Merging twice adds nothing.
-	if rep, err := Merge(filepath.Join(dir, "merged.jsonl"), shards); err != nil || rep.Records != 0 || rep.Duplicates != 10 {
+	if rep, err := Merge(filepath.Join(dir, "merged.jsonl"), shards, JoinOptions{}); err != nil || rep.Records != 0 || rep.Duplicates != 10 {
 		t.Fatalf("second merge: %+v, %v", rep, err)
 	}
 	// Another experiment's file is refused.
@@ -438,7 +438,7 @@ func TestShardsMerge(t *testing.T) {
 	if err := RunAttack(ctx, other, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Merge(filepath.Join(dir, "mixed.jsonl"), append(shards, other.Out)); err == nil || !strings.Contains(err.Error(), "another experiment") {
+	if _, err := Merge(filepath.Join(dir, "mixed.jsonl"), append(shards, other.Out), JoinOptions{}); err == nil || !strings.Contains(err.Error(), "another experiment") {
 		t.Fatalf("mixed merge: %v", err)
 	}
 }

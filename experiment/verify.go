@@ -185,7 +185,7 @@ func (c *VerifyConfig) bound(ctx context.Context, net *verify.Net, opt verify.Op
 	}
 	if b.Witness != nil {
 		l := len(b.WitnessResult.Tokens)
-		r.WitnessLength, r.WitnessTokens = &l, nonNil(b.WitnessResult.Tokens)
+		r.WitnessLength, r.WitnessTokens, r.WitnessNonFinite = &l, nonNil(b.WitnessResult.Tokens), b.WitnessResult.NonFinite
 		meta := map[string]string{"key": u.key, "model": c.Model.Dir, "model_sha256": c.Model.Digest, "length": fmt.Sprint(l),
 			"stopped": fmt.Sprint(b.WitnessResult.Stopped), "tokens": fmt.Sprint(r.WitnessTokens), "stage": "bound"}
 		in := c.Model.D64.Input()
@@ -333,7 +333,7 @@ func (c *VerifyConfig) verifyIn(ctx context.Context, net *verify.Net, opt verify
 	}
 	if res.Verdict == verify.Vulnerable {
 		l := len(res.WitnessResult.Tokens)
-		r.WitnessLength, r.WitnessTokens = &l, nonNil(res.WitnessResult.Tokens)
+		r.WitnessLength, r.WitnessTokens, r.WitnessNonFinite = &l, nonNil(res.WitnessResult.Tokens), res.WitnessResult.NonFinite
 		meta := map[string]string{"key": u.key, "model": c.Model.Dir, "model_sha256": c.Model.Digest, "length": fmt.Sprint(l),
 			"stopped": fmt.Sprint(res.WitnessResult.Stopped), "tokens": fmt.Sprint(r.WitnessTokens), "stage": res.Stage}
 		if r.Witness, _, err = saveWitness(c.WitnessDir, witnessName(c.Data.Ref, u.sample, u.eps, "verify-"+res.Stage, u.key), meta, res.Witness, in); err != nil {

@@ -25,6 +25,14 @@ type Result struct {
 	// Diverged is set when a forced token (GreedyOptions.Prefix) was not
 	// the argmax: the output is then not what greedy decoding gives.
 	Diverged bool
+	// NonFinite reports that the logits of the step after Tokens were not
+	// all finite (the state overflowed, as a model whose recurrence
+	// amplifies does after enough steps): decoding stopped there, without
+	// eos, since no token can be chosen. Tokens is the output up to that
+	// point, all of it decided on finite logits, so ℓ(x) ≥ len(Tokens) as
+	// for an output that hit the step cap; MinMargin and MinRelMargin
+	// cover the finite steps (+Inf if there was none).
+	NonFinite bool
 }
 
 // RelTieMargin is the relative top-2 logit margin below which a decoded
@@ -74,7 +82,8 @@ const recycleEvery = 16
 const compactBelow = 0.75
 
 // Greedy decodes the batch in greedily on tp: y_t = argmax o_t, ties to the
-// lowest token index, each row until its eos or the step cap. It is the one
+// lowest token index, each row until its eos, the step cap, or a step
+// whose logits are not all finite (Result.NonFinite). It is the one
 // greedy loop of lenspec: decoding, the attack objective, benchmarks and
 // replay all run it. On a recording tape gradients flow through the
 // logits and states of the path decoded (the argmax is piecewise
@@ -125,6 +134,15 @@ func Greedy[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], opt GreedyOpt
 		}
 		var logits *ad.Node[T]
 		logits, s = d.Step(tp, s, prev)
+		// A row whose logits overflowed has no argmax: it stops here,
+		// marked, before an observer sees it as live.
+		for k, r := range rows {
+			if live[k] && !finite(logits.Value.Data[k*v:(k+1)*v]) {
+				res[r].NonFinite = true
+				live[k] = false
+				active--
+			}
+		}
 		if opt.OnStep != nil {
 			opt.OnStep(t, logits, rows, live)
 		}
@@ -165,6 +183,16 @@ func Greedy[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], opt GreedyOpt
 		}
 	}
 	return res, nil
+}
+
+// finite reports whether every value of row is finite.
+func finite[T ad.Float](row []T) bool {
+	for _, v := range row {
+		if v-v != 0 { // NaN and ±Inf alike
+			return false
+		}
+	}
+	return true
 }
 
 // decodeChunk bounds memory and is the unit of parallel work: inputs are

@@ -344,8 +344,10 @@ func settings(d model.Decoder[float32], src Source[float32], opt Options) map[st
 }
 
 // saveCheckpoint stores weights, Adam moments, the settings and the
-// position in one safetensors file. Weights and moments are float32 in
-// memory and stored as such, so resuming is exact.
+// position in one safetensors file, sealed with its sha256
+// (safetensors.WriteSealed), so that a checkpoint changed since is refused
+// rather than resumed into another model. Weights and moments are float32
+// in memory and stored as such, so resuming is exact.
 func saveCheckpoint(dir string, d model.Decoder[float32], adam *ad.Adam[float32], set map[string]string, at position) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
@@ -363,7 +365,7 @@ func saveCheckpoint(dir string, d model.Decoder[float32], adam *ad.Adam[float32]
 			safetensors.F32("adam.m."+p.Name, p.W.Shape, narrow(mom[i])),
 			safetensors.F32("adam.v."+p.Name, p.W.Shape, narrow(vel[i])))
 	}
-	return safetensors.WriteFile(filepath.Join(dir, checkpointFile), f)
+	return safetensors.WriteFileSealed(filepath.Join(dir, checkpointFile), f)
 }
 
 // narrow converts moments back to the float32 they were (exactly).
@@ -377,7 +379,9 @@ func narrow(v []float64) []float32 {
 
 // loadCheckpoint restores a checkpoint if one exists and returns how far
 // its run got (nothing done when starting fresh). A checkpoint written
-// with other settings is refused, naming every setting that differs.
+// with other settings is refused, naming every setting that differs, and
+// one that does not match its checksum, naming the file (checkpoints from
+// before the checksum resume unchecked).
 func loadCheckpoint(dir string, d model.Decoder[float32], adam *ad.Adam[float32], set map[string]string) (position, error) {
 	path := filepath.Join(dir, checkpointFile)
 	f, err := safetensors.ReadFile(path)
