@@ -17,6 +17,17 @@ import (
 // testCells are the decoder cells the verifier's tests run on.
 var testCells = []string{model.CellReLU, model.CellLSTM, model.CellGRU}
 
+// seeds is how many seeds a test runs for a cell: n for the ReLU RNN, a
+// third of them for a gated cell, whose graphs (four or three gates, and
+// their products, per step) take longer to bound; their rules are
+// sampled on their own in ops_test.go.
+func seeds(cell string, n uint64) uint64 {
+	if cell == model.CellReLU {
+		return n
+	}
+	return max(n/3, 6)
+}
+
 func tinyConfig(convs int, cell ...string) *model.Config {
 	c := model.DefaultCaptionerConfig()
 	a := c.Arch.(*model.CaptionerConfig)
@@ -168,7 +179,7 @@ func TestBoundsContainSamples(t *testing.T) {
 
 func testBoundsContainSamples(t *testing.T, cell string) {
 	const K = 3
-	for seed := uint64(1); seed <= 30; seed++ {
+	for seed := uint64(1); seed <= seeds(cell, 30); seed++ {
 		convs := int(seed % 3)
 		_, n := tinyNet(t, seed, convs, cell)
 		rng := rand.New(rand.NewPCG(seed, 9))
@@ -317,7 +328,7 @@ func TestSplitBoundsContainSamples(t *testing.T) {
 func testSplitBoundsContainSamples(t *testing.T, cell string) {
 	const K = 3
 	inside, emptied := 0, 0
-	for seed := uint64(1); seed <= 24; seed++ {
+	for seed := uint64(1); seed <= seeds(cell, 24); seed++ {
 		_, n := tinyNet(t, seed, int(seed%3), cell)
 		rng := rand.New(rand.NewPCG(seed, 19))
 		lo, hi := randomBox(rng, n.InputSize, 0.5)
@@ -436,7 +447,7 @@ func TestTokenBoundsContainSamples(t *testing.T) {
 func testTokenBoundsContainSamples(t *testing.T, cell string) {
 	const K = 3
 	following, proven := 0, 0
-	for seed := uint64(1); seed <= 24; seed++ {
+	for seed := uint64(1); seed <= seeds(cell, 24); seed++ {
 		_, n := tinyNet(t, seed, int(seed%3), cell)
 		rng := rand.New(rand.NewPCG(seed, 29))
 		lo, hi := randomBox(rng, n.InputSize, []float64{0.1, 0.5, 1}[seed%3])

@@ -28,7 +28,7 @@ func TestEncodingFeasibleAtTrueActivations(t *testing.T) {
 
 func testEncodingFeasibleAtTrueActivations(t *testing.T, cell string) {
 	checked := 0
-	for seed := uint64(1); seed <= 40; seed++ {
+	for seed := uint64(1); seed <= seeds(cell, 40); seed++ {
 		m, n := tinyNet(t, seed, int(seed%3), cell)
 		rng := rand.New(rand.NewPCG(seed, 3))
 		center := make([]float64, n.InputSize)
