@@ -29,6 +29,8 @@ nice=${SLURM_LOCAL_NICE:-10}
 conf=$dir/etc/slurm.conf
 sock=$dir/munge/munge.socket.2
 export SLURM_CONF=$conf
+# The daemons live in sbin, which a non-login root shell may not have.
+export PATH=$PATH:/usr/sbin:/sbin
 
 say() { echo "slurm-local: $*" >&2; }
 die() { say "$*"; exit 1; }

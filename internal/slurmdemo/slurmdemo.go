@@ -370,7 +370,7 @@ func (d *demo) interrupt(ctx context.Context, k, pos int, unit, verb string, sig
 		return it, err
 	}
 	if !containsUnit(ended, unit) {
-		return it, fmt.Errorf("%s.attempts has no clean end for %s (ended attempts: %d): lenspec did not stop on SIGTERM as it should", file, unit, len(ended))
+		return it, fmt.Errorf("%s.attempts has no clean end for %s (ended attempts: %d): task %d was not writing shard %d (its shard from the environment is wrong), or lenspec did not end the unit's attempt on SIGTERM", file, unit, len(ended), k, k)
 	}
 	d.logf("task %d stopped %.1f s after the %s with %d of %d records kept (Slurm ExitCode %s); its attempt at %s ended cleanly", k, it.Stop.Seconds(), verb, it.Kept, it.Of, it.ExitStatus, unit)
 	return it, nil

@@ -60,16 +60,18 @@ func run(c slurmdemo.Config, keep bool) error {
 	}
 	cl := &slurmdemo.Cluster{Script: filepath.Join(repo, "scripts", "slurm-local.sh"), Dir: dir, Log: os.Stderr}
 	fmt.Println("== Starting the one-host Slurm cluster (scripts/slurm-local.sh start)")
-	if err := cl.Start(ctx); err != nil {
-		return err
-	}
-	if !keep {
+	err = cl.Start(ctx)
+	if !keep || err != nil {
+		// Also after a failed start, which may have left daemons up.
 		defer func() {
 			fmt.Println("\n== Stopping the cluster (scripts/slurm-local.sh stop)")
 			if err := cl.Stop(context.Background()); err != nil {
 				fmt.Fprintf(os.Stderr, "slurm-demo: %v\n", err)
 			}
 		}()
+	}
+	if err != nil {
+		return err
 	}
 	c.Repo, c.Env, c.Log = repo, cl.Env(), os.Stdout
 	t0 := time.Now()
