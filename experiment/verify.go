@@ -62,7 +62,7 @@ func (c *VerifyConfig) Validate() error {
 	if c.Model == nil {
 		return errors.New("no model")
 	}
-	if err := checkEps(c.Eps); err != nil {
+	if err := checkEps(c.Eps, c.Model.D64.Input()); err != nil {
 		errs = append(errs, err)
 	}
 	s := &c.Settings

@@ -37,7 +37,7 @@ type corpusFlags struct {
 func (f *corpusFlags) add(c *cobra.Command) {
 	c.Flags().StringVar(&f.name, "corpus", "", `"multi30k" (Multi30k task 1, imported by lenspec data multi30k), "ding" (the Ding dictionary) or a corpus of your own: a file of "source<TAB>target" lines (default: the model's own corpus; for training, ding)`)
 	c.Flags().StringVar(&f.ding, "ding", corpus.DingPath, "the Ding dictionary (Debian's trans-de-en, pinned by sha256)")
-	c.Flags().StringVar(&f.multi30k, "multi30k-dir", "", "where lenspec data multi30k put Multi30k (default $LENSPEC_DATA/multi30k or the user cache dir)")
+	c.Flags().StringVar(&f.multi30k, "multi30k-dir", "", "where lenspec data multi30k put Multi30k (default: $LENSPEC_DATA/multi30k or the user cache dir)")
 	c.Flags().Uint64Var(&f.seed, "split-seed", corpus.DefaultSplitSeed, "seed of the train/dev/test split (Ding and TSV corpora; Multi30k's splits are its own)")
 }
 
@@ -131,6 +131,11 @@ type nmtSummary struct {
 	UnstoppedDev int     `json:"unstopped_dev"`
 }
 
+// minVocab is the smallest --vocab checked before the corpus is read: the
+// 4 special and 256 byte tokens and one character. How many characters a
+// corpus has is known once it is read.
+const minVocab = 261
+
 func newTrainNMTCmd(a *app) *cobra.Command {
 	def := train.DefaultOptions()
 	opt := def
@@ -166,8 +171,15 @@ notice saying so.`,
 			if out == "" {
 				return usagef("--out is required")
 			}
-			if vocab < 300 || vocab > 1<<16 {
-				return usagef("--vocab %d must be in 300..65536", vocab)
+			if initDir != "" {
+				for _, name := range []string{"vocab", "embedding", "hidden", "layers", "decoder", "attention", "combine"} {
+					if c.Flags().Changed(name) {
+						return usagef("--%s conflicts with --init (the sizes and the tokenizer come from %s)", name, initDir)
+					}
+				}
+			}
+			if vocab < minVocab || vocab > 1<<16 {
+				return usagef("--vocab %d must be in %d..65536 (the special and byte tokens, and the corpus's characters)", vocab, minVocab)
 			}
 			if maxTarget < 1 || maxTarget > model.MaxStepCap {
 				return usagef("--max-target %d must be in 1..%d", maxTarget, model.MaxStepCap)
@@ -224,6 +236,12 @@ notice saying so.`,
 				a.logf("fine-tuning %s (BPE vocabulary of %d tokens)", initDir, tok.Size())
 			} else {
 				if tok, err = train.LearnTokenizer(c.Context(), trainPairs, vocab); err != nil {
+					var small *bpe.VocabSizeError
+					if errors.As(err, &small) {
+						// Known only once the corpus is read: its characters.
+						return usagef("--vocab %d is below the %d tokens %s needs (4 special, 256 byte and %d character tokens): give --vocab %d or more",
+							vocab, small.Need(), sp.Path, small.Alphabet, small.Need())
+					}
 					return err
 				}
 				arch.Vocab = tok.Size()
@@ -377,7 +395,7 @@ notice saying so.`,
 	f.Float64Var(&opt.LabelSmoothing, "label-smoothing", opt.LabelSmoothing, "move this much of each target token's probability to the uniform distribution in the loss")
 	f.Float64Var(&opt.ClipNorm, "clip-norm", opt.ClipNorm, "clip the gradient's global L2 norm (0: off)")
 	f.IntVar(&opt.Shards, "shards", opt.Shards, "split each batch into this many shards computed concurrently (the result depends on it, not on the cores)")
-	f.IntVar(&vocab, "vocab", vocab, "BPE vocabulary size (shared by German and English)")
+	f.IntVar(&vocab, "vocab", vocab, "BPE vocabulary size (shared by German and English), up to 65536: at least 260 (special and byte tokens) plus the training split's characters (Multi30k 355, Ding 367)")
 	f.IntVar(&maxTarget, "max-target", maxTarget, "leave out training pairs whose target is longer (tokens)")
 	f.DurationVar(&every, "checkpoint-every", every, "also checkpoint within an epoch this often (0: after every epoch only)")
 	f.IntVar(&arch.Embedding, "embedding", arch.Embedding, "embedding size")
