@@ -164,7 +164,7 @@ rerunning resumes; translate says instead which lines it wrote).`,
 	}
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output on stdout")
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress or log output on stderr")
-	root.PersistentFlags().StringVar(&a.dataDir, "mnist-dir", "", "MNIST directory (default $LENSPEC_DATA/mnist or the user cache dir)")
+	root.PersistentFlags().StringVar(&a.dataDir, "mnist-dir", "", "MNIST directory (default: $LENSPEC_DATA/mnist or the user cache dir)")
 	root.PersistentFlags().IntVar(&a.blasThr, "blas-threads", 1, "OpenBLAS threads per GEMM (lenspec parallelises across batches itself)")
 	root.PersistentFlags().StringVar(&a.cpuProf, "cpuprofile", "", "write a CPU profile of the command to this file (go tool pprof reads it)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
