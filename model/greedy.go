@@ -178,9 +178,9 @@ const decodeChunk = 256
 // times its longest source: a translator's decode keeps values for every
 // source position of every row (the encoder's, the attention's memory and
 // keys), so that a chunk's memory grows with both, and a chunk of long
-// sources gets fewer rows. Translating 3,000 Multi30k sentences peaked at
-// 0.9 GB with it, 1.4 GB with 256-row chunks whatever their sources'
-// length, for the same CPU time within 3 % (docs/BENCHMARKS.md).
+// sources gets fewer rows. Translating 3,000 Multi30k sentences peaks at
+// about 1 GB with it, 1.4 GB with 256-row chunks of any length, for the
+// same CPU time within the noise of a shared machine (docs/BENCHMARKS.md).
 const decodeTokens = 2048
 
 // chunks splits the n rows of b into the chunks Decode runs: consecutive
