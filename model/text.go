@@ -134,6 +134,14 @@ func Blank(s string) bool { return strings.TrimSpace(s) == "" }
 // it and training learns the tokenizer from it, so that inference,
 // evaluation, attacks and training see one text the same way.
 //
+// The normalisation is norm.NFC's, which is NFC in the Stream-Safe Text
+// Format (Unicode UAX #15): where more than 30 non-starters (combining
+// marks, counted in canonical decompositions in the text's own order, and
+// Hangul conjoining vowels and final consonants) follow each other, U+034F
+// COMBINING GRAPHEME JOINER goes before the 31st, and counting starts
+// again. Plain NFC does not do this; docs/models.md gives the rule in
+// Python for other implementations. Invalid UTF-8 bytes pass through.
+//
 // NFC because one text has several code point spellings ("ä" is U+00E4,
 // or "a" and U+0308 in NFD, as macOS file names and some input methods
 // give it), and merges learnt on one never apply to another: unnormalised,
