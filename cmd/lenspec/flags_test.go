@@ -104,7 +104,7 @@ func TestVerifyFlagsAreLibraryDefaults(t *testing.T) {
 	// The help describes the batched engine: branch and bound alternates
 	// with the wide falsifier's rounds.
 	for name, words := range map[string][]string{
-		"bab":             {"alternating with wide-falsifier rounds", "--no-mip, all the time"},
+		"bab":             {"between which the wide falsifier runs again", "--no-mip, all the time"},
 		"search-restarts": {"between slices of branch and bound", "once the bounds have not proved"},
 		"no-mip":          {"branch and bound alternating with rounds of the wide falsifier"},
 	} {
