@@ -196,6 +196,6 @@ downloads it: point --from at a copy. Translator commands read it with
 		},
 	}
 	m30k.Flags().StringVar(&m30kFrom, "from", "", "directory holding Multi30k's raw .gz files")
-	m30k.Flags().StringVar(&m30kDir, "dir", "", "destination (default $LENSPEC_DATA/multi30k or the user cache dir)")
+	m30k.Flags().StringVar(&m30kDir, "dir", "", "destination (default: $LENSPEC_DATA/multi30k or the user cache dir)")
 	return group("data", "Prepare and inspect datasets", mn, mm, m30k)
 }
