@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/captions"
 	"github.com/lenspec/lenspec/experiment"
@@ -218,12 +219,13 @@ func spellOutput(cfg *model.Config, r model.Result) string {
 
 func newTrainShowTellCmd(a *app) *cobra.Command {
 	def := train.DefaultOptions()
-	opt := train.Options{Seed: 1, Epochs: 12, BatchSize: 64, LR: 2e-3, FinalLR: 1e-4, WeightDecay: 0.01, Dropout: 0.1, ClipNorm: 5, Shards: def.Shards}
+	opt := train.Options{Seed: 1, Epochs: 10, BatchSize: 64, LR: 1e-3, FinalLR: 5e-5, WeightDecay: 0.01, Dropout: 0.1, ClipNorm: 5, Shards: def.Shards}
 	cfg := model.DefaultShowTellConfig(captions.Vocab)
 	arch := cfg.Arch.(*model.ShowTellConfig)
 	var out, lengths string
 	var dataSeed uint64
 	var every time.Duration = 2 * time.Minute
+	pretrain := 3
 	c := &cobra.Command{
 		Use:   "showtell",
 		Short: "Train the Show-and-Tell captioner (CNN encoder, LSTM decoder) on the captions data set",
@@ -231,10 +233,18 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 encoder whose image embedding is the LSTM's input at step −1, word embeddings,
 PyTorch's nn.LSTMCell, a linear output) on the captions data set with Adam and
 the teacher-forced cross-entropy, and write config.json and model.safetensors
-to --out. A checkpoint is written to --out/checkpoint every --checkpoint-every
-and after every epoch; rerunning the same command resumes from it (a
-checkpoint written with other settings is refused). Prints the exact-caption
-accuracy and BLEU-4 on the test split. The defaults reproduce
+to --out.
+
+As Show-and-Tell's Inception was pretrained, the encoder is first trained for
+--pretrain-epochs under a ReLU RNN decoder (a cnn-rnn-captioner with the same
+encoder, kept in --out/pretrain until the end): trained from scratch, an LSTM
+that sees the image only at step −1 sits for epochs on the caption prior
+before it uses the image (docs/models.md).
+
+Checkpoints go to --out/checkpoint (and --out/checkpoint-pretrain) every
+--checkpoint-every and after every epoch; rerunning the same command resumes
+(a checkpoint written with other settings is refused). Prints the
+exact-caption accuracy and BLEU-4 on the test split. The defaults reproduce
 models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -271,13 +281,20 @@ models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`,
 			if err != nil {
 				return err
 			}
+			start := time.Now()
+			data := fmt.Sprintf("captions lengths %s data-seed %d", lengths, dataSeed)
+			encoder := "none"
+			if pretrain > 0 {
+				if encoder, err = pretrainEncoder(c.Context(), a, d, src, opt, pretrain, data, filepath.Join(out, "pretrain"), every); err != nil {
+					return err
+				}
+			}
 			opt.CheckpointDir, opt.CheckpointEvery = filepath.Join(out, "checkpoint"), every
-			opt.Data = fmt.Sprintf("captions lengths %s data-seed %d", lengths, dataSeed)
+			opt.Data = data + " encoder " + encoder
 			rep := progress.New("train", tr.N/opt.BatchSize*opt.Epochs, a.quiet)
 			opt.Progress = func(p train.Progress) {
 				rep.Set(p.Step, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
 			}
-			start := time.Now()
 			if _, err := train.Fit(c.Context(), d, src, opt); err != nil {
 				rep.Finish()
 				return err
@@ -296,10 +313,10 @@ models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`,
 			if err != nil {
 				return err
 			}
-			cmd := fmt.Sprintf("lenspec train showtell --out DIR --seed %d --epochs %d --batch %d --lr %g --final-lr %g --dropout %g --lengths %s --shards %d",
-				opt.Seed, opt.Epochs, opt.BatchSize, opt.LR, opt.FinalLR, opt.Dropout, lengths, opt.Shards)
+			cmd := fmt.Sprintf("lenspec train showtell --out DIR --seed %d --epochs %d --pretrain-epochs %d --batch %d --lr %g --final-lr %g --dropout %g --lengths %s --shards %d",
+				opt.Seed, opt.Epochs, pretrain, opt.BatchSize, opt.LR, opt.FinalLR, opt.Dropout, lengths, opt.Shards)
 			d.Config().Training = map[string]any{
-				"seed": opt.Seed, "data_seed": dataSeed, "lengths": lengths, "epochs": opt.Epochs, "batch_size": opt.BatchSize,
+				"seed": opt.Seed, "data_seed": dataSeed, "lengths": lengths, "epochs": opt.Epochs, "pretrain_epochs": pretrain, "batch_size": opt.BatchSize,
 				"lr": opt.LR, "final_lr": opt.FinalLR, "optimizer": "adamw", "weight_decay": opt.WeightDecay, "dropout": opt.Dropout,
 				"clip_norm": opt.ClipNorm, "shards": opt.Shards, "seconds_last_run": secs,
 				"test_exact_caption_accuracy": ev.SequenceAccuracy, "test_bleu4": score.BLEU, "test_max_len": ev.MaxLen, "command": cmd,
@@ -307,8 +324,10 @@ models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`,
 			if err := model.Save(out, d); err != nil {
 				return err
 			}
-			if err := os.RemoveAll(opt.CheckpointDir); err != nil {
-				return err
+			for _, dir := range []string{opt.CheckpointDir, filepath.Join(out, "pretrain")} {
+				if err := os.RemoveAll(dir); err != nil {
+					return err
+				}
 			}
 			res := map[string]any{"out": out, "seconds": secs, "test_exact_caption_accuracy": ev.SequenceAccuracy,
 				"test_bleu4": score.BLEU, "bleu": score.String(), "test_max_len": ev.MaxLen, "test_unstopped": ev.Unstopped}
@@ -332,10 +351,63 @@ models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`,
 	f.Float64Var(&opt.ClipNorm, "clip-norm", opt.ClipNorm, "clip the gradient's global L2 norm (0: off)")
 	f.IntVar(&opt.Shards, "shards", opt.Shards, "split each batch into this many shards computed concurrently (the result depends on it, not on the cores)")
 	f.DurationVar(&every, "checkpoint-every", every, "also checkpoint within an epoch this often (0: after every epoch only)")
+	f.IntVar(&pretrain, "pretrain-epochs", pretrain, "epochs of encoder pretraining under a ReLU RNN decoder first (0: none)")
 	f.IntVar(&arch.Hidden, "hidden", arch.Hidden, "LSTM hidden size")
 	f.IntVar(&arch.Embedding, "embedding", arch.Embedding, "image and word embedding size")
 	f.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the encoder's first fully connected layer")
 	return c
+}
+
+// pretrainEncoder trains d's encoder for epochs under a ReLU RNN decoder
+// (a cnn-rnn-captioner with the same encoder and sizes, saved to dir so
+// that a resumed run skips it) and copies it into d. It returns the
+// pretrained model's digest, which keys the main run's checkpoint.
+func pretrainEncoder(ctx context.Context, a *app, d model.Decoder[float32], src train.Source[float32], opt train.Options, epochs int, data, dir string, every time.Duration) (string, error) {
+	st := d.Config().Arch.(*model.ShowTellConfig)
+	if _, err := os.Stat(filepath.Join(dir, model.WeightsFile)); err != nil {
+		cfg := model.Config{Architecture: model.ArchCaptioner, Vocab: d.Config().Vocab, EOS: d.EOS(), MaxSteps: d.MaxSteps(), DType: "float32",
+			Arch: &model.CaptionerConfig{Input: st.Input, Conv: st.Conv, FCHidden: st.FCHidden, Embedding: st.Embedding, Hidden: st.Hidden, Cell: model.CellReLU}}
+		pre, err := model.New[float32](&cfg, rand.New(rand.NewPCG(opt.Seed, 1)))
+		if err != nil {
+			return "", err
+		}
+		popt := opt
+		popt.Epochs, popt.CheckpointDir, popt.CheckpointEvery, popt.Data = epochs, dir+"-checkpoint", every, data+" pretrain"
+		rep := progress.New("pretrain encoder", src.Len()/opt.BatchSize*epochs, a.quiet)
+		popt.Progress = func(p train.Progress) {
+			rep.Set(p.Step, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
+		}
+		_, err = train.Fit(ctx, pre, src, popt)
+		rep.Finish()
+		if err != nil {
+			return "", err
+		}
+		if err := model.Save(dir, pre); err != nil {
+			return "", err
+		}
+		if err := os.RemoveAll(popt.CheckpointDir); err != nil {
+			return "", err
+		}
+	}
+	pre, err := model.Load[float32](dir)
+	if err != nil {
+		return "", err
+	}
+	from := map[string]*ad.Param[float32]{}
+	for _, p := range pre.Params() {
+		from[p.Name] = p
+	}
+	for _, p := range d.Params() {
+		if !strings.HasPrefix(p.Name, "encoder.") {
+			continue
+		}
+		q, ok := from[p.Name]
+		if !ok || len(q.W.Data) != len(p.W.Data) {
+			return "", fmt.Errorf("%s: no tensor %s of %d values for the encoder", dir, p.Name, len(p.W.Data))
+		}
+		copy(p.W.Data, q.W.Data)
+	}
+	return model.Digest(dir)
 }
 
 // captionModelData is the data an image captioner's experiments run on:
@@ -348,7 +420,7 @@ func (a *app) captionModelData(ctx context.Context, m *experiment.Model, seed ui
 func newCaptionAttackCmd(a *app) *cobra.Command {
 	var models []string
 	var outDir, losses string
-	var images, samples, steps, restarts, maxSteps, capLen, batch int
+	var images, first, samples, steps, restarts, maxSteps, capLen, batch int
 	var eps []float64
 	var lr, clip float64
 	var seed, dataSeed uint64
@@ -375,8 +447,8 @@ records there are.`,
 			if len(models) == 0 || outDir == "" {
 				return usagef("--model and --out are required")
 			}
-			if images <= 0 || samples < 0 || steps < 0 || capLen < 0 {
-				return usagef("--images must be positive, --samples, --steps and --cap non-negative")
+			if images <= 0 || samples < 0 || steps < 0 || capLen < 0 || first < 0 {
+				return usagef("--images must be positive, --first, --samples, --steps and --cap non-negative")
 			}
 			names := map[string]bool{}
 			for _, m := range models {
@@ -438,6 +510,9 @@ records there are.`,
 					for _, e := range eps {
 						for _, cfg := range cfgs {
 							cfg.Eps, cfg.Progress = []float64{e}, progress
+							if first > 0 && first < len(picked) {
+								cfg.Samples = picked[:first]
+							}
 							if err := experiment.RunAttack(c.Context(), cfg, nil); err != nil {
 								finish()
 								return err
@@ -475,6 +550,7 @@ records there are.`,
 	f.StringArrayVar(&models, "model", nil, "model directory (repeatable)")
 	f.StringVar(&outDir, "out", "", "output directory (one subdirectory per model, comparison.md)")
 	f.IntVar(&images, "images", 500, "number of random test images")
+	f.IntVar(&first, "first", 0, "attack only the first this many of the --images drawn (a run grows by rerunning with a larger --first; the summary covers every record of the draw)")
 	f.Float64SliceVar(&eps, "eps", []float64{0.5}, "radius grid")
 	f.IntVar(&samples, "samples", 10000, "random-search samples per image")
 	f.IntVar(&steps, "steps", 1000, "PGD iterations per run")
