@@ -129,8 +129,20 @@ func NewShowTell[T ad.Float](cfg *Config, rng *rand.Rand) (*ShowTell[T], error) 
 	m.Emb = nn.NewEmbedding[T]("decoder.embedding", len(cfg.Vocab)+1, a.Embedding, rng)
 	m.LSTM = nn.NewLSTMCell[T]("decoder.cell", a.Embedding, a.Hidden, rng)
 	m.Out = nn.NewLinear[T]("decoder.out", a.Hidden, len(cfg.Vocab), rng)
+	if rng != nil {
+		for i := range m.Out.W.W.Data {
+			m.Out.W.W.Data[i] *= outputInitGain
+		}
+	}
 	return m, nil
 }
+
+// outputInitGain scales the output layer's He initialisation. The LSTM's
+// h is bounded by 1 and starts near 0.1, so at He scale the image moves
+// the first logits too little for its gradient to stand out: trained from
+// there the model sits for thousands of steps on the caption prior. At 5×,
+// a 64-image batch is fitted in 31 steps instead of 151.
+const outputInitGain = 5
 
 // featureShape is the last convolution's output [C, H, W].
 func (a *ShowTellConfig) featureShape() (ch, h, w int) {
