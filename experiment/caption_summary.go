@@ -36,10 +36,14 @@ type CaptionRow struct {
 	// Witnesses counts the lengthened outputs; Replayed those whose saved
 	// witness decodes again, in float64, to the recorded tokens with no
 	// tie (−1: not checked).
-	Witnesses int     `json:"witnesses"`
-	Replayed  int     `json:"replayed"`
-	Evals     int64   `json:"evals"`
-	Seconds   float64 `json:"seconds"`
+	Witnesses int `json:"witnesses"`
+	Replayed  int `json:"replayed"`
+	// Sampled counts the inputs the searches evaluated in float32 (where
+	// records keep their lengths: random search), SampledOverCap those
+	// whose output was longer than the cap or did not stop.
+	Sampled, SampledOverCap int64   `json:"sampled,omitempty"`
+	Evals                   int64   `json:"evals"`
+	Seconds                 float64 `json:"seconds"`
 }
 
 // CaptionSummary is the figure and table of one model's caption attacks.
@@ -157,6 +161,12 @@ func captionRow(ctx context.Context, g []AttackRecord, m *Model, name string, ep
 		row.Longest = max(row.Longest, r.AdvLength)
 		row.Evals += r.Evals
 		row.Seconds += r.Seconds
+		for l, n := range r.LengthCounts {
+			row.Sampled += n
+			if l > capLen {
+				row.SampledOverCap += n
+			}
+		}
 		if r.Success {
 			row.Witnesses++
 			if m != nil {
@@ -202,17 +212,20 @@ func CaptionTable(rows []CaptionRow, capLen int) string {
 		if r.Unstopped > 0 {
 			longest = fmt.Sprintf("≥%d (%d without eos)", r.Longest, r.Unstopped)
 		}
-		replayed := "—"
+		replayed, sampled := "—", "—"
 		if r.Replayed >= 0 {
 			replayed = fmt.Sprintf("%d/%d", r.Replayed, r.Witnesses)
 		}
+		if r.Sampled > 0 {
+			sampled = fmt.Sprintf("%d of %d", r.SampledOverCap, r.Sampled)
+		}
 		cells = append(cells, []string{r.Model, fmt.Sprint(r.Eps), r.Method, fmt.Sprint(r.Images),
 			fmt.Sprintf("%.1f%%", 100*r.Lengthened), fmt.Sprintf("%.3f", r.MeanRatio), longest,
-			fmt.Sprintf("%d (originals %d)", r.OverCap, r.OrigOverCap), fmt.Sprint(r.Ties), replayed,
+			fmt.Sprintf("%d (originals %d)", r.OverCap, r.OrigOverCap), sampled, fmt.Sprint(r.Ties), replayed,
 			fmt.Sprint(r.Evals), fmt.Sprintf("%.0f", r.Seconds)})
 	}
 	header := []string{"model", "δ", "method", "images", "lengthened", "mean length ratio", "longest",
-		fmt.Sprintf("outputs > %d", capLen), "ties", "witnesses replayed", "evaluations", "seconds"}
+		fmt.Sprintf("outputs > %d", capLen), fmt.Sprintf("sampled outputs > %d", capLen), "ties", "witnesses replayed", "evaluations", "seconds"}
 	h, c := withFailed(header, cells, func(i int) int { return rows[i].Failed })
 	return report.Markdown(h, c)
 }
