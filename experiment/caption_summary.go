@@ -41,9 +41,10 @@ type CaptionRow struct {
 	// Sampled counts the inputs the searches evaluated in float32 (where
 	// records keep their lengths: random search), SampledOverCap those
 	// whose output was longer than the cap or did not stop.
-	Sampled, SampledOverCap int64   `json:"sampled,omitempty"`
-	Evals                   int64   `json:"evals"`
-	Seconds                 float64 `json:"seconds"`
+	Sampled        int64   `json:"sampled,omitempty"`
+	SampledOverCap int64   `json:"sampled_over_cap,omitempty"`
+	Evals          int64   `json:"evals"`
+	Seconds        float64 `json:"seconds"`
 }
 
 // CaptionSummary is the figure and table of one model's caption attacks.
