@@ -198,7 +198,7 @@ images so certified.`,
 	f.IntVar(&arch.Conv[1].OutChannels, "conv2", arch.Conv[1].OutChannels, "channels of the second convolution")
 	f.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the first fully connected layer")
 	f.StringVar(&arch.Cell, "cell", arch.Cell, "decoder cell: rnn_relu (verifiable) or lstm")
-	return group("train", "Train models", c, newTrainNMTCmd(a))
+	return group("train", "Train models", c, newTrainNMTCmd(a), newTrainShowTellCmd(a))
 }
 
 // switchedBy refuses flags that only mean something when the flag on turns
