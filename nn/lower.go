@@ -129,3 +129,44 @@ func (e *Embedding[T]) Rows() [][]float64 {
 	}
 	return out
 }
+
+// Scope returns a Builder that names every operator prefix.name (prefix
+// alone for the name ""): a layer lowered twice into one graph, as a
+// decoder's cell run once in its encoder, keeps its names apart.
+func Scope(b Builder, prefix string) Builder { return scoped{b, prefix} }
+
+type scoped struct {
+	b      Builder
+	prefix string
+}
+
+func (s scoped) name(n string) string {
+	if n == "" {
+		return s.prefix
+	}
+	return s.prefix + "." + n
+}
+
+func (s scoped) Dense(name string, x Value, w, b []float64, out int) Value {
+	return s.b.Dense(s.name(name), x, w, b, out)
+}
+
+func (s scoped) Conv(name string, x Value, w, b []float64, in [3]int, out int, g ad.ConvGeom) Value {
+	return s.b.Conv(s.name(name), x, w, b, in, out, g)
+}
+
+func (s scoped) Add(name string, xs ...Value) Value { return s.b.Add(s.name(name), xs...) }
+
+func (s scoped) Sub(name string, x, y Value) Value { return s.b.Sub(s.name(name), x, y) }
+
+func (s scoped) Mul(name string, x, y Value) Value { return s.b.Mul(s.name(name), x, y) }
+
+func (s scoped) Act(name string, a Activation, x Value) Value { return s.b.Act(s.name(name), a, x) }
+
+func (s scoped) Slice(name string, x Value, from, to int) Value {
+	return s.b.Slice(s.name(name), x, from, to)
+}
+
+func (s scoped) Const(name string, v []float64) Value { return s.b.Const(s.name(name), v) }
+
+func (s scoped) Token(name string, table [][]float64) Value { return s.b.Token(s.name(name), table) }

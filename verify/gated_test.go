@@ -1,6 +1,8 @@
 package verify
 
 import (
+	"context"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -105,4 +107,69 @@ func TestGatedCaptionersAgainstGrid(t *testing.T) {
 			t.Fatalf("%s: %d robust and %d vulnerable of %d samples", cell, robust, vulnerable, total)
 		}
 	}
+}
+
+// TestLowerShowTell: the Show-and-Tell captioner (its LSTM's step −1 in
+// the encoder, the start token's embedding at the first step) lowers into
+// a graph whose float64 evaluation is the model's forward pass, and whose
+// bounds contain sampled decodings.
+func TestLowerShowTell(t *testing.T) {
+	cfg := model.DefaultShowTellConfig([]string{"a", "b", "c", "<eos>"})
+	a := cfg.Arch.(*model.ShowTellConfig)
+	a.Input = model.InputConfig{Channels: 1, Height: 4, Width: 6, Min: -1, Max: 1}
+	a.Conv = []model.ConvConfig{{OutChannels: 3, Kernel: 3, Stride: 2, Padding: 1}}
+	a.FCHidden, a.Embedding, a.Hidden = 6, 4, 5
+	cfg.MaxSteps = 8
+	m, err := model.NewShowTell[float64](&cfg, rand.New(rand.NewPCG(5, 21)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomBiases(m, 5)
+	n, err := Lower(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 1))
+	for trial := 0; trial < 30; trial++ {
+		x := sampleIn(rng, negOnes(n.InputSize), ones(n.InputSize))
+		_, logits, toks := greedy(n, x, 8)
+		want, wantToks := modelLogits(t, m, x, 8)
+		if len(toks) != len(wantToks) {
+			t.Fatalf("IR decodes %v, model %v", toks, wantToks)
+		}
+		for k := range toks {
+			if toks[k] != wantToks[k] {
+				t.Fatalf("IR decodes %v, model %v", toks, wantToks)
+			}
+			for z, v := range logits[k] {
+				if d := math.Abs(v - want[k][z]); d > 1e-12*(1+math.Abs(v)) {
+					t.Fatalf("step %d token %d: IR logit %v, model %v", k, z, v, want[k][z])
+				}
+			}
+		}
+	}
+	const K = 2
+	lo, hi := randomBox(rng, n.InputSize, 0.2)
+	g := newGraph(n, K)
+	b := computeBounds(context.Background(), g, lo, hi, BoundAlphaCROWNFull)
+	for trial := 0; trial < 300; trial++ {
+		val, logits, toks := greedy(n, sampleIn(rng, lo, hi), K+1)
+		checkPath(t, "show-and-tell", g, b, val, logits, toks)
+	}
+}
+
+func ones(n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = 1
+	}
+	return v
+}
+
+func negOnes(n int) []float64 {
+	v := ones(n)
+	for i := range v {
+		v[i] = -1
+	}
+	return v
 }

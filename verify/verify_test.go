@@ -160,7 +160,9 @@ func verifyOpts() Options {
 		return lp, nil
 	}
 	o.TimeLimit = 20 * time.Second
-	// No falsifier: the MIP must decide on its own.
+	// No falsifier and no branch and bound (on by default): the MIP
+	// stages must decide on their own; tests turn it on where they mean it.
+	o.BaB = false
 	o.MaxSteps = 12
 	return o
 }
