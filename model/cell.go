@@ -46,8 +46,14 @@ type cell[T ad.Float] interface {
 	// lower describes one step to the verifier; s holds zero Values at the
 	// first step.
 	lower(b nn.Builder, in nn.CellInput, s []nn.Value) []nn.Value
+	// interval propagates boxes through one step: the input box xc ± xr
+	// (xr nil: exact) and the state's boxes (certified training).
+	interval(tp *ad.Tape[T], xc, xr *ad.Node[T], s []box[T]) []box[T]
 	params() []*ad.Param[T]
 }
+
+// box is a tensor's interval as centre and radius.
+type box[T ad.Float] struct{ c, r *ad.Node[T] }
 
 // newCell builds a cell of the given kind named prefix.
 func newCell[T ad.Float](kind, prefix string, in, hidden int, rng *rand.Rand) (cell[T], error) {
@@ -71,6 +77,10 @@ func (c rnnCell[T]) step(tp *ad.Tape[T], x *ad.Node[T], s []*ad.Node[T]) []*ad.N
 func (c rnnCell[T]) lower(b nn.Builder, in nn.CellInput, s []nn.Value) []nn.Value {
 	return []nn.Value{c.Lower(b, in, s[0])}
 }
+func (c rnnCell[T]) interval(tp *ad.Tape[T], xc, xr *ad.Node[T], s []box[T]) []box[T] {
+	h, r := c.Interval(tp, xc, xr, s[0].c, s[0].r)
+	return []box[T]{{h, r}}
+}
 func (c rnnCell[T]) params() []*ad.Param[T] { return c.Params() }
 
 type lstmCell[T ad.Float] struct{ *nn.LSTMCell[T] }
@@ -84,6 +94,10 @@ func (c lstmCell[T]) lower(b nn.Builder, in nn.CellInput, s []nn.Value) []nn.Val
 	h, cn := c.Lower(b, in, s[0], s[1])
 	return []nn.Value{h, cn}
 }
+func (c lstmCell[T]) interval(tp *ad.Tape[T], xc, xr *ad.Node[T], s []box[T]) []box[T] {
+	h, hr, cn, cr := c.Interval(tp, xc, xr, s[0].c, s[0].r, s[1].c, s[1].r)
+	return []box[T]{{h, hr}, {cn, cr}}
+}
 func (c lstmCell[T]) params() []*ad.Param[T] { return c.Params() }
 
 type gruCell[T ad.Float] struct{ *nn.GRUCell[T] }
@@ -94,5 +108,9 @@ func (c gruCell[T]) step(tp *ad.Tape[T], x *ad.Node[T], s []*ad.Node[T]) []*ad.N
 }
 func (c gruCell[T]) lower(b nn.Builder, in nn.CellInput, s []nn.Value) []nn.Value {
 	return []nn.Value{c.Lower(b, in, s[0])}
+}
+func (c gruCell[T]) interval(tp *ad.Tape[T], xc, xr *ad.Node[T], s []box[T]) []box[T] {
+	h, r := c.Interval(tp, xc, xr, s[0].c, s[0].r)
+	return []box[T]{{h, r}}
 }
 func (c gruCell[T]) params() []*ad.Param[T] { return c.Params() }

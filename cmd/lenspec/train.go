@@ -92,9 +92,6 @@ images so certified.`,
 			if err := experiment.CheckMultiMNIST(in); err != nil {
 				return err
 			}
-			if a, ok := d.Config().Arch.(*model.CaptionerConfig); ok && opt.IBP > 0 && a.Cell != model.CellReLU {
-				return usagef("--ibp propagates boxes through the %s cell only, not %s", model.CellReLU, a.Cell)
-			}
 			if err := opt.ValidateFor(d); err != nil {
 				return usage(err) // the radii against the model's input range
 			}
