@@ -30,9 +30,9 @@ func (m *Captioner[T]) StepGates(tp *ad.Tape[T], st State[T], prev []int) (*ad.N
 		in = m.Emb.Forward(tp, prev)
 	}
 	l := m.LSTM
-	gates := tp.Add(tp.Linear(in, tp.Param(l.Wih), tp.Param(l.Bih)), tp.Linear(s.h, tp.Param(l.Whh), tp.Param(l.Bhh)))
-	h, c := tp.LSTMCell(gates, s.c)
-	return m.Out.Forward(tp, h), &captionerState[T]{h: h, c: c}, gates
+	gates := tp.Add(tp.Linear(in, tp.Param(l.Wih), tp.Param(l.Bih)), tp.Linear(s.s[0], tp.Param(l.Whh), tp.Param(l.Bhh)))
+	h, c := tp.LSTMCell(gates, s.s[1])
+	return m.Out.Forward(tp, h), &captionerState[T]{s: []*ad.Node[T]{h, c}}, gates
 }
 
 // GateNames are the LSTM gates in PyTorch's order: input, forget, cell

@@ -93,8 +93,8 @@ func init() {
 // with LSTM PyTorch's nn.LSTMCell (gates i, f, g, o). The word embedding
 // W_e has one row per output token and a last row for ⟨S⟩, which is never
 // an output. Only convolutions, dense layers, ReLU, embeddings, the LSTM
-// cell and the output projection appear, so the verifier can lower it once
-// it has bound rules for the LSTM cell.
+// cell and the output projection appear; it lowers itself into the
+// verifier (LowerEncoder, LowerStep).
 type ShowTell[T ad.Float] struct {
 	Cfg  *Config
 	Arch *ShowTellConfig
@@ -248,21 +248,38 @@ func (m *ShowTell[T]) StepGates(tp *ad.Tape[T], st State[T], prev []int) (*ad.No
 	return m.Out.Forward(tp, h), &showTellState[T]{h: h, c: c}, gates
 }
 
-// EncoderLayers lists the encoder's layers from the image to x₋₁ (float64
-// models only), as the verifier lowers encoders.
-func (m *ShowTell[T]) EncoderLayers() []EncoderLayer {
-	m64, ok := any(m).(*ShowTell[float64])
-	if !ok {
-		return nil
-	}
-	var ls []EncoderLayer
+// LowerEncoder describes the encoder to b, and the LSTM's step −1 on the
+// image embedding from a zero state: the state (h, c) the first step
+// reads.
+func (m *ShowTell[T]) LowerEncoder(b nn.Builder, x nn.Value) (map[string]nn.Value, error) {
 	in := m.Arch.Input
-	shape := []int{in.Channels, in.Height, in.Width}
-	for i, c := range m64.Conv {
-		ls = append(ls, EncoderLayer{Name: fmt.Sprintf("conv%d", i+1), Conv: c, InShape: shape, ReLU: true})
-		shape = []int{c.Out, c.Geom.Out(shape[1]), c.Geom.Out(shape[2])}
+	shape := [3]int{in.Channels, in.Height, in.Width}
+	for i, c := range m.Conv {
+		name := fmt.Sprintf("conv%d", i+1)
+		x = b.Act(name+".relu", nn.ReLU, c.Lower(b, name, x, shape))
+		shape = [3]int{c.Out, c.Geom.Out(shape[1]), c.Geom.Out(shape[2])}
 	}
-	return append(ls, EncoderLayer{Name: "fc1", Linear: m64.FC1, ReLU: true}, EncoderLayer{Name: "fc2", Linear: m64.FC2})
+	x = b.Act("fc1.relu", nn.ReLU, m.FC1.Lower(b, "fc1", x))
+	x = m.FC2.Lower(b, "fc2", x)
+	h, c := m.LSTM.Lower(nn.Scope(b, "h0"), nn.CellInput{X: x}, nn.Value{}, nn.Value{})
+	return map[string]nn.Value{"h": h, "c": c}, nil
+}
+
+// LowerStep describes one LSTM step: fed the start token's embedding at
+// the first step, the token fed back afterwards.
+func (m *ShowTell[T]) LowerStep(b nn.Builder, first bool, s map[string]nn.Value) (nn.Value, map[string]nn.Value, error) {
+	rows := m.Emb.Rows()
+	in := nn.CellInput{Emb: rows[:m.Vocab()]}
+	if first {
+		in = nn.CellInput{X: b.Const("start", rows[m.startID()])}
+	}
+	h, c := m.LSTM.Lower(b, in, s["h"], s["c"])
+	return h, map[string]nn.Value{"h": h, "c": c}, nil
+}
+
+// LowerLogits returns the output layer.
+func (m *ShowTell[T]) LowerLogits() (w, b []float64) {
+	return nn.Float64s(m.Out.W.W.Data), nn.Float64s(m.Out.B.W.Data)
 }
 
 // Cost counts the model's operations per image.
