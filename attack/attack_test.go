@@ -221,6 +221,37 @@ func TestRandomSearchWitnessesReplay(t *testing.T) {
 	}
 }
 
+// plainSpace hides a space's batch sampler: random search then draws
+// and decodes point by point (Space.Draw, Space.Decode32).
+type plainSpace struct{ Space[[]float64] }
+
+// TestRandomSearchBatchSamplerSame: random search on images, which
+// samples straight into the float32 batch, finds what the generic path
+// (Draw, then Decode32) finds from the same draws: the same witness, rank
+// and length histogram.
+func TestRandomSearchBatchSamplerSame(t *testing.T) {
+	m32s, m64s, targets := lengthenable(t, 3)
+	for i, tg := range targets {
+		if _, ok := tg.Set.(batchSampler[[]float64]); !ok {
+			t.Fatal("the continuous space has no batch sampler: the test checks nothing")
+		}
+		opt := RandomOptions{Samples: 500, Batch: 70}
+		fast, err := RandomSearch(context.Background(), m32s[i], m64s[i], tg, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pt := tg
+		pt.Set = plainSpace{tg.Set}
+		slow, err := RandomSearch(context.Background(), m32s[i], m64s[i], pt, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(fast.Input, slow.Input) || fast.Found32 != slow.Found32 || !slices.Equal(fast.LengthCounts, slow.LengthCounts) {
+			t.Fatalf("target %d: the batch sampler found rank %d, the generic path %d", i, fast.Found32, slow.Found32)
+		}
+	}
+}
+
 // TestPGDLengthens: on targets where random search shows a longer output
 // exists, batched PGD finds longer outputs too, and every claimed success
 // replays in float64 from an input inside the ball.
