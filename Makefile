@@ -37,6 +37,7 @@ lint:
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
 test: data lint
+	@bash scripts/setup.sh python3-torch python3-numpy # the PyTorch export test (model/showtell_torch_test.go)
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -tags purego ./...
 

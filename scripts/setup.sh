@@ -4,7 +4,7 @@
 # Run as root (CI is root) or with sudo available.
 set -euo pipefail
 
-pkgs=(libopenblas-dev coinor-libcbc-dev coinor-libclp-dev coinor-cbc pkg-config g++ trans-de-en "$@")
+pkgs=(libopenblas-dev coinor-libcbc-dev coinor-libclp-dev coinor-cbc pkg-config g++ trans-de-en dataset-fashion-mnist "$@")
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 
 missing=()

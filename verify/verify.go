@@ -148,8 +148,8 @@ type Result struct {
 	// none); in a relaxed or abstract MIP it may be spurious.
 	Incumbent float64
 	Nodes     int64
-	// Binaries in the MIP (ReLU + argmax); ReLUBinaries alone; Unstable
-	// counts unstable ReLUs under the bounds used.
+	// Binaries in the MIP (activations + argmax); ReLUBinaries those of
+	// activations (ReLUs: the only activation with an exact encoding).
 	Binaries, ReLUBinaries int
 	// Unstable counts unstable ReLUs of the unrolled network under the
 	// bounds used, UnstableInterval under interval bounds (over the layers
@@ -469,7 +469,7 @@ func solvePhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 	if err != nil {
 		return false, err
 	}
-	res.Binaries, res.ReLUBinaries, res.Relaxed = enc.Binaries, enc.ReLUBinaries, enc.Relaxed
+	res.Binaries, res.ReLUBinaries, res.Relaxed = enc.Binaries, enc.ActBinaries, enc.Relaxed
 	ph := Phase{Name: "exact", Binaries: enc.Binaries, Status: "not started"}
 	at := "i0"
 	if eo.abstractAt != g.enc {

@@ -115,6 +115,9 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+
+	// fashionDir holds Fashion-MNIST (default: Debian's package's).
+	fashionDir string
 }
 
 // emit prints v as one JSON line with --json, or the text form otherwise,
@@ -165,6 +168,7 @@ rerunning resumes; translate says instead which lines it wrote).`,
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output on stdout")
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress or log output on stderr")
 	root.PersistentFlags().StringVar(&a.dataDir, "mnist-dir", "", "MNIST directory (default: $LENSPEC_DATA/mnist or the user cache dir)")
+	root.PersistentFlags().StringVar(&a.fashionDir, "fashion-dir", "", "Fashion-MNIST directory (default: /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist)")
 	root.PersistentFlags().IntVar(&a.blasThr, "blas-threads", 1, "OpenBLAS threads per GEMM (lenspec parallelises across batches itself)")
 	root.PersistentFlags().StringVar(&a.cpuProf, "cpuprofile", "", "write a CPU profile of the command to this file (go tool pprof reads it)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
@@ -191,7 +195,7 @@ rerunning resumes; translate says instead which lines it wrote).`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.RunE = needsSubcommand
 	root.AddCommand(newDataCmd(a), newTrainCmd(a), newDecodeCmd(a), newEvalCmd(a), newBenchCmd(a), newAttackCmd(a),
-		newExperimentCmd(a), newVerifyCmd(a), newBoundCmd(a), newResultsCmd(a), newTranslateCmd(a))
+		newExperimentCmd(a), newVerifyCmd(a), newBoundCmd(a), newResultsCmd(a), newTranslateCmd(a), newGatesCmd(a))
 	return root
 }
 

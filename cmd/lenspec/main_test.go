@@ -122,7 +122,6 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{"stability eps", trn("--stability-eps", "nan"), 2, "stability radius"},
 		{"ibp weight", trn("--ibp", "2", "--ibp-eps", "0.1"), 2, "IBP weight"},
 		{"ibp without a radius", trn("--ibp", "0.1"), 2, "IBP radius"},
-		{"ibp on an lstm", trn("--ibp", "0.1", "--ibp-eps", "0.1", "--cell", "lstm"), 2, "--ibp propagates boxes through the rnn_relu cell only"},
 		{"ibp radius wider than the input range", trn("--ibp", "0.1", "--ibp-eps", "3"), 2, "IBP radius 3 is wider than the input range [-1, 1]: at most 2"},
 		{"ibp-eps without --ibp", trn("--ibp-eps", "0.1"), 2, "--ibp-eps is read only with --ibp, which is off"},
 		{"ibp-ramp without --ibp", trn("--ibp-ramp", "0.5"), 2, "--ibp-ramp is read only with --ibp"},
