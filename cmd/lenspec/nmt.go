@@ -18,20 +18,27 @@ import (
 )
 
 // corpusFlags select the parallel corpus a translator trains and is
-// evaluated on.
+// evaluated on: a registered corpus (corpus.Sources) or a TSV file.
 type corpusFlags struct {
-	// name is --corpus: "ding", "multi30k" or a TSV file; "" is the
+	// name is --corpus: a registered corpus or a TSV file; "" is the
 	// corpus the model was trained on (forModel), else Ding.
-	name     string
-	ding     string
-	multi30k string
-	seed     uint64
+	name string
+	// paths holds each registered corpus's location flag.
+	paths map[string]*string
+	seed  uint64
 }
 
+// defaultCorpus is the corpus of a translator trained without --corpus.
+const defaultCorpus = "ding"
+
 func (f *corpusFlags) add(c *cobra.Command) {
-	c.Flags().StringVar(&f.name, "corpus", "", `"multi30k" (Multi30k task 1, imported by lenspec data multi30k), "ding" (the Ding dictionary) or a corpus of your own: a file of "source<TAB>target" lines (default: the model's own corpus; for training, ding)`)
-	c.Flags().StringVar(&f.ding, "ding", corpus.DingPath, "the Ding dictionary (Debian's trans-de-en, pinned by sha256)")
-	c.Flags().StringVar(&f.multi30k, "multi30k-dir", "", "where lenspec data multi30k put Multi30k (default: $LENSPEC_DATA/multi30k or the user cache dir)")
+	var names []string
+	f.paths = map[string]*string{}
+	for _, s := range corpus.Sources() {
+		names = append(names, fmt.Sprintf("%q (%s)", s.Name, s.Help))
+		f.paths[s.Name] = c.Flags().String(s.LocationFlag, "", fmt.Sprintf("%s: %s", s.Name, s.Location))
+	}
+	c.Flags().StringVar(&f.name, "corpus", "", strings.Join(names, ", ")+` or a corpus of your own: a file of "source<TAB>target" lines (default: the model's own corpus; for training, `+defaultCorpus+`)`)
 	c.Flags().Uint64Var(&f.seed, "split-seed", corpus.DefaultSplitSeed, "seed of the train/dev/test split (Ding and TSV corpora; Multi30k's splits are its own)")
 }
 
@@ -43,10 +50,11 @@ func (f corpusFlags) forModel(c *cobra.Command, dir string, d model.Decoder[floa
 		f.seed = uint64(rec)
 	}
 	if f.name == "" {
-		switch rec, _ := tr["corpus"].(string); rec {
-		case "tsv":
+		rec, _ := tr["corpus"].(string)
+		if rec == "tsv" {
 			return f, usagef("%s was trained on a corpus of its own: name it with --corpus", dir)
-		case "multi30k":
+		}
+		if _, ok := corpus.Lookup(rec); ok {
 			f.name = rec
 		}
 	}
@@ -54,20 +62,14 @@ func (f corpusFlags) forModel(c *cobra.Command, dir string, d model.Decoder[floa
 }
 
 func (f *corpusFlags) load() (*corpus.Splits, error) {
-	switch f.name {
-	case "", "ding":
-		return corpus.LoadDing(f.ding, f.seed)
-	case "multi30k":
-		dir := f.multi30k
-		if dir == "" {
-			var err error
-			if dir, err = corpus.DefaultMulti30kDir(); err != nil {
-				return nil, err
-			}
-		}
-		return corpus.LoadMulti30k(dir)
+	name, path := f.name, ""
+	if name == "" {
+		name = defaultCorpus
 	}
-	return corpus.LoadTSV(f.name, f.seed)
+	if p := f.paths[name]; p != nil {
+		path = *p
+	}
+	return corpus.Load(name, path, f.seed)
 }
 
 type nmtSummary struct {
