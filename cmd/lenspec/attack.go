@@ -417,7 +417,7 @@ var imageProbe = experiment.AttackSettings{LR: 1, Clip: 1, Loss: string(attack.L
 // textOnlyFlags are the attack flags an image model has no use for, and
 // imageOnlyFlags those a text model has none for.
 var (
-	textOnlyFlags  = []string{"sentences", "text", "text-file", "tau", "beam", "swaps", "loop", "horizon", "corpus", "ding", "multi30k-dir", "split-seed"}
+	textOnlyFlags  = append([]string{"sentences", "text", "text-file", "tau", "beam", "swaps", "loop", "horizon"}, corpusFlagNames()...)
 	imageOnlyFlags = []string{"restarts", "early-stop", "data-seed"}
 )
 
@@ -491,7 +491,7 @@ func (f *attackFlags) ownText(c *cobra.Command, m *experiment.Model) (experiment
 	if len(f.texts) > 0 && f.textFile != "" {
 		return experiment.TextData{}, nil, usagef("give --text or --text-file, not both")
 	}
-	if name, ok := givenFlag(c, []string{"sentences", "index", "split", "corpus", "ding", "multi30k-dir", "split-seed"}); ok {
+	if name, ok := givenFlag(c, append([]string{"sentences", "index", "split"}, corpusFlagNames()...)); ok {
 		return experiment.TextData{}, nil, usagef("--%s picks the corpus's sentences; --text and --text-file give your own", name)
 	}
 	texts, name := f.texts, "args"

@@ -31,6 +31,15 @@ type corpusFlags struct {
 // defaultCorpus is the corpus of a translator trained without --corpus.
 const defaultCorpus = "ding"
 
+// corpusFlagNames are the flags corpusFlags adds.
+func corpusFlagNames() []string {
+	names := []string{"corpus", "split-seed"}
+	for _, s := range corpus.Sources() {
+		names = append(names, s.LocationFlag)
+	}
+	return names
+}
+
 func (f *corpusFlags) add(c *cobra.Command) {
 	var names []string
 	f.paths = map[string]*string{}
