@@ -55,6 +55,12 @@ func ball(t testing.TB, x0 []float64, delta float64) spec.Ball {
 	return b
 }
 
+// region is the continuous space of ball(t, x0, delta).
+func region(t testing.TB, x0 []float64, delta float64) *Continuous {
+	t.Helper()
+	return NewContinuous(ball(t, x0, delta))
+}
+
 func objective(t testing.TB, tp *ad.Tape[float64], m model.Decoder[float64], x *ad.Node[float64], loss Loss, eps float64) (*ad.Node[float64], []model.Result) {
 	t.Helper()
 	l, res, err := Objective(tp, m, model.Input[float64]{X: x}, 8, loss, eps)
@@ -165,13 +171,13 @@ func TestObjectiveMatchesDecode(t *testing.T) {
 // lengthenable finds tiny models and inputs where some point of the ball
 // decodes longer than the centre (by dense sampling), so attacks have
 // something to find.
-func lengthenable(t *testing.T, want int) (m32s []model.Decoder[float32], m64s []model.Decoder[float64], targets []Target) {
+func lengthenable(t *testing.T, want int) (m32s []model.Decoder[float32], m64s []model.Decoder[float64], targets []Target[[]float64]) {
 	ctx := context.Background()
 	for seed := uint64(1); seed < 400 && len(targets) < want; seed++ {
 		m32, m64 := tiny(t, seed)
 		rng := rand.New(rand.NewPCG(seed, 2))
 		x0 := randX(rng, size(m64))
-		tg, err := NewTarget(ctx, m64, ball(t, x0, 0.3), -1, 8, seed, 0)
+		tg, err := NewTarget(ctx, m64, region(t, x0, 0.3), -1, 8, seed, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,6 +217,37 @@ func TestRandomSearchWitnessesReplay(t *testing.T) {
 		}
 		if total != 2000 || o.Evals != 2000 {
 			t.Fatalf("counted %d samples, %d evals; want 2000", total, o.Evals)
+		}
+	}
+}
+
+// plainSpace hides a space's batch sampler: random search then draws
+// and decodes point by point (Space.Draw, Space.Decode32).
+type plainSpace struct{ Space[[]float64] }
+
+// TestRandomSearchBatchSamplerSame: random search on images, which
+// samples straight into the float32 batch, finds what the generic path
+// (Draw, then Decode32) finds from the same draws: the same witness, rank
+// and length histogram.
+func TestRandomSearchBatchSamplerSame(t *testing.T) {
+	m32s, m64s, targets := lengthenable(t, 3)
+	for i, tg := range targets {
+		if _, ok := tg.Set.(batchSampler[[]float64]); !ok {
+			t.Fatal("the continuous space has no batch sampler: the test checks nothing")
+		}
+		opt := RandomOptions{Samples: 500, Batch: 70}
+		fast, err := RandomSearch(context.Background(), m32s[i], m64s[i], tg, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pt := tg
+		pt.Set = plainSpace{tg.Set}
+		slow, err := RandomSearch(context.Background(), m32s[i], m64s[i], pt, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(fast.Input, slow.Input) || fast.Found32 != slow.Found32 || !slices.Equal(fast.LengthCounts, slow.LengthCounts) {
+			t.Fatalf("target %d: the batch sampler found rank %d, the generic path %d", i, fast.Found32, slow.Found32)
 		}
 	}
 }
@@ -261,9 +298,9 @@ func TestPGDBatchedEqualsSingle(t *testing.T) {
 		m32, m64 := tinyCell(t, cell, 4)
 		ctx := context.Background()
 		rng := rand.New(rand.NewPCG(4, 4))
-		var targets []Target
+		var targets []Target[[]float64]
 		for i := 0; i < 5; i++ {
-			tg, err := NewTarget(ctx, m64, ball(t, randX(rng, size(m64)), 0.2), -1, 8, 7, uint64(100+i))
+			tg, err := NewTarget(ctx, m64, region(t, randX(rng, size(m64)), 0.2), -1, 8, 7, uint64(100+i))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -275,7 +312,7 @@ func TestPGDBatchedEqualsSingle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rev := []Target{targets[4], targets[3], targets[2], targets[1], targets[0]}
+		rev := []Target[[]float64]{targets[4], targets[3], targets[2], targets[1], targets[0]}
 		back, err := PGD(ctx, m32, m64, rev, opt)
 		if err != nil {
 			t.Fatal(err)
@@ -285,7 +322,7 @@ func TestPGDBatchedEqualsSingle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, other := range []Outcome{all[i], back[4-i]} {
+			for _, other := range []Outcome[[]float64]{all[i], back[4-i]} {
 				for j := range one[0].Input {
 					if one[0].Input[j] != other.Input[j] {
 						t.Fatalf("%s target %d: batched and single PGD differ at %d: %v vs %v", cell, i, j, other.Input[j], one[0].Input[j])
@@ -306,9 +343,9 @@ func TestPGDSameOnAnyCoreCount(t *testing.T) {
 	m32, m64 := tinyCell(t, model.CellReLU, 4)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(6, 6))
-	var targets []Target
+	var targets []Target[[]float64]
 	for i := 0; i < 2*minShardTargets+3; i++ {
-		tg, err := NewTarget(ctx, m64, ball(t, randX(rng, size(m64)), 0.2), -1, 8, 7, uint64(i))
+		tg, err := NewTarget(ctx, m64, region(t, randX(rng, size(m64)), 0.2), -1, 8, 7, uint64(i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,7 +353,7 @@ func TestPGDSameOnAnyCoreCount(t *testing.T) {
 	}
 	opt := DefaultPGD()
 	opt.Steps, opt.LR, opt.Restarts = 30, 0.01, 2
-	on := func(procs int) []Outcome {
+	on := func(procs int) []Outcome[[]float64] {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		p, err := NewPGDRun(m32, targets, opt)
 		if err != nil {
@@ -373,13 +410,13 @@ func TestLSTMCaptionerAttacked(t *testing.T) {
 	if checked < size(m64)/2 {
 		t.Fatalf("only %d coordinates checked", checked)
 	}
-	tg, err := NewTarget(ctx, m64, ball(t, x, 0.3), -1, 8, 1, 0)
+	tg, err := NewTarget(ctx, m64, region(t, x, 0.3), -1, 8, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	opt := DefaultPGD()
 	opt.Steps, opt.LR = 50, 0.01
-	outs, err := PGD(ctx, m32, m64, []Target{tg}, opt)
+	outs, err := PGD(ctx, m32, m64, []Target[[]float64]{tg}, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +430,7 @@ func TestPGDRejectsBadOptions(t *testing.T) {
 	for _, opt := range []PGDOptions{{Steps: 1, LR: 0, Eps: 1, Restarts: 1}, {Steps: 1, LR: 1, Eps: 0, Restarts: 1}, {Steps: 1, LR: 1, Eps: 1, Restarts: 0},
 		{Steps: 1, LR: math.Inf(1), Eps: 1, Restarts: 1}, {Steps: 1, LR: math.NaN(), Eps: 1, Restarts: 1}, {Steps: -1, LR: 1, Eps: 1, Restarts: 1},
 		{Steps: 1, LR: 1, Eps: 1, Restarts: 1, MaxSteps: model.MaxStepCap + 1}, {Steps: 1, LR: 1, Eps: 1, Restarts: 1, Loss: "bogus"}} {
-		if _, err := PGD(context.Background(), m32, m64, nil, opt); err == nil {
+		if _, err := PGD(context.Background(), m32, m64, []Target[[]float64](nil), opt); err == nil {
 			t.Errorf("options %+v accepted", opt)
 		}
 	}

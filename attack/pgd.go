@@ -5,39 +5,54 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sync"
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/model"
-	"github.com/lenspec/lenspec/spec"
 )
 
-// PGDOptions configures projected gradient descent on the proxy objective.
+// PGDOptions configures projected gradient descent on the proxy objective,
+// over any space's relaxation (Relaxable).
 type PGDOptions struct {
-	Steps int     // iterations per run (paper: 10,000)
-	LR    float64 // Adam learning rate (paper: 0.0005)
+	Steps int     // iterations per run (paper: 10,000 on images, 800 on text)
+	LR    float64 // Adam learning rate (paper: 0.0005 on images, 0.005 on text)
 	Eps   float64 // clip ε of J̃: a step stops pushing once eos trails by ε
 	Loss  Loss
 	// Restarts is the number of runs per target: the first starts at the
-	// unperturbed input, the others at uniform points of the set drawn
+	// unperturbed input, the others at random points of the set drawn
 	// from the target's own random source. All run side by side in one
 	// batch.
 	Restarts int
 	MaxSteps int // decoding step cap (≤ 0: the model's)
-	// EarlyStop freezes a run once its output reaches the step cap: it
-	// cannot get longer.
+	// Horizon caps the steps the objective's unrolled decoding runs (≤ 0:
+	// MaxSteps). Unrolling costs a forward and backward pass per output
+	// token, so a row already past any length of interest would spend
+	// most of the budget; replays still decode to MaxSteps.
+	Horizon int
+	// EarlyStop freezes a run once its output reaches the horizon without
+	// stopping: it cannot get longer there.
 	EarlyStop bool
+	// Tau is the temperature of a relaxation that has one (token
+	// substitutions' Gumbel-softmax); 0 elsewhere.
+	Tau float64
 	// Progress, if set, is called after each iteration with the iteration
 	// count and the number of targets whose best float32 output so far is
 	// longer than their K̂.
 	Progress func(step, lengthened int)
 }
 
-// DefaultPGD returns the paper's settings (§5.2).
+// DefaultPGD returns the paper's settings on images (§5.2).
 func DefaultPGD() PGDOptions {
 	return PGDOptions{Steps: 10000, LR: 0.0005, Eps: 1, Loss: LossMargin, Restarts: 1, EarlyStop: true}
+}
+
+// DefaultGumbel returns the paper's settings on text (§5.2, NMT): 800
+// iterations of Adam at 0.005, temperature 1.
+func DefaultGumbel() PGDOptions {
+	return PGDOptions{Steps: 800, LR: 0.005, Tau: 1, Eps: 1, Loss: LossMargin, Restarts: 1}
 }
 
 // Validate checks the options before any work; the errors name the
@@ -56,8 +71,14 @@ func (o PGDOptions) Validate() error {
 	if o.Restarts < 1 {
 		errs = append(errs, fmt.Errorf("PGD restarts %d must be at least 1", o.Restarts))
 	}
+	if !(o.Tau >= 0) || math.IsInf(o.Tau, 0) {
+		errs = append(errs, fmt.Errorf("Gumbel-softmax temperature %v must be positive and finite", o.Tau))
+	}
 	if o.MaxSteps > model.MaxStepCap {
 		errs = append(errs, fmt.Errorf("step cap %d exceeds the supported %d", o.MaxSteps, model.MaxStepCap))
+	}
+	if o.Horizon > model.MaxStepCap {
+		errs = append(errs, fmt.Errorf("objective horizon %d exceeds the supported step cap %d", o.Horizon, model.MaxStepCap))
 	}
 	if _, err := ParseLoss(string(o.Loss)); o.Loss != "" && err != nil {
 		errs = append(errs, err)
@@ -65,79 +86,150 @@ func (o PGDOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Relaxable is a space PGD can search: it gives each target a
+// relaxation.
+type Relaxable[E any] interface {
+	Space[E]
+	// Relax returns tg's relaxation for d32; rng is the target's own
+	// source (PCG(Seed, Stream)), which the relaxation draws from first
+	// and its runs' starts after.
+	Relax(d32 model.Decoder[float32], tg Target[E], rng *rand.Rand, opt PGDOptions) (*Relaxation[E], error)
+}
+
+// Relaxation is a target's continuous stand-in for its set, which PGD
+// optimises: a variable of Rows×Cols float32 values per run, the relaxed
+// input it stands for, and the points of the set it gives back.
+type Relaxation[E any] struct {
+	Rows, Cols int
+	// Init sets run k's starting variable (k = 0: the unperturbed input).
+	Init func(k int, w []float32)
+	// Project moves a variable back into its domain after every step
+	// (nil: unconstrained).
+	Project func(w []float32)
+	// Input is the relaxed input of one run with variable v.
+	Input func(tp *ad.Tape[float32], v *ad.Node[float32]) Relaxed
+	// Candidates are the points of the set a run's variable gives back,
+	// each named for Outcome.Pick.
+	Candidates func(w []float32) ([]E, []string)
+	// Direct says the variable is itself an input of the set, whose
+	// float32 decoding is the relaxed input's: each run keeps its best
+	// iterate (by float32 output), its last update is evaluated too, and
+	// a target's Steps are the batch's iterations. Otherwise a run gives
+	// back its last variable (a sample of a Gumbel relaxation decodes
+	// another input each time), a target's Steps are its own iterations
+	// and its Evals count the candidates replayed.
+	Direct bool
+	// Retire, if set, says a run whose relaxed input decoded to r has
+	// nothing left to gain (an embedding run whose output reached the
+	// horizon): it is frozen there, as EarlyStop freezes.
+	Retire func(r model.Result) bool
+}
+
+// Relaxed is one run's relaxed input on a tape: a row of continuous input
+// X [1, Dim], or a token sequence with its embedding rows [len, E].
+type Relaxed struct {
+	X        *ad.Node[float32]
+	Tokens   []int
+	Embedded *ad.Node[float32]
+}
+
+// batchInput joins runs' relaxed inputs into one batch.
+func batchInput(tp *ad.Tape[float32], parts []Relaxed) model.Input[float32] {
+	if parts[0].X != nil {
+		xs := make([]*ad.Node[float32], len(parts))
+		for i, p := range parts {
+			xs[i] = p.X
+		}
+		if len(xs) == 1 {
+			return model.Input[float32]{X: xs[0]}
+		}
+		return model.Input[float32]{X: tp.Concat(0, xs...)}
+	}
+	toks := make([][]int, len(parts))
+	embs := make([]*ad.Node[float32], len(parts))
+	for i, p := range parts {
+		toks[i], embs[i] = p.Tokens, p.Embedded
+	}
+	if len(embs) == 1 {
+		return model.Input[float32]{Tokens: toks, Embedded: embs[0]}
+	}
+	return model.Input[float32]{Tokens: toks, Embedded: tp.Concat(0, embs...)}
+}
+
 // runs are the PGD runs of a batch of targets: Restarts runs per target,
-// each an iterate (an ad.Param updated by one shared Adam), the best
-// iterate so far and its float32 output length.
-type runs struct {
-	targets  []Target
+// each a variable (an ad.Param updated by one shared Adam), the best
+// variable so far and its float32 output rank.
+type runs[E any] struct {
+	targets  []Target[E]
+	rels     []*Relaxation[E] // per target
 	restarts int
-	size     int
-	sets     []spec.Set[[]float32]
 	x        []*ad.Param[float32]
 	best     [][]float32
 	bestLen  []int
 	frozen   []bool
+	iters    []int   // per run
 	evals    []int64 // per target: its runs are batched
 }
 
-func newRuns(targets []Target, restarts int) *runs {
-	size := targets[0].Set.Dim()
-	r := &runs{targets: targets, restarts: restarts, size: size}
+func newRuns[E any](d32 model.Decoder[float32], targets []Target[E], opt PGDOptions) (*runs[E], error) {
+	r := &runs[E]{targets: targets, restarts: opt.Restarts, evals: make([]int64, len(targets))}
 	for _, tg := range targets {
-		set := tg.Set.Float32()
-		r.sets = append(r.sets, set)
+		sp, ok := tg.Set.(Relaxable[E])
+		if !ok {
+			return nil, fmt.Errorf("attack: PGD needs a relaxation of %s", tg.Set.Describe())
+		}
 		rng := tg.rng()
-		for k := 0; k < restarts; k++ {
-			p := ad.NewParam[float32](fmt.Sprintf("run%d", len(r.x)), 1, size)
-			if k == 0 {
-				copy(p.W.Data, narrow(tg.Set.Center()))
-				set.Project(p.W.Data)
-			} else {
-				set.Sample(rng, p.W.Data)
-			}
+		rel, err := sp.Relax(d32, tg, rng, opt)
+		if err != nil {
+			return nil, err
+		}
+		r.rels = append(r.rels, rel)
+		for k := 0; k < opt.Restarts; k++ {
+			p := ad.NewParam[float32](fmt.Sprintf("run%d", len(r.x)), rel.Rows, rel.Cols)
+			rel.Init(k, p.W.Data)
 			r.x = append(r.x, p)
-			r.best = append(r.best, append([]float32(nil), p.W.Data...))
+			r.best = append(r.best, slices.Clone(p.W.Data))
 			r.bestLen = append(r.bestLen, -1)
 			r.frozen = append(r.frozen, false)
+			r.iters = append(r.iters, 0)
 		}
 	}
-	r.evals = make([]int64, len(targets))
-	return r
+	return r, nil
 }
 
-// active lists the runs among lo..hi-1 still going and copies their
-// iterates into one batch.
-func (r *runs) active(lo, hi int) (idx []int, batch []float32) {
+func (r *runs[E]) rel(i int) *Relaxation[E] { return r.rels[i/r.restarts] }
+
+// active lists the runs among lo..hi-1 still going.
+func (r *runs[E]) active(lo, hi int) []int {
+	var idx []int
 	for i := lo; i < hi; i++ {
 		if !r.frozen[i] {
 			idx = append(idx, i)
 		}
 	}
-	batch = make([]float32, len(idx)*r.size)
-	for k, i := range idx {
-		copy(batch[k*r.size:], r.x[i].W.Data)
-	}
-	return idx, batch
+	return idx
 }
 
 // observe records the float32 outputs of the runs idx at their current
-// iterates, freezing runs that reached the cap.
-func (r *runs) observe(idx []int, res []model.Result, maxSteps int, earlyStop bool) {
+// variables, freezing runs that have nothing left to gain.
+func (r *runs[E]) observe(idx []int, res []model.Result, horizon int, earlyStop bool) {
 	for k, i := range idx {
-		l := rank(res[k], maxSteps)
+		rel := r.rel(i)
+		l := rank(res[k], horizon)
 		if l > r.bestLen[i] {
 			r.bestLen[i] = l
 			copy(r.best[i], r.x[i].W.Data)
 		}
-		if earlyStop && l > maxSteps {
+		if earlyStop && l > horizon || rel.Retire != nil && rel.Retire(res[k]) {
 			r.frozen[i] = true
 		}
+		r.iters[i]++
 		r.evals[i/r.restarts]++
 	}
 }
 
 // lengthened counts targets with a run longer than their K̂ so far.
-func (r *runs) lengthened() int {
+func (r *runs[E]) lengthened() int {
 	n := 0
 	for j, tg := range r.targets {
 		for k := 0; k < r.restarts; k++ {
@@ -152,18 +244,18 @@ func (r *runs) lengthened() int {
 
 // PGDRun is a batch of PGD runs in progress: PGD drives one from start to
 // finish; benchmarks time its Step.
-type PGDRun struct {
-	d32      model.Decoder[float32]
-	opt      PGDOptions
-	maxSteps int
-	r        *runs
-	adam     *ad.Adam[float32]
-	shards   []pgdShard
-	steps    int
+type PGDRun[E any] struct {
+	d32               model.Decoder[float32]
+	opt               PGDOptions
+	maxSteps, horizon int
+	r                 *runs[E]
+	adam              *ad.Adam[float32]
+	shards            []pgdShard
+	steps             int
 }
 
 // pgdShard is the runs lo..hi-1 (whole targets), whose proxy loss and
-// input gradients one goroutine computes, on memory of its own.
+// gradients one goroutine computes, on memory of its own.
 type pgdShard struct {
 	lo, hi int
 	arena  *ad.Arena[float32]
@@ -177,7 +269,7 @@ const minShardTargets = 8
 // NewPGDRun sets up the runs of PGD for targets (Restarts each). Steps
 // use up to GOMAXPROCS cores, each on a contiguous share of the targets;
 // runs are independent, so the result does not depend on the split.
-func NewPGDRun(d32 model.Decoder[float32], targets []Target, opt PGDOptions) (*PGDRun, error) {
+func NewPGDRun[E any](d32 model.Decoder[float32], targets []Target[E], opt PGDOptions) (*PGDRun[E], error) {
 	if err := opt.Validate(); err != nil {
 		return nil, fmt.Errorf("attack: %w", err)
 	}
@@ -187,23 +279,28 @@ func NewPGDRun(d32 model.Decoder[float32], targets []Target, opt PGDOptions) (*P
 	if opt.Loss == "" {
 		opt.Loss = LossMargin
 	}
-	p := &PGDRun{d32: d32, opt: opt, maxSteps: opt.MaxSteps, r: newRuns(targets, opt.Restarts)}
-	if p.maxSteps <= 0 {
-		p.maxSteps = d32.MaxSteps()
+	r, err := newRuns(d32, targets, opt)
+	if err != nil {
+		return nil, err
+	}
+	p := &PGDRun[E]{d32: d32, opt: opt, maxSteps: capSteps(opt.MaxSteps, d32), r: r}
+	p.horizon = p.maxSteps
+	if opt.Horizon > 0 && opt.Horizon < p.maxSteps {
+		p.horizon = opt.Horizon
 	}
 	n := max(1, min(runtime.GOMAXPROCS(0), len(targets)/minShardTargets))
 	for s := 0; s < n; s++ {
 		lo, hi := s*len(targets)/n, (s+1)*len(targets)/n
 		p.shards = append(p.shards, pgdShard{lo * opt.Restarts, hi * opt.Restarts, ad.NewArena[float32]()})
 	}
-	p.adam = ad.NewAdam(p.r.x, opt.LR)
+	p.adam = ad.NewAdam(r.x, opt.LR)
 	return p, nil
 }
 
-// Step runs one iteration: the proxy loss and its input gradient for every
-// run still going, an Adam update and the projection. It reports false
-// when every run has finished (early stop).
-func (p *PGDRun) Step() (bool, error) {
+// Step runs one iteration: the proxy loss and its gradient for every run
+// still going, an Adam update and the projection. It reports false when
+// every run has finished (early stop).
+func (p *PGDRun[E]) Step() (bool, error) {
 	r := p.r
 	live := make([]bool, len(p.shards))
 	errs := make([]error, len(p.shards))
@@ -212,7 +309,7 @@ func (p *PGDRun) Step() (bool, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			live[s], errs[s] = p.shards[s].step(p)
+			live[s], errs[s] = shardStep(&p.shards[s], p)
 		}()
 	}
 	wg.Wait()
@@ -224,27 +321,33 @@ func (p *PGDRun) Step() (bool, error) {
 	}
 	p.adam.StepWhere(func(i int) bool { return !r.frozen[i] })
 	for i := range r.x {
-		if !r.frozen[i] {
-			r.sets[i/r.restarts].Project(r.x[i].W.Data)
+		if proj := r.rel(i).Project; !r.frozen[i] && proj != nil {
+			proj(r.x[i].W.Data)
 		}
 	}
 	p.steps++
 	return true, nil
 }
 
-// step evaluates the shard's live runs and leaves their input gradients
-// in their parameters (Adam reads them); it reports whether any was live.
-func (sh *pgdShard) step(p *PGDRun) (bool, error) {
+// step evaluates the shard's live runs and leaves their gradients in their
+// parameters (Adam reads them); it reports whether any was live.
+func shardStep[E any](sh *pgdShard, p *PGDRun[E]) (bool, error) {
 	r := p.r
-	idx, batch := r.active(sh.lo, sh.hi)
+	idx := r.active(sh.lo, sh.hi)
 	if len(idx) == 0 {
 		return false, nil
 	}
 	sh.arena.Reset() // every iteration's tape reuses the same memory
 	tp := ad.NewTape[float32](true).Use(sh.arena)
-	xn := tp.Var(ad.FromSlice(batch, len(idx), r.size))
+	vars := make([]*ad.Node[float32], len(idx))
+	parts := make([]Relaxed, len(idx))
 	var prefix [][]int
 	for k, i := range idx {
+		// The variables enter as the tape's leaves (an attack tape binds
+		// parameters as constants); their gradients go to the Params Adam
+		// updates.
+		vars[k] = tp.Var(r.x[i].W)
+		parts[k] = r.rel(i).Input(tp, vars[k])
 		if pre := r.targets[i/r.restarts].Prefix; pre != nil {
 			if prefix == nil {
 				prefix = make([][]int, len(idx))
@@ -252,7 +355,7 @@ func (sh *pgdShard) step(p *PGDRun) (bool, error) {
 			prefix[k] = pre
 		}
 	}
-	loss, _, res, err := objectiveRows(tp, p.d32, model.Input[float32]{X: xn}, p.maxSteps, p.opt.Loss, p.opt.Eps, prefix)
+	loss, _, res, err := objectiveRows(tp, p.d32, batchInput(tp, parts), p.horizon, p.opt.Loss, p.opt.Eps, prefix)
 	if err != nil {
 		return false, err
 	}
@@ -260,18 +363,24 @@ func (sh *pgdShard) step(p *PGDRun) (bool, error) {
 		return false, err
 	}
 	// A run frozen here is not updated: its gradient is never read.
-	r.observe(idx, res, p.maxSteps, p.opt.EarlyStop)
+	r.observe(idx, res, p.horizon, p.opt.EarlyStop)
 	for k, i := range idx {
-		copy(r.x[i].G.Data, xn.Grad.Data[k*r.size:(k+1)*r.size])
+		if g := vars[k].Grad; g != nil {
+			copy(r.x[i].G.Data, g.Data)
+		} else {
+			r.x[i].ZeroGrad()
+		}
 	}
 	return true, nil
 }
 
-// PGD minimises the proxy loss over the set of every target with Adam,
-// projecting after every step, all targets and restarts batched together.
-// Each run keeps the iterate with the longest float32 output; the best of
-// each target's runs after float64 replay is returned.
-func PGD(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[float64], targets []Target, opt PGDOptions) ([]Outcome, error) {
+// PGD minimises the proxy loss over the relaxation of every target's set
+// (paper §3.2: images; §3.3: text through a Gumbel-softmax relaxation;
+// §5.2: the embedding attack) with Adam, projecting after every step, all
+// targets and restarts batched together, and replays in float64 the
+// points of the set each run gives back (Relaxation.Candidates); the best
+// of each target's is returned.
+func PGD[E any](ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[float64], targets []Target[E], opt PGDOptions) ([]Outcome[E], error) {
 	if len(targets) == 0 {
 		if err := opt.Validate(); err != nil {
 			return nil, fmt.Errorf("attack: %w", err)
@@ -282,7 +391,7 @@ func PGD(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[floa
 	if err != nil {
 		return nil, err
 	}
-	r, maxSteps := p.r, p.maxSteps
+	r := p.r
 	for p.steps < opt.Steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -298,30 +407,66 @@ func PGD(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[floa
 			opt.Progress(p.steps, r.lengthened())
 		}
 	}
-	// The last update was never evaluated.
-	if idx, batch := r.active(0, len(r.x)); len(idx) > 0 {
-		res, err := model.Decode(ctx, d32, model.Batch[float32]{X: batch}, maxSteps)
-		if err != nil {
-			return nil, err
-		}
-		r.observe(idx, res, maxSteps, opt.EarlyStop)
+	if err := p.evaluateLast(ctx); err != nil {
+		return nil, err
 	}
-	out := make([]Outcome, len(targets))
+	out := make([]Outcome[E], len(targets))
 	for j, tg := range targets {
-		var chosen Outcome
-		for k := 0; k < opt.Restarts; k++ {
-			i := j*opt.Restarts + k
-			o, err := Replay(ctx, d64, tg, widen(r.best[i]), maxSteps)
-			if err != nil {
-				return nil, err
+		rel := r.rels[j]
+		var chosen Outcome[E]
+		replays, iters := 0, 0
+		for k := 0; k < r.restarts; k++ {
+			i := j*r.restarts + k
+			w := r.x[i].W.Data
+			if rel.Direct {
+				w = r.best[i]
 			}
-			o.Found32 = r.bestLen[i]
-			if k == 0 || better(o.Replayed, chosen.Replayed, maxSteps) {
-				chosen = o
+			cands, picks := rel.Candidates(w)
+			for c, cand := range cands {
+				o, err := Replay(ctx, d64, tg, cand, p.maxSteps)
+				if err != nil {
+					return nil, err
+				}
+				o.Found32, o.Pick = r.bestLen[i], picks[c]
+				if replays == 0 || better(o.Replayed, chosen.Replayed, p.maxSteps) {
+					chosen = o
+				}
+				replays++
 			}
+			iters = max(iters, r.iters[i])
 		}
-		chosen.Evals, chosen.Steps = r.evals[j], p.steps
+		if rel.Direct {
+			chosen.Evals, chosen.Steps = r.evals[j], p.steps
+		} else {
+			chosen.Evals, chosen.Steps = r.evals[j]+int64(replays), iters
+		}
 		out[j] = chosen
 	}
 	return out, nil
+}
+
+// evaluateLast decodes the last update of every direct run still going,
+// which no step has evaluated.
+func (p *PGDRun[E]) evaluateLast(ctx context.Context) error {
+	r := p.r
+	for j, tg := range r.targets {
+		if !r.rels[j].Direct {
+			continue
+		}
+		idx := r.active(j*r.restarts, (j+1)*r.restarts)
+		if len(idx) == 0 {
+			continue
+		}
+		xs := make([]E, len(idx))
+		for k, i := range idx {
+			cands, _ := r.rels[j].Candidates(r.x[i].W.Data)
+			xs[k] = cands[0]
+		}
+		res, err := tg.Set.Decode32(ctx, p.d32, xs, p.maxSteps)
+		if err != nil {
+			return err
+		}
+		r.observe(idx, res, p.maxSteps, p.opt.EarlyStop)
+	}
+	return nil
 }

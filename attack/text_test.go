@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -37,16 +38,48 @@ func tinyTranslator(t testing.TB, seed uint64) (model.Decoder[float32], model.De
 	return m, m64
 }
 
-func textTargets(t testing.TB, d64 model.Decoder[float64], delta float64, n int) []TextTarget {
-	t.Helper()
+// sentences are n random sentences of the tiny translators' vocabulary.
+func sentences(n int) [][]int {
 	rng := rand.New(rand.NewPCG(9, 9))
-	var out []TextTarget
+	var out [][]int
 	for i := 0; i < n; i++ {
 		x := make([]int, 2+rng.IntN(6))
 		for j := range x {
 			x[j] = 4 + rng.IntN(26)
 		}
-		tg, err := NewTextTarget(context.Background(), d64, x, delta, -1, 40, 3, uint64(i))
+		out = append(out, x)
+	}
+	return out
+}
+
+func textTargets(t testing.TB, d64 model.Decoder[float64], delta float64, n int) []Target[[]int] {
+	t.Helper()
+	var out []Target[[]int]
+	for i, x := range sentences(n) {
+		set, err := NewSubstitutions(d64, x, delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg, err := NewTarget[[]int](context.Background(), d64, set, -1, 40, 3, uint64(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, tg)
+	}
+	return out
+}
+
+// embeddingTargets are the embedding balls (radius +Inf) of the same
+// sentences, their free rows drawn from each target's stream.
+func embeddingTargets(t testing.TB, d32 model.Decoder[float32], d64 model.Decoder[float64], delta float64, n int) []Target[[]float64] {
+	t.Helper()
+	var out []Target[[]float64]
+	for i, x := range sentences(n) {
+		set, err := NewEmbeddings(d32, x, delta, math.Inf(1), rand.New(rand.NewPCG(3, uint64(i))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg, err := NewTarget[[]float64](context.Background(), d64, set, -1, 40, 3, uint64(i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,10 +96,11 @@ func TestTextAttacksStayInSet(t *testing.T) {
 	ctx := context.Background()
 	for _, delta := range []float64{0.3, 1} {
 		targets := textTargets(t, d64, delta, 4)
-		check := func(method string, tg TextTarget, o TextOutcome) {
+		check := func(method string, tg Target[[]int], o Outcome[[]int]) {
 			t.Helper()
-			if !tg.Set.Contains(o.Input) || tg.Set.Changed(o.Input) > tg.Set.Budget {
-				t.Fatalf("%s δ=%v: witness %v outside the set of %v", method, delta, o.Input, tg.Set.X)
+			set := tg.Set.(*Substitutions)
+			if !set.Contains(o.Input) || set.Changed(o.Input) > set.Budget {
+				t.Fatalf("%s δ=%v: witness %v outside the set of %v", method, delta, o.Input, set.X)
 			}
 			res, err := model.Decode(ctx, d64, model.Batch[float64]{Tokens: [][]int{o.Input}}, 40)
 			if err != nil || !slices.Equal(res[0].Tokens, o.Result.Tokens) || res[0].Stopped != o.Result.Stopped {
@@ -77,7 +111,7 @@ func TestTextAttacksStayInSet(t *testing.T) {
 			}
 		}
 		for _, tg := range targets {
-			o, err := RandomSubstitution(ctx, d32, d64, tg, RandomOptions{Samples: 50, Batch: 16, MaxSteps: 40})
+			o, err := RandomSearch(ctx, d32, d64, tg, RandomOptions{Samples: 50, Batch: 16, MaxSteps: 40})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +145,7 @@ func TestTextAttacksStayInSet(t *testing.T) {
 		}
 		g := DefaultGumbel()
 		g.Steps, g.MaxSteps = 10, 40
-		outs, err := GumbelPGD(ctx, d32, d64, targets, g)
+		outs, err := PGD(ctx, d32, d64, targets, g)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,56 +224,57 @@ func TestGumbelEmbeddingGradient(t *testing.T) {
 // targets part-way (the embedding attack).
 func TestTextPGDBatchedEqualsSingle(t *testing.T) {
 	d32, d64 := tinyTranslator(t, 3)
-	ctx := context.Background()
-	targets := textTargets(t, d64, 0.5, 3)
 	for _, horizon := range []int{0, 2} {
 		g := DefaultGumbel()
 		g.Steps, g.MaxSteps, g.Horizon = 8, 40, horizon
-		for name, attack := range map[string]func([]TextTarget) ([]TextOutcome, error){
-			"gumbel":    func(ts []TextTarget) ([]TextOutcome, error) { return GumbelPGD(ctx, d32, d64, ts, g) },
-			"embedding": func(ts []TextTarget) ([]TextOutcome, error) { return EmbeddingPGD(ctx, d32, d64, ts, g) },
-		} {
-			all, err := attack(targets)
-			if err != nil {
-				t.Fatal(err)
+		batchedEqualsSingle(t, "gumbel", d32, d64, textTargets(t, d64, 0.5, 3), g)
+		retired := batchedEqualsSingle(t, "embedding", d32, d64, embeddingTargets(t, d32, d64, 0.5, 3), g)
+		if horizon > 0 && retired == 0 {
+			t.Fatalf("no target reached horizon %d: the test does not exercise retirement", horizon)
+		}
+	}
+}
+
+// batchedEqualsSingle checks PGD on targets alone, together and reversed,
+// and returns how many runs retired at the horizon.
+func batchedEqualsSingle[E any](t *testing.T, name string, d32 model.Decoder[float32], d64 model.Decoder[float64], targets []Target[E], g PGDOptions) (retired int) {
+	t.Helper()
+	ctx := context.Background()
+	all, err := PGD(ctx, d32, d64, targets, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := PGD(ctx, d32, d64, []Target[E]{targets[2], targets[1], targets[0]}, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range targets {
+		one, err := PGD(ctx, d32, d64, targets[i:i+1], g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, other := range []Outcome[E]{all[i], back[2-i]} {
+			if !reflect.DeepEqual(one[0].Input, other.Input) || one[0].Found32 != other.Found32 || one[0].Steps != other.Steps {
+				t.Fatalf("%s horizon %d target %d: batched and single differ", name, g.Horizon, i)
 			}
-			back, err := attack([]TextTarget{targets[2], targets[1], targets[0]})
-			if err != nil {
-				t.Fatal(err)
+		}
+		o := all[i]
+		if g.Horizon > 0 && o.Found32 > g.Horizon+1 {
+			t.Fatalf("%s: float32 rank %d past the horizon %d", name, o.Found32, g.Horizon)
+		}
+		if name == "embedding" && g.Horizon > 0 && o.Found32 == g.Horizon+1 {
+			// Retired at the horizon: the kept rows are those that got
+			// there, and the replay decodes on past it.
+			retired++
+			if len(o.Result.Tokens) <= g.Horizon {
+				t.Fatalf("retired target %d replays to %d tokens, not past the horizon %d", i, len(o.Result.Tokens), g.Horizon)
 			}
-			retired := 0
-			for i := range targets {
-				one, err := attack(targets[i : i+1])
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, other := range []TextOutcome{all[i], back[2-i]} {
-					if !slices.Equal(one[0].Input, other.Input) || !slices.Equal(one[0].Embedded, other.Embedded) ||
-						one[0].Found32 != other.Found32 || one[0].Steps != other.Steps {
-						t.Fatalf("%s horizon %d target %d: batched and single differ", name, horizon, i)
-					}
-				}
-				o := all[i]
-				if horizon > 0 && o.Found32 > horizon+1 {
-					t.Fatalf("%s: float32 rank %d past the horizon %d", name, o.Found32, horizon)
-				}
-				if name == "embedding" && horizon > 0 && o.Found32 == horizon+1 {
-					// Retired at the horizon: the kept rows are those that
-					// got there, and the replay decodes on past it.
-					retired++
-					if len(o.Result.Tokens) <= horizon {
-						t.Fatalf("retired target %d replays to %d tokens, not past the horizon %d", i, len(o.Result.Tokens), horizon)
-					}
-					if o.Steps > g.Steps || o.Evals != int64(o.Steps)+1 {
-						t.Fatalf("retired target %d: %d iterations, %d evaluations", i, o.Steps, o.Evals)
-					}
-				}
-			}
-			if name == "embedding" && horizon > 0 && retired == 0 {
-				t.Fatalf("no target reached horizon %d: the test does not exercise retirement", horizon)
+			if o.Steps > g.Steps || o.Evals != int64(o.Steps)+1 {
+				t.Fatalf("retired target %d: %d iterations, %d evaluations", i, o.Steps, o.Evals)
 			}
 		}
 	}
+	return retired
 }
 
 // TestLoopTargets: a sentence's loop target is its output repeated and cut

@@ -321,7 +321,7 @@ func Run(ctx context.Context, d model.Decoder[float32], opt Options) (*Report, e
 	if err != nil {
 		return nil, err
 	}
-	tg := attack.Target{Set: ball, K: 1 << 20, Seed: opt.Seed}
+	tg := attack.Target[[]float64]{Set: attack.NewContinuous(ball), K: 1 << 20, Seed: opt.Seed}
 	rsN := opt.DecodeN
 	rsT := median(func() {
 		_, e := attack.RandomSearch(ctx, d, d64, tg, attack.RandomOptions{Samples: rsN, Batch: rsN, MaxSteps: opt.DecodeSteps})
@@ -333,7 +333,7 @@ func Run(ctx context.Context, d model.Decoder[float32], opt Options) (*Report, e
 	rep.RandomEvalsPerSec = float64(rsN) / rsT
 
 	pgdB, pgdSteps := opt.PGDBatch, 20
-	targets := make([]attack.Target, pgdB)
+	targets := make([]attack.Target[[]float64], pgdB)
 	for i := range targets {
 		targets[i] = tg
 		targets[i].Stream = uint64(i)

@@ -492,7 +492,7 @@ func lenspecOps(d model.Decoder[float32], data PeerData, in model.InputSpec, ste
 		return nil, err
 	}
 	batch := train.Batch{X: data.Train, Labels: data.TrainLabels}
-	var targets []attack.Target
+	var targets []attack.Target[[]float64]
 	for i := 0; i < len(data.PGD)/size; i++ {
 		c := make([]float64, size)
 		for j := range c {
@@ -502,7 +502,7 @@ func lenspecOps(d model.Decoder[float32], data PeerData, in model.InputSpec, ste
 		if err != nil {
 			return nil, err
 		}
-		targets = append(targets, attack.Target{Set: ball, K: 1 << 20, Stream: uint64(i)})
+		targets = append(targets, attack.Target[[]float64]{Set: attack.NewContinuous(ball), K: 1 << 20, Stream: uint64(i)})
 	}
 	po := attack.DefaultPGD()
 	po.Steps, po.LR, po.Eps, po.MaxSteps, po.EarlyStop = 1<<30, opt.PGDLR, opt.PGDClip, steps, false

@@ -485,3 +485,10 @@ func isSentence(s string) bool {
 	}
 	return true
 }
+
+func init() {
+	Register(Source{Name: "ding", Help: "the Ding dictionary",
+		Location: "Debian's trans-de-en, pinned by sha256", LocationFlag: "ding",
+		DefaultPath: func() (string, error) { return DingPath, nil },
+		Load:        LoadDing})
+}

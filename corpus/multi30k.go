@@ -267,3 +267,10 @@ func pinSetDigest(pins map[string]string) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+func init() {
+	Register(Source{Name: "multi30k", Help: "Multi30k task 1, imported by lenspec data multi30k",
+		Location: "where lenspec data multi30k put it (default: $LENSPEC_DATA/multi30k or the user cache dir)", LocationFlag: "multi30k-dir",
+		DefaultPath: DefaultMulti30kDir,
+		Load:        func(dir string, _ uint64) (*Splits, error) { return LoadMulti30k(dir) }})
+}

@@ -182,7 +182,7 @@ func (r *attackRun) finish(key string, rec AttackRecord) error { return record(r
 func (r *attackRun) attack(ctx context.Context, us []unit) error {
 	c, m := r.c, r.c.Model
 	spec0 := m.D64.Input()
-	targets := make([]attack.Target, len(us))
+	targets := make([]attack.Target[[]float64], len(us))
 	labels := make([][]int, len(us))
 	for i, u := range us {
 		x0, label := c.Data.sample(u.sample)
@@ -191,11 +191,11 @@ func (r *attackRun) attack(ctx context.Context, us []unit) error {
 		if err != nil {
 			return fmt.Errorf("sample %d: %w", u.sample, err)
 		}
-		if targets[i], err = attack.NewTarget(ctx, m.D64, ball, c.Settings.MaxLen, c.Settings.MaxSteps, c.Settings.Seed, uint64(u.sample)); err != nil {
+		if targets[i], err = attack.NewTarget[[]float64](ctx, m.D64, attack.NewContinuous(ball), c.Settings.MaxLen, c.Settings.MaxSteps, c.Settings.Seed, uint64(u.sample)); err != nil {
 			return err
 		}
 	}
-	var outs []attack.Outcome
+	var outs []attack.Outcome[[]float64]
 	var secs []float64
 	switch c.Method {
 	case MethodRandom:

@@ -461,7 +461,7 @@ func TestShippedRecordsSummarise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	atk, err := ReadAttackRecords("../docs/runs/attacks.jsonl")
+	atk, err := ReadAttackRecords("../docs/runs/mmnist-attack/attacks.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +476,7 @@ func TestShippedRecordsSummarise(t *testing.T) {
 		t.Fatalf("attack table differs from docs/results.md:\n%s", as.Table)
 	}
 	// The shipped rs run, the batched engine's headline.
-	for _, f := range []string{"verify-rs.jsonl", "verify-batched-rs.jsonl", "verify-batched-rnn.jsonl"} {
+	for _, f := range []string{"verify-rs/verify-rs.jsonl", "verify-rs/verify-batched-rs.jsonl", "verify-rnn/verify-batched-rnn.jsonl"} {
 		recs, err := ReadVerifyRecords("../docs/runs/" + f)
 		if err != nil {
 			t.Fatal(err)
@@ -490,11 +490,11 @@ func TestShippedRecordsSummarise(t *testing.T) {
 		}
 	}
 	// The Multi30k translator's attacks.
-	nmt, err := ReadTextAttackRecords("../docs/runs/nmt-m30k-attacks.jsonl")
+	nmt, err := ReadTextAttackRecords("../docs/runs/nmt-m30k-attack/nmt-m30k-attacks.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m30k, err := filepath.Glob("../docs/runs/nmt-m30k-*.jsonl")
+	m30k, err := filepath.Glob("../docs/runs/nmt-m30k-attack/nmt-m30k-*.jsonl")
 	if err != nil || len(m30k) < 2 {
 		t.Fatalf("Multi30k record files: %v (%v)", m30k, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"time"
@@ -239,7 +241,30 @@ func (c *TextAttackConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (c *TextAttackConfig) relaxed() attack.RelaxedOptions {
+// pgd runs PGD on a batch of text targets of either kind and returns the
+// outcomes with each target's share of the time.
+func pgd[E any](ctx context.Context, r *textRun, us []unit, targets []attack.Target[E]) ([]attack.Outcome[E], []float64, error) {
+	c, m := r.c, r.c.Model
+	opt := c.relaxed()
+	opt.Progress = func(step, n int) {
+		if c.Progress != nil {
+			c.Progress(fmt.Sprintf("%s δ=%g, %d sentences", c.Method, us[0].eps, len(us)), step, opt.Steps, fmt.Sprintf("lengthened %d/%d", n, len(us)))
+		}
+	}
+	start := time.Now()
+	outs, err := attack.PGD(ctx, m.D32, m.D64, targets, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	per := time.Since(start).Seconds() / float64(len(us))
+	secs := make([]float64, len(us))
+	for i := range secs {
+		secs[i] = per
+	}
+	return outs, secs, nil
+}
+
+func (c *TextAttackConfig) relaxed() attack.PGDOptions {
 	s := c.Settings
 	tau := s.Tau
 	if c.Method == MethodEmbedding {
@@ -249,7 +274,7 @@ func (c *TextAttackConfig) relaxed() attack.RelaxedOptions {
 	if loss == "" {
 		loss = attack.LossMargin
 	}
-	return attack.RelaxedOptions{Steps: s.Budget, LR: s.LR, Tau: tau, Eps: s.Clip, Loss: loss, MaxSteps: s.MaxSteps, Horizon: s.Horizon}
+	return attack.PGDOptions{Steps: s.Budget, LR: s.LR, Tau: tau, Eps: s.Clip, Loss: loss, Restarts: 1, MaxSteps: s.MaxSteps, Horizon: s.Horizon}
 }
 
 func (c *TextAttackConfig) flip() attack.FlipOptions {
@@ -351,16 +376,29 @@ func (r *textRun) finish(key string, rec TextAttackRecord) error {
 	return record(r.f, r.emit, key, rec)
 }
 
+// textTarget is what a text unit's record needs of its target, whatever
+// the kind of its set: K̂, the original decoding, the source and the
+// substitution budget.
+type textTarget struct {
+	k        int
+	original model.Result
+	src      []int
+	budget   int
+}
+
+// textOutcome is a text attack's outcome of either kind: a token source
+// (ids) or, for the embedding attack, the source's embedding rows.
+type textOutcome struct {
+	attack.Replayed
+	ids      []int
+	embedded []float64
+	pick     string
+}
+
 func (r *textRun) attack(ctx context.Context, us []unit) error {
 	c, m := r.c, r.c.Model
 	s := c.Settings
-	targets := make([]attack.TextTarget, len(us))
-	for i, u := range us {
-		var err error
-		if targets[i], err = attack.NewTextTarget(ctx, m.D64, c.Data.Sources[u.sample], u.eps, s.MaxLen, s.MaxSteps, s.Seed, uint64(u.sample)); err != nil {
-			return fmt.Errorf("sentence %d: %w", u.sample, err)
-		}
-	}
+	targets := make([]textTarget, len(us))
 	progress := func(stage string) func(done, best int) {
 		return func(done, best int) {
 			if c.Progress != nil {
@@ -368,47 +406,72 @@ func (r *textRun) attack(ctx context.Context, us []unit) error {
 			}
 		}
 	}
-	var outs []attack.TextOutcome
+	var outs []textOutcome
 	var secs []float64
-	switch c.Method {
-	case MethodRandom, MethodFlip:
-		for i, tg := range targets {
-			stage := fmt.Sprintf("%s δ=%g sentence %d", c.Method, us[i].eps, us[i].sample)
-			start := time.Now()
-			var o attack.TextOutcome
-			var err error
-			if c.Method == MethodRandom {
-				o, err = attack.RandomSubstitution(ctx, m.D32, m.D64, tg, attack.RandomOptions{Samples: s.Budget, Batch: c.Batch * 8, MaxSteps: s.MaxSteps, Progress: progress(stage)})
-			} else {
-				opt := c.flip()
-				opt.Progress = progress(stage)
-				o, err = attack.Flip(ctx, m.D32, m.D64, tg, opt)
+	if c.Method == MethodEmbedding {
+		tgs := make([]attack.Target[[]float64], len(us))
+		for i, u := range us {
+			x := c.Data.Sources[u.sample]
+			// The free rows come first from the target's own stream, as
+			// every other choice made for it.
+			set, err := attack.NewEmbeddings(m.D32, x, u.eps, math.Inf(1), rand.New(rand.NewPCG(s.Seed, uint64(u.sample))))
+			if err == nil {
+				tgs[i], err = attack.NewTarget[[]float64](ctx, m.D64, set, s.MaxLen, s.MaxSteps, s.Seed, uint64(u.sample))
 			}
 			if err != nil {
-				return err
+				return fmt.Errorf("sentence %d: %w", u.sample, err)
 			}
-			outs, secs = append(outs, o), append(secs, time.Since(start).Seconds())
+			targets[i] = textTarget{tgs[i].K, tgs[i].Original, x, len(set.Free)}
 		}
-	default:
-		opt := c.relaxed()
-		opt.Progress = func(step, n int) {
-			if c.Progress != nil {
-				c.Progress(fmt.Sprintf("%s δ=%g, %d sentences", c.Method, us[0].eps, len(us)), step, opt.Steps, fmt.Sprintf("lengthened %d/%d", n, len(us)))
-			}
-		}
-		start := time.Now()
-		var err error
-		if c.Method == MethodGumbel {
-			outs, err = attack.GumbelPGD(ctx, m.D32, m.D64, targets, opt)
-		} else {
-			outs, err = attack.EmbeddingPGD(ctx, m.D32, m.D64, targets, opt)
-		}
+		po, sec, err := pgd(ctx, r, us, tgs)
 		if err != nil {
 			return err
 		}
-		per := time.Since(start).Seconds() / float64(len(us))
-		for range us {
-			secs = append(secs, per)
+		for _, o := range po {
+			outs = append(outs, textOutcome{Replayed: o.Replayed, embedded: o.Input, pick: o.Pick})
+		}
+		secs = sec
+	} else {
+		tgs := make([]attack.Target[[]int], len(us))
+		for i, u := range us {
+			set, err := attack.NewSubstitutions(m.D64, c.Data.Sources[u.sample], u.eps)
+			if err == nil {
+				tgs[i], err = attack.NewTarget[[]int](ctx, m.D64, set, s.MaxLen, s.MaxSteps, s.Seed, uint64(u.sample))
+			}
+			if err != nil {
+				return fmt.Errorf("sentence %d: %w", u.sample, err)
+			}
+			targets[i] = textTarget{tgs[i].K, tgs[i].Original, set.X, set.Budget}
+		}
+		switch c.Method {
+		case MethodRandom, MethodFlip:
+			for i, tg := range tgs {
+				stage := fmt.Sprintf("%s δ=%g sentence %d", c.Method, us[i].eps, us[i].sample)
+				start := time.Now()
+				var o attack.Outcome[[]int]
+				var err error
+				if c.Method == MethodRandom {
+					o, err = attack.RandomSearch(ctx, m.D32, m.D64, tg, attack.RandomOptions{Samples: s.Budget, Batch: c.Batch * 8, MaxSteps: s.MaxSteps, Progress: progress(stage)})
+				} else {
+					opt := c.flip()
+					opt.Progress = progress(stage)
+					o, err = attack.Flip(ctx, m.D32, m.D64, tg, opt)
+				}
+				if err != nil {
+					return err
+				}
+				outs = append(outs, textOutcome{Replayed: o.Replayed, ids: o.Input, pick: o.Pick})
+				secs = append(secs, time.Since(start).Seconds())
+			}
+		default:
+			po, sec, err := pgd(ctx, r, us, tgs)
+			if err != nil {
+				return err
+			}
+			for _, o := range po {
+				outs = append(outs, textOutcome{Replayed: o.Replayed, ids: o.Input, pick: o.Pick})
+			}
+			secs = sec
 		}
 	}
 	tok := m.D64.Config().Tokenizer
@@ -422,29 +485,29 @@ func (r *textRun) attack(ctx context.Context, us []unit) error {
 	for i, u := range us {
 		tg, o := targets[i], outs[i]
 		rec := c.base()
-		rec.Sample, rec.Eps, rec.K, rec.Budget = u.sample, u.eps, tg.K, tg.Set.Budget
-		rec.SrcText, rec.SrcIDs, rec.RefText = c.Data.Pairs[u.sample].Src, nonNil(tg.Set.X), c.Data.Pairs[u.sample].Tgt
-		rec.OrigLength, rec.OrigText, rec.OrigNonFinite = len(tg.Original.Tokens), text(tg.Original.Tokens), tg.Original.NonFinite
+		rec.Sample, rec.Eps, rec.K, rec.Budget = u.sample, u.eps, tg.k, tg.budget
+		rec.SrcText, rec.SrcIDs, rec.RefText = c.Data.Pairs[u.sample].Src, nonNil(tg.src), c.Data.Pairs[u.sample].Tgt
+		rec.OrigLength, rec.OrigText, rec.OrigNonFinite = len(tg.original.Tokens), text(tg.original.Tokens), tg.original.NonFinite
 		rec.AdvLength, rec.AdvOutput, rec.Stopped, rec.NonFinite = len(o.Result.Tokens), text(o.Result.Tokens), o.Result.Stopped, o.Result.NonFinite
 		rec.Success, rec.MinRelMargin, rec.Found32 = o.Success, margin(o.Result.MinRelMargin), o.Found32
-		rec.Evals, rec.Steps, rec.Pick, rec.Seconds, rec.LengthCounts = o.Evals, o.Steps, o.Pick, secs[i], o.LengthCounts
-		rec.SrcLen = len(tg.Set.X)
-		if o.Input != nil {
-			rec.AdvIDs, rec.AdvText = o.Input, text(o.Input)
+		rec.Evals, rec.Steps, rec.Pick, rec.Seconds, rec.LengthCounts = o.Evals, o.Steps, o.pick, secs[i], o.LengthCounts
+		rec.SrcLen = len(tg.src)
+		if o.ids != nil {
+			rec.AdvIDs, rec.AdvText = o.ids, text(o.ids)
 		}
 		if c.Data.Redact {
 			rec.redact()
 		}
-		if o.Embedded != nil {
+		if o.embedded != nil {
 			name := witnessName(c.Data.Ref, u.sample, u.eps, c.Method, u.key)
 			if err := os.MkdirAll(c.WitnessDir, 0o755); err != nil {
 				return recordError{err}
 			}
 			path := filepath.Join(c.WitnessDir, name+".safetensors")
-			e := len(o.Embedded) / len(tg.Set.X)
+			e := len(o.embedded) / len(tg.src)
 			f := &safetensors.File{Metadata: map[string]string{"key": u.key, "model_sha256": m.Digest, "src_text": rec.SrcText},
-				Tensors: []safetensors.Tensor{safetensors.F64("embedded", []int{len(tg.Set.X), e}, o.Embedded),
-					safetensors.I32("src_ids", []int{len(tg.Set.X)}, int32s(tg.Set.X))}}
+				Tensors: []safetensors.Tensor{safetensors.F64("embedded", []int{len(tg.src), e}, o.embedded),
+					safetensors.I32("src_ids", []int{len(tg.src)}, int32s(tg.src))}}
 			if c.Data.Redact { // the sentence is the corpus's: point into it
 				f.Metadata["src_text"] = ""
 				f.Metadata["sample"] = fmt.Sprint(u.sample)

@@ -44,6 +44,10 @@ echo "== The German→English translator $nmt (Multi30k image descriptions; BPE,
 $bin translate --model "$nmt" "Ein Mann fährt mit seinem Fahrrad über eine alte Brücke." \
   "Zwei kleine Kinder spielen im Sand am Strand." "Eine Frau mit einem roten Hut liest ein Buch im Park."
 printf 'Ein schwarzer Hund rennt durch den Schnee.\nDrei Männer stehen vor einem Gebäude und unterhalten sich.\n' | $bin translate --model "$nmt" --json
+echo "== Text attack on it, on sentences of your own (--text, or --text-file with one per line): flip, δ = 0.5"
+$bin attack --model "$nmt" --method flip --eps 0.5 --budget 300 --out "$out/flip-own.jsonl" \
+  --text "Ein Mann fährt mit seinem Fahrrad über eine alte Brücke." --text "Zwei kleine Kinder spielen im Sand am Strand."
+echo "(each record's adv_text replays exactly with: $bin translate --model $nmt \"ADV_TEXT\")"
 m30k="${LENSPEC_DATA:-${XDG_CACHE_HOME:-$HOME/.cache}/lenspec}/multi30k"
 if [[ -f "$m30k/test_2016_flickr.de.gz" ]]; then
   echo "== BLEU on Multi30k test_2016_flickr, the length of every clean output, against a word-by-word baseline"

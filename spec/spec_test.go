@@ -277,3 +277,51 @@ func TestBox(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbeddingBall: fixed rows are exactly the original, free rows stay
+// within the radius after Sample and Project, and bad shapes are refused.
+func TestEmbeddingBall(t *testing.T) {
+	x := []float64{0, 1, 2, 3, 4, 5} // three rows of two
+	for _, bad := range []struct {
+		x      []float64
+		cols   int
+		free   []int
+		radius float64
+	}{
+		{x, 4, []int{0}, 1}, {x, 2, []int{1, 1}, 1}, {x, 2, []int{2, 0}, 1}, {x, 2, []int{3}, 1},
+		{x, 2, []int{0}, -1}, {x, 2, []int{0}, math.NaN()}, {nil, 2, nil, 1}, {x, 0, nil, 1},
+	} {
+		if _, err := NewEmbeddingBall(bad.x, bad.cols, bad.free, bad.radius); err == nil {
+			t.Errorf("accepted %v cols %d free %v radius %v", bad.x, bad.cols, bad.free, bad.radius)
+		}
+	}
+	b, err := NewEmbeddingBall(x, 2, []int{0, 2}, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	y := make([]float64, len(x))
+	moved := false
+	for range 100 {
+		b.Sample(rng, y)
+		if !b.Contains(y) || y[2] != 2 || y[3] != 3 {
+			t.Fatalf("sample %v outside the ball or moved a fixed row", y)
+		}
+		moved = moved || y[0] != 0
+	}
+	if !moved {
+		t.Fatal("Sample never moved a free row")
+	}
+	y = []float64{9, math.NaN(), 7, 3, -9, 5}
+	if b.Contains(y) {
+		t.Fatal("contains a point outside")
+	}
+	b.Project(y)
+	if want := []float64{0.5, 1, 2, 3, 3.5, 5}; !slices.Equal(y, want) {
+		t.Fatalf("projected to %v, want %v", y, want)
+	}
+	inf, _ := NewEmbeddingBall(x, 2, []int{1}, math.Inf(1))
+	if !inf.Contains([]float64{0, 1, 1e300, -1e300, 4, 5}) || inf.Contains([]float64{0, 1, math.Inf(1), 3, 4, 5}) {
+		t.Fatal("unbounded ball: finite free rows are inside, infinite ones are not")
+	}
+}

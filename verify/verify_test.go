@@ -340,7 +340,7 @@ func TestRobustSurvivesAttacks(t *testing.T) {
 			continue
 		}
 		robust++
-		tg := attack.Target{Set: ball, K: K, Seed: seed}
+		tg := attack.Target[[]float64]{Set: attack.NewContinuous(ball), K: K, Seed: seed}
 		m32, err := model.Cast[float32](m)
 		if err != nil {
 			t.Fatal(err)
@@ -351,11 +351,11 @@ func TestRobustSurvivesAttacks(t *testing.T) {
 		}
 		pgd := attack.DefaultPGD()
 		pgd.Steps, pgd.LR, pgd.Restarts = 500, 0.01, 4
-		po, err := attack.PGD(context.Background(), m32, m, []attack.Target{tg}, pgd)
+		po, err := attack.PGD(context.Background(), m32, m, []attack.Target[[]float64]{tg}, pgd)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, o := range []attack.Outcome{ro, po[0]} {
+		for _, o := range []attack.Outcome[[]float64]{ro, po[0]} {
 			if spec.Exceeds(o.Result, K) {
 				t.Fatalf("seed %d: verified robust at K̂ %d, an attack decodes %v", seed, K, o.Result.Tokens)
 			}

@@ -170,6 +170,8 @@ type attackFlags struct {
 	witnessDir   string
 	// Text models.
 	sentences   int
+	texts       []string // the user's own sentences
+	textFile    string
 	tau         float64
 	beam, swaps int
 	loop        bool
@@ -185,6 +187,8 @@ func (f *attackFlags) register(c *cobra.Command, samples bool) {
 		fl.StringVar(&f.witnessDir, "witness-dir", "", "where witnesses go (default: next to --out, in OUT.witnesses/)")
 		fl.IntVar(&f.budget, "budget", 10000, "samples per input (random), PGD iterations (pgd, gumbel, embedding) or model evaluations (flip)")
 		fl.IntVar(&f.sentences, "sentences", 0, "text: this many sentences of --split, drawn at random with --seed")
+		fl.StringArrayVar(&f.texts, "text", nil, "text: a source sentence of your own (repeatable) instead of the corpus's")
+		fl.StringVar(&f.textFile, "text-file", "", "text: a file of your own source sentences, one per line (blank lines skipped), instead of the corpus's")
 		fl.Float64Var(&f.tau, "tau", 1, "text: Gumbel-softmax temperature")
 		fl.IntVar(&f.beam, "beam", attack.DefaultFlip().Beam, "text (flip): sentences kept per round")
 		fl.IntVar(&f.swaps, "swaps", attack.DefaultFlip().Swaps, "text (flip): substitutions evaluated per kept sentence and round")
@@ -235,7 +239,9 @@ witnesses are saved as safetensors (exact values) and PNG, named by their record
 
 Text models: S(x, δ) is the sequences of x's length with at most ⌈δ·n⌉ of its n
 source tokens substituted, special tokens excluded; --eps is δ in (0, 1]. Sentences come
-from the model's corpus (--split test by default, --sentences N at random or --index I).
+from the model's corpus (--split test by default, --sentences N at random or --index I),
+or are your own: --text "..." (repeatable) or --text-file FILE (one per line), keyed by
+where they came from and their sha256.
 Methods: random (the paper's random search, --budget draws per sentence), gumbel (PGD
 through a Gumbel-softmax relaxation, --budget iterations, --lr 0.005 as the paper),
 embedding (PGD on the embeddings at the chosen positions: an upper bound, no sentence),
@@ -411,7 +417,7 @@ var imageProbe = experiment.AttackSettings{LR: 1, Clip: 1, Loss: string(attack.L
 // textOnlyFlags are the attack flags an image model has no use for, and
 // imageOnlyFlags those a text model has none for.
 var (
-	textOnlyFlags  = []string{"sentences", "tau", "beam", "swaps", "loop", "horizon", "corpus", "ding", "multi30k-dir", "split-seed"}
+	textOnlyFlags  = append([]string{"sentences", "text", "text-file", "tau", "beam", "swaps", "loop", "horizon"}, corpusFlagNames()...)
 	imageOnlyFlags = []string{"restarts", "early-stop", "data-seed"}
 )
 
@@ -448,6 +454,9 @@ func unreadFlags[S any](c *cobra.Command, methods, all []string, probe S, normal
 // textData loads the split of the model's corpus its records name, and
 // picks the sentences.
 func (f *attackFlags) textData(c *cobra.Command, m *experiment.Model) (experiment.TextData, []int, error) {
+	if len(f.texts) > 0 || f.textFile != "" {
+		return f.ownText(c, m)
+	}
 	cf, err := f.corpus.forModel(c, m.Dir, m.D32)
 	if err != nil {
 		return experiment.TextData{}, nil, err
@@ -472,6 +481,37 @@ func (f *attackFlags) textData(c *cobra.Command, m *experiment.Model) (experimen
 	samples, err := experiment.PickSamples(f.sentences, f.indices, len(pairs), f.seed)
 	if err != nil {
 		return experiment.TextData{}, nil, usage(err)
+	}
+	return data, samples, nil
+}
+
+// ownText is the user's sentences (--text, --text-file) as a text
+// attack's data, every one a sample.
+func (f *attackFlags) ownText(c *cobra.Command, m *experiment.Model) (experiment.TextData, []int, error) {
+	if len(f.texts) > 0 && f.textFile != "" {
+		return experiment.TextData{}, nil, usagef("give --text or --text-file, not both")
+	}
+	if name, ok := givenFlag(c, append([]string{"sentences", "index", "split"}, corpusFlagNames()...)); ok {
+		return experiment.TextData{}, nil, usagef("--%s picks the corpus's sentences; --text and --text-file give your own", name)
+	}
+	texts, name := f.texts, "args"
+	if f.textFile != "" {
+		var err error
+		if texts, err = experiment.ReadSentences(f.textFile); err != nil {
+			return experiment.TextData{}, nil, fmt.Errorf("--text-file: %w", err)
+		}
+		name = f.textFile
+	}
+	data, err := experiment.Sentences(texts, name, m.D32)
+	if err != nil {
+		if f.textFile != "" {
+			return experiment.TextData{}, nil, fmt.Errorf("--text-file %s: %w", f.textFile, err)
+		}
+		return experiment.TextData{}, nil, usagef("--text: %v", err)
+	}
+	samples := make([]int, len(texts))
+	for i := range samples {
+		samples[i] = i
 	}
 	return data, samples, nil
 }

@@ -1,43 +1,53 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/lenspec/lenspec/bpe"
 	"github.com/lenspec/lenspec/corpus"
-	"github.com/lenspec/lenspec/internal/fileio"
 	"github.com/lenspec/lenspec/internal/progress"
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/nmt"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
 // corpusFlags select the parallel corpus a translator trains and is
-// evaluated on.
+// evaluated on: a registered corpus (corpus.Sources) or a TSV file.
 type corpusFlags struct {
-	// name is --corpus: "ding", "multi30k" or a TSV file; "" is the
+	// name is --corpus: a registered corpus or a TSV file; "" is the
 	// corpus the model was trained on (forModel), else Ding.
-	name     string
-	ding     string
-	multi30k string
-	seed     uint64
+	name string
+	// paths holds each registered corpus's location flag.
+	paths map[string]*string
+	seed  uint64
+}
+
+// defaultCorpus is the corpus of a translator trained without --corpus.
+const defaultCorpus = "ding"
+
+// corpusFlagNames are the flags corpusFlags adds.
+func corpusFlagNames() []string {
+	names := []string{"corpus", "split-seed"}
+	for _, s := range corpus.Sources() {
+		names = append(names, s.LocationFlag)
+	}
+	return names
 }
 
 func (f *corpusFlags) add(c *cobra.Command) {
-	c.Flags().StringVar(&f.name, "corpus", "", `"multi30k" (Multi30k task 1, imported by lenspec data multi30k), "ding" (the Ding dictionary) or a corpus of your own: a file of "source<TAB>target" lines (default: the model's own corpus; for training, ding)`)
-	c.Flags().StringVar(&f.ding, "ding", corpus.DingPath, "the Ding dictionary (Debian's trans-de-en, pinned by sha256)")
-	c.Flags().StringVar(&f.multi30k, "multi30k-dir", "", "where lenspec data multi30k put Multi30k (default: $LENSPEC_DATA/multi30k or the user cache dir)")
+	var names []string
+	f.paths = map[string]*string{}
+	for _, s := range corpus.Sources() {
+		names = append(names, fmt.Sprintf("%q (%s)", s.Name, s.Help))
+		f.paths[s.Name] = c.Flags().String(s.LocationFlag, "", fmt.Sprintf("%s: %s", s.Name, s.Location))
+	}
+	c.Flags().StringVar(&f.name, "corpus", "", strings.Join(names, ", ")+` or a corpus of your own: a file of "source<TAB>target" lines (default: the model's own corpus; for training, `+defaultCorpus+`)`)
 	c.Flags().Uint64Var(&f.seed, "split-seed", corpus.DefaultSplitSeed, "seed of the train/dev/test split (Ding and TSV corpora; Multi30k's splits are its own)")
 }
 
@@ -49,10 +59,11 @@ func (f corpusFlags) forModel(c *cobra.Command, dir string, d model.Decoder[floa
 		f.seed = uint64(rec)
 	}
 	if f.name == "" {
-		switch rec, _ := tr["corpus"].(string); rec {
-		case "tsv":
+		rec, _ := tr["corpus"].(string)
+		if rec == "tsv" {
 			return f, usagef("%s was trained on a corpus of its own: name it with --corpus", dir)
-		case "multi30k":
+		}
+		if _, ok := corpus.Lookup(rec); ok {
 			f.name = rec
 		}
 	}
@@ -60,66 +71,15 @@ func (f corpusFlags) forModel(c *cobra.Command, dir string, d model.Decoder[floa
 }
 
 func (f *corpusFlags) load() (*corpus.Splits, error) {
-	switch f.name {
-	case "", "ding":
-		return corpus.LoadDing(f.ding, f.seed)
-	case "multi30k":
-		dir := f.multi30k
-		if dir == "" {
-			var err error
-			if dir, err = corpus.DefaultMulti30kDir(); err != nil {
-				return nil, err
-			}
-		}
-		return corpus.LoadMulti30k(dir)
+	name, path := f.name, ""
+	if name == "" {
+		name = defaultCorpus
 	}
-	return corpus.LoadTSV(f.name, f.seed)
+	if p := f.paths[name]; p != nil {
+		path = *p
+	}
+	return corpus.Load(name, path, f.seed)
 }
-
-// nmtLicense is the notice a model directory trained on the Ding
-// dictionary carries: its weights and vocabulary derive from GPL-2+ text.
-const nmtLicense = `This model directory (config.json, model.safetensors, vocab.json,
-merges.txt) was derived by training on the German-English dictionary
-"Ding" by Frank Richter (https://dict.tu-chemnitz.de/), as shipped by
-Debian in the package %s (/usr/share/trans/de-en, sha256 %s),
-which is licensed under the GNU General Public License, version 2 or later.
-
-This model directory is therefore distributed under the GNU General Public
-License, version 2 or (at your option) any later version (SPDX:
-GPL-2.0-or-later), separately from the code of lenspec (MIT). The source of
-this work is the dictionary named above together with lenspec's code; the
-exact command that rebuilds it on Debian 12 is:
-
-    %s
-
-You should have received a copy of the GNU General Public License along
-with this model; see /usr/share/common-licenses/GPL-2 on Debian, or
-<https://www.gnu.org/licenses/>.
-`
-
-// multi30kNotice is the notice a model directory trained on Multi30k
-// carries: where its weights and vocabulary come from, and that none of
-// the dataset's text is in it.
-const multi30kNotice = `This model directory (config.json, model.safetensors, vocab.json,
-merges.txt) was trained by lenspec on Multi30k task 1 German-English
-(train split, 29,000 sentence pairs; val for model selection):
-
-    Desmond Elliott, Stella Frank, Khalil Sima'an and Lucia Specia.
-    Multi30K: Multilingual English-German Image Descriptions.
-    Proceedings of the 5th Workshop on Vision and Language, 2016.
-    https://github.com/multi30k/dataset (data/task1/raw/)
-
-The raw files it was trained on are pinned by sha256 (their sha256sum
-listing hashes to %s).
-The dataset states no licence. No sentence of it is in this directory:
-the weights and the BPE vocabulary (sub-word units and their merges) are
-learnt from it. Cite the dataset's authors when you use this model.
-
-The exact command that rebuilds it on Debian 12, given a copy of the raw
-files (lenspec data multi30k --from DIR imports them first):
-
-    %s
-`
 
 type nmtSummary struct {
 	Out          string  `json:"out"`
@@ -130,11 +90,6 @@ type nmtSummary struct {
 	MaxLenDev    int     `json:"max_len_dev"`
 	UnstoppedDev int     `json:"unstopped_dev"`
 }
-
-// minVocab is the smallest --vocab checked before the corpus is read: the
-// 4 special and 256 byte tokens and one character. How many characters a
-// corpus has is known once it is read.
-const minVocab = 261
 
 func newTrainNMTCmd(a *app) *cobra.Command {
 	def := train.DefaultOptions()
@@ -178,8 +133,8 @@ notice saying so.`,
 					}
 				}
 			}
-			if vocab < minVocab || vocab > 1<<16 {
-				return usagef("--vocab %d must be in %d..65536 (the special and byte tokens, and the corpus's characters)", vocab, minVocab)
+			if vocab < nmt.MinVocab || vocab > 1<<16 {
+				return usagef("--vocab %d must be in %d..65536 (the special and byte tokens, and the corpus's characters)", vocab, nmt.MinVocab)
 			}
 			if maxTarget < 1 || maxTarget > model.MaxStepCap {
 				return usagef("--max-target %d must be in 1..%d", maxTarget, model.MaxStepCap)
@@ -200,85 +155,19 @@ notice saying so.`,
 			if err := cfg.Validate(); err != nil {
 				return usage(err)
 			}
-			start := time.Now()
 			a.logf("reading the corpus...")
 			sp, err := cf.load()
 			if err != nil {
 				return err
 			}
 			a.logf("%s: %d training, %d dev, %d test pairs", sp.Path, len(sp.Train), len(sp.Dev), len(sp.Test))
-			trainPairs := sp.Train
-			if sentencesOnly {
-				trainPairs = nil
-				for _, p := range sp.Train {
-					if corpus.IsSentence(p) {
-						trainPairs = append(trainPairs, p)
-					}
-				}
-				a.logf("training on the %d sentence pairs only", len(trainPairs))
-			}
-			var d model.Decoder[float32]
-			var tok *bpe.Tokenizer
-			initDigest := ""
-			var initTraining map[string]any // how the model fine-tuned was trained
-			if initDir != "" {
-				// Fine-tuning: the model's own sizes and tokenizer.
-				if d, err = model.Load[float32](initDir); err != nil {
-					return err
-				}
-				if d.Config().Architecture != model.ArchTranslator || d.Config().Tokenizer == nil {
-					return fmt.Errorf("%s: --init needs a translator, not a %s", initDir, d.Config().Architecture)
-				}
-				if initDigest, err = model.Digest(initDir); err != nil {
-					return err
-				}
-				tok, initTraining = d.Config().Tokenizer, d.Config().Training
-				a.logf("fine-tuning %s (BPE vocabulary of %d tokens)", initDir, tok.Size())
-			} else {
-				if tok, err = train.LearnTokenizer(c.Context(), trainPairs, vocab); err != nil {
-					var small *bpe.VocabSizeError
-					if errors.As(err, &small) {
-						// Known only once the corpus is read: its characters.
-						return usagef("--vocab %d is below the %d tokens %s needs (4 special, 256 byte and %d character tokens): give --vocab %d or more",
-							vocab, small.Need(), sp.Path, small.Alphabet, small.Need())
-					}
-					return err
-				}
-				arch.Vocab = tok.Size()
-				cfg.Tokenizer = tok
-				if d, err = model.New[float32](&cfg, rand.New(rand.NewPCG(opt.Seed, 0))); err != nil {
-					return err
-				}
-			}
-			if sentenceRepeat > 1 {
-				// Oversampling after the tokenizer is learnt, so that BPE
-				// counts each pair once.
-				n := len(trainPairs)
-				for _, p := range trainPairs[:n] {
-					if corpus.IsSentence(p) {
-						for range sentenceRepeat - 1 {
-							trainPairs = append(trainPairs, p)
-						}
-					}
-				}
-				a.logf("each sentence pair %d times: %d training pairs", sentenceRepeat, len(trainPairs))
-			}
-			src, tgt, dropped := train.EncodePairs(tok, trainPairs, d.Config().Arch.(*model.TranslatorConfig).MaxSourceLen, maxTarget)
-			a.logf("BPE vocabulary of %d tokens; %d training pairs (%d over the length caps left out)", tok.Size(), len(src), dropped)
-			tokDigest, err := tokenizerDigest(tok)
-			if err != nil {
-				return err
-			}
-			opt.Data = fmt.Sprintf("%s sha256 %s split-seed %d tokenizer %s max-target %d init %q sentences-only %v", sp.Format, sp.SHA256, cf.seed, tokDigest, maxTarget, initDigest, sentencesOnly)
-			if sentenceRepeat > 1 {
-				opt.Data += fmt.Sprintf(" sentence-repeat %d", sentenceRepeat)
-			}
-			opt.CheckpointDir, opt.CheckpointEvery = filepath.Join(out, "checkpoint"), every
-			pairs := train.NewTokenPairs(src, tgt)
-			steps := pairs.Len() / opt.BatchSize * opt.Epochs
-			rep := progress.New("train nmt", steps, a.quiet)
+			opt.CheckpointEvery = every
+			var rep *progress.Reporter
 			var window []train.Progress // the last steps, for tokens/s
 			opt.Progress = func(p train.Progress) {
+				if rep == nil {
+					rep = progress.New("train nmt", p.Steps, a.quiet)
+				}
 				window = append(window, p)
 				if len(window) > 50 {
 					window = window[1:]
@@ -293,86 +182,22 @@ notice saying so.`,
 				}
 				rep.Set(p.Step, fmt.Sprintf("epoch %d/%d loss %.3f, %.0f target tokens/s", p.Epoch, p.Epochs, p.Loss, rate))
 			}
-			var sel *devSelection
-			if selectDev {
-				if sel, err = loadDevSelection(filepath.Join(opt.CheckpointDir, "best")); err != nil {
-					return err
-				}
-				opt.EpochEnd = func(epoch int) error {
-					ev, err := train.EvaluateTranslation(c.Context(), d, sp.Dev, 0)
-					if err != nil {
-						return err
-					}
-					a.logf("epoch %d: dev BLEU %.2f", epoch, ev.BLEU.BLEU)
-					return sel.record(d, epoch, ev.BLEU.BLEU)
-				}
+			res, err := nmt.Train(c.Context(), nmt.Options{Out: out, Corpus: sp, SplitSeed: cf.seed, Config: cfg, Vocab: vocab, Init: initDir,
+				SentencesOnly: sentencesOnly, SentenceRepeat: sentenceRepeat, SelectDev: selectDev, MaxTarget: maxTarget, Train: opt,
+				Command: rebuildCommand(c.Flags()), Logf: a.logf})
+			if rep != nil {
+				rep.Finish()
 			}
-			loss, err := train.Fit(c.Context(), d, pairs, opt)
-			rep.Finish()
+			var small *bpe.VocabSizeError
+			if errors.As(err, &small) {
+				// Known only once the corpus is read: its characters.
+				return usagef("--vocab %d is below the %d tokens %s needs (4 special, 256 byte and %d character tokens): give --vocab %d or more",
+					vocab, small.Need(), sp.Path, small.Alphabet, small.Need())
+			}
 			if err != nil {
 				return err
 			}
-			if sel != nil && sel.Epoch < opt.Epochs {
-				a.logf("keeping epoch %d's weights (dev BLEU %.2f)", sel.Epoch, sel.BLEU)
-				if d, err = sel.restore(d.Config()); err != nil {
-					return err
-				}
-			}
-			trained := time.Since(start).Seconds()
-			a.logf("evaluating...")
-			evTest, err := train.EvaluateTranslation(c.Context(), d, sp.Test, 0)
-			if err != nil {
-				return err
-			}
-			evDev, err := train.EvaluateTranslation(c.Context(), d, sp.Dev, 0)
-			if err != nil {
-				return err
-			}
-			base, err := train.BaselineBLEU(sp.Train, sp.Test)
-			if err != nil {
-				return err
-			}
-			command := rebuildCommand(c.Flags())
-			d.Config().Training = map[string]any{
-				"command": command, "corpus": sp.Format, "corpus_sha256": sp.SHA256, "split_seed": cf.seed,
-				"train_pairs": len(src), "dev_pairs": len(sp.Dev), "test_pairs": len(sp.Test), "left_out_over_caps": dropped,
-				"max_target_len": maxTarget, "seed": opt.Seed, "epochs": opt.Epochs, "batch_size": opt.BatchSize,
-				"lr": opt.LR, "final_lr": opt.FinalLR, "dropout": opt.Dropout, "label_smoothing": opt.LabelSmoothing, "clip_norm": opt.ClipNorm, "shards": opt.Shards,
-				"optimizer": "adam", "seconds": trained, "final_loss": loss, "sentences_only": sentencesOnly, "sentence_repeat": sentenceRepeat,
-				"test_bleu": evTest.BLEU.BLEU, "test_bleu_detail": evTest.BLEU.String(), "baseline_test_bleu": base.BLEU,
-				"max_len_dev": evDev.MaxLen, "unstopped_dev": evDev.Unstopped,
-			}
-			if sel != nil {
-				tr := d.Config().Training
-				tr["selected_epoch"], tr["dev_bleu_by_epoch"] = sel.Epoch, sel.ByEpoch
-			}
-			if initDir != "" {
-				tr := d.Config().Training
-				tr["init"], tr["init_sha256"], tr["init_training"] = initDir, initDigest, initTraining
-			}
-			if err := model.Save(out, d); err != nil {
-				return err
-			}
-			if sp.Format == "ding" {
-				// A fine-tuned model: the commands that made its starting
-				// point, oldest first, then this one.
-				rebuild := strings.Join(trainingChain(d.Config().Training), ", then\n    ")
-				notice := fmt.Sprintf(nmtLicense, corpus.DingPackage, sp.SHA256, rebuild)
-				if err := fileio.WriteFileAtomic(filepath.Join(out, "LICENSE"), []byte(notice)); err != nil {
-					return err
-				}
-			}
-			if sp.Format == "multi30k" {
-				rebuild := strings.Join(trainingChain(d.Config().Training), ", then\n    ")
-				notice := fmt.Sprintf(multi30kNotice, corpus.Multi30kSHA256, rebuild)
-				if err := fileio.WriteFileAtomic(filepath.Join(out, "NOTICE"), []byte(notice)); err != nil {
-					return err
-				}
-			}
-			if err := os.RemoveAll(opt.CheckpointDir); err != nil {
-				return err
-			}
-			s := nmtSummary{out, trained, loss, evTest.BLEU.BLEU, base.BLEU, evDev.MaxLen, evDev.Unstopped}
+			s := nmtSummary{out, res.Seconds, res.FinalLoss, res.BLEU, res.BaselineBLEU, res.MaxLenDev, res.UnstoppedDev}
 			return a.emit(s, func(w io.Writer) {
 				fmt.Fprintf(w, "trained %s in %.0fs: test BLEU %.2f (dictionary baseline %.2f); dev: longest output %d tokens, %d unstopped\n",
 					out, s.Seconds, s.BLEU, s.BaselineBLEU, s.MaxLenDev, s.UnstoppedDev)
@@ -405,29 +230,6 @@ notice saying so.`,
 	f.IntVar(&arch.Attention, "attention", arch.Attention, "attention size")
 	f.IntVar(&arch.Combine, "combine", arch.Combine, "size of the layer before the output projection")
 	return c
-}
-
-// tokenizerDigest names a tokenizer by the sha256 of its files.
-func tokenizerDigest(tok *bpe.Tokenizer) (string, error) {
-	dir, err := os.MkdirTemp("", "lenspec-tok-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(dir)
-	if err := tok.Save(dir); err != nil {
-		return "", err
-	}
-	// The files' digest, as model.Digest computes over a model directory.
-	var all []byte
-	for _, name := range []string{bpe.VocabFile, bpe.MergesFile} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return "", err
-		}
-		all = append(append(all, name...), b...)
-	}
-	sum := sha256.Sum256(all)
-	return hex.EncodeToString(sum[:8]), nil
 }
 
 // evalTranslator is lenspec eval for a translator: BLEU on a split of its
@@ -531,69 +333,4 @@ func rebuildCommand(fs *pflag.FlagSet) string {
 		fmt.Fprintf(&b, " --%s %s", f.Name, f.Value.String())
 	})
 	return b.String()
-}
-
-// devSelection keeps the weights of the epoch with the best dev BLEU in
-// dir (a model directory inside the checkpoint), with the scores so far in
-// dir/selection.json, so that a resumed run selects as an uninterrupted
-// one would.
-type devSelection struct {
-	dir     string
-	Epoch   int       `json:"epoch"`
-	BLEU    float64   `json:"dev_bleu"`
-	ByEpoch []float64 `json:"dev_bleu_by_epoch"`
-}
-
-func loadDevSelection(dir string) (*devSelection, error) {
-	s := &devSelection{dir: dir}
-	raw, err := os.ReadFile(filepath.Join(dir, "selection.json"))
-	if errors.Is(err, os.ErrNotExist) {
-		return s, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(raw, s); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "selection.json"), err)
-	}
-	return s, nil
-}
-
-// record notes epoch's dev BLEU and saves d if it is the best so far (the
-// first epoch wins ties). A repeated epoch (a resumed run) replaces its
-// score.
-func (s *devSelection) record(d model.Decoder[float32], epoch int, bleu float64) error {
-	s.ByEpoch = append(s.ByEpoch[:min(len(s.ByEpoch), epoch-1)], bleu)
-	if s.Epoch == 0 || bleu > s.BLEU || s.Epoch == epoch {
-		if err := model.Save(s.dir, d); err != nil {
-			return err
-		}
-		s.Epoch, s.BLEU = epoch, bleu
-	}
-	raw, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	return fileio.WriteFileAtomic(filepath.Join(s.dir, "selection.json"), raw)
-}
-
-// restore loads the selected weights, keeping cfg (with its tokenizer).
-func (s *devSelection) restore(cfg *model.Config) (model.Decoder[float32], error) {
-	d, err := model.Load[float32](s.dir)
-	if err != nil {
-		return nil, err
-	}
-	*d.Config() = *cfg
-	return d, nil
-}
-
-// trainingChain lists the commands that made a translator, oldest first,
-// following the training records of the models it was fine-tuned from.
-func trainingChain(training map[string]any) []string {
-	var chain []string
-	for tr := training; tr != nil; {
-		chain = append([]string{fmt.Sprint(tr["command"])}, chain...)
-		tr, _ = tr["init_training"].(map[string]any)
-	}
-	return chain
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -111,7 +110,6 @@ func TestTrainNMTAndEval(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(stdout), &evSel) != nil || evSel["bleu"] != byEpoch[best] {
 		t.Fatalf("selected model's dev BLEU %v (exit %d: %s), recorded %v", evSel["bleu"], code, stderr, byEpoch)
 	}
-	devSelectionKeepsBest(t, out)
 	if code, _, stderr := runCLI(t, "train", "nmt", "--out", t.TempDir(), "--corpus", tsv, "--init", t.TempDir()); code != 1 || !strings.Contains(stderr, "config.json") {
 		t.Fatalf("--init of an empty directory: exit %d: %s", code, stderr)
 	}
@@ -275,61 +273,5 @@ func TestTrainNMTAndEval(t *testing.T) {
 		if code != c.code || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
 			t.Errorf("%v: exit %d, %q; want exit %d naming %q on one line", c.args, code, stderr, c.code, c.want)
 		}
-	}
-}
-
-// devSelectionKeepsBest: the selection saves the weights of the best epoch
-// (the first on ties), survives a restart (a resumed run repeating an
-// epoch), and restores exactly those weights.
-func devSelectionKeepsBest(t *testing.T, modelDir string) {
-	d, err := model.Load[float32](modelDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "best")
-	sel, err := loadDevSelection(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := d.Params()[0].W.Data
-	var kept []float32
-	for epoch, bleu := range []float64{0.2, 0.3, 0.1, 0.3} {
-		w[0] = float32(epoch + 1) // the weights of this epoch
-		if epoch == 1 {
-			kept = append([]float32(nil), w...)
-		}
-		if err := sel.record(d, epoch+1, bleu); err != nil {
-			t.Fatal(err)
-		}
-		if epoch == 2 {
-			// Killed after epoch 3's dev evaluation: the resumed run
-			// repeats epoch 3 with the same weights and score.
-			if sel, err = loadDevSelection(dir); err != nil {
-				t.Fatal(err)
-			}
-			if err := sel.record(d, 3, bleu); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if sel.Epoch != 2 || !slices.Equal(sel.ByEpoch, []float64{0.2, 0.3, 0.1, 0.3}) {
-		t.Fatalf("selected epoch %d of %v, want 2 of [0.2 0.3 0.1 0.3]", sel.Epoch, sel.ByEpoch)
-	}
-	back, err := sel.restore(d.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(back.Params()[0].W.Data, kept) || back.Config() == nil || back.Config().Tokenizer == nil {
-		t.Fatal("restored weights are not the selected epoch's")
-	}
-}
-
-// TestTrainingChain: a model fine-tuned twice names the three commands
-// that made it, oldest first (its LICENSE notice says how to rebuild it).
-func TestTrainingChain(t *testing.T) {
-	rec := map[string]any{"command": "c3", "init_training": map[string]any{
-		"command": "c2", "init_training": map[string]any{"command": "c1"}}}
-	if got := trainingChain(rec); !slices.Equal(got, []string{"c1", "c2", "c3"}) {
-		t.Fatalf("chain %v", got)
 	}
 }

@@ -116,7 +116,7 @@ func TestVerifyExperimentShards(t *testing.T) {
 // TestResultsSummaryOfShippedFiles: the results files of docs/runs, from
 // before schema 1, summarise through the CLI.
 func TestResultsSummaryOfShippedFiles(t *testing.T) {
-	for _, f := range []string{"../../docs/runs/attacks.jsonl", "../../docs/runs/verify.jsonl"} {
+	for _, f := range []string{"../../docs/runs/mmnist-attack/attacks.jsonl", "../../docs/runs/verify-rnn/verify.jsonl"} {
 		code, stdout, stderr := runCLI(t, "results", "summary", "--out", t.TempDir(), f)
 		if code != 0 || !strings.Contains(stdout, " 0.5 |") {
 			t.Fatalf("%s: exit %d: %s %s", f, code, stdout, stderr)

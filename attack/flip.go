@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/lenspec/lenspec/ad"
@@ -86,99 +87,97 @@ func (a flipCand) better(b flipCand) bool {
 }
 
 // Flip is a gradient-guided token substitution attack (in the spirit of
-// HotFlip and NMTSloth), beyond the paper: each round, the gradient of J̃
-// with respect to the one-hot inputs of every kept sentence ranks all
-// substitutions by their first-order change of J̃; the Swaps best of each
-// sentence that stay in S(x, δ) are decoded exactly, and the Beam best
-// sentences — longest float32 output first, then lowest J̃ — go on. After
-// Patience rounds without progress the beam restarts from a random point
-// of the set; the best sentence seen is replayed in float64. The search
-// ends early once an output runs to the step cap.
-func Flip(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[float64], tg TextTarget, opt FlipOptions) (TextOutcome, error) {
+// HotFlip and NMTSloth), beyond the paper, on a target whose set is token
+// substitutions: each round, the gradient of J̃ with respect to the
+// one-hot inputs of every kept sentence ranks all substitutions by their
+// first-order change of J̃; the Swaps best of each sentence that stay in
+// S(x, δ) are decoded exactly, and the Beam best sentences — longest
+// float32 output first, then lowest J̃ — go on. After Patience rounds
+// without progress the beam restarts from a random point of the set; the
+// best sentence seen is replayed in float64. The search ends early once
+// an output runs to the step cap.
+func Flip(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[float64], tg Target[[]int], opt FlipOptions) (Outcome[[]int], error) {
 	if err := opt.Validate(); err != nil {
-		return TextOutcome{}, fmt.Errorf("attack: %w", err)
+		return Outcome[[]int]{}, fmt.Errorf("attack: %w", err)
 	}
-	emb, ok := d32.(model.SourceEmbedder[float32])
+	set, ok := tg.Set.(*Substitutions)
 	if !ok {
-		return TextOutcome{}, fmt.Errorf("attack: the %s model exposes no source embedding", d32.Config().Architecture)
+		return Outcome[[]int]{}, fmt.Errorf("attack: flip substitutes tokens; %s is not a substitution set", tg.Set.Describe())
 	}
-	maxSteps := opt.MaxSteps
-	if maxSteps <= 0 {
-		maxSteps = d32.MaxSteps()
+	table, err := sourceTable(d32)
+	if err != nil {
+		return Outcome[[]int]{}, err
 	}
+	maxSteps := capSteps(opt.MaxSteps, d32)
 	horizon := maxSteps
 	if opt.Horizon > 0 && opt.Horizon < maxSteps {
 		horizon = opt.Horizon
 	}
-	v := emb.SourceEmbedding().W.Rows()
-	rng := tg.rng()
-	set := tg.Set
-	counts := make([]int64, maxSteps+2)
-	seen := map[string]bool{}
-	var evals int64
-	score := func(xs [][]int) ([]flipCand, error) {
-		tp := ad.NewTape[float32](false)
-		_, proxy, res, err := ObjectiveRows(tp, d32, model.Input[float32]{Tokens: xs}, maxSteps, LossMargin, opt.Eps)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]flipCand, len(xs))
-		for i, r := range res {
-			countLength(counts, r)
-			out[i] = flipCand{xs[i], rank(r, maxSteps), proxy[i], r.Tokens}
-		}
-		evals += int64(len(xs))
-		return out, nil
-	}
-	start, err := score([][]int{append([]int(nil), set.X...)})
+	s := flipSearch{d32: d32, set: set, opt: opt, v: table.W.Rows(), maxSteps: maxSteps, horizon: horizon,
+		counts: make([]int64, maxSteps+2), seen: map[string]bool{}}
+	best, err := s.run(ctx, tg.rng())
 	if err != nil {
-		return TextOutcome{}, err
+		return Outcome[[]int]{}, err
 	}
-	seen[key(set.X)] = true
+	out, err := Replay(ctx, d64, tg, best.x, maxSteps)
+	if err != nil {
+		return Outcome[[]int]{}, err
+	}
+	out.Found32, out.Evals, out.LengthCounts = best.rank, s.evals, s.counts
+	return out, nil
+}
+
+// flipSearch is one Flip search in progress.
+type flipSearch struct {
+	d32               model.Decoder[float32]
+	set               *Substitutions
+	opt               FlipOptions
+	v                 int // vocabulary size
+	maxSteps, horizon int
+	counts            []int64
+	seen              map[string]bool
+	evals             int64
+}
+
+// score decodes sentences and ranks them.
+func (s *flipSearch) score(xs [][]int) ([]flipCand, error) {
+	tp := ad.NewTape[float32](false)
+	_, proxy, res, err := ObjectiveRows(tp, s.d32, model.Input[float32]{Tokens: xs}, s.maxSteps, LossMargin, s.opt.Eps)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]flipCand, len(xs))
+	for i, r := range res {
+		countLength(s.counts, r)
+		out[i] = flipCand{xs[i], rank(r, s.maxSteps), proxy[i], r.Tokens}
+	}
+	s.evals += int64(len(xs))
+	return out, nil
+}
+
+// run searches and returns the best sentence seen.
+func (s *flipSearch) run(ctx context.Context, rng *rand.Rand) (flipCand, error) {
+	set, opt := s.set, s.opt
+	start, err := s.score([][]int{append([]int(nil), set.X...)})
+	if err != nil {
+		return flipCand{}, err
+	}
+	s.seen[key(set.X)] = true
 	beam, best := start, start[0]
 	stale := 0
-	for evals < int64(opt.Evals) {
+	for s.evals < int64(opt.Evals) {
 		if err := ctx.Err(); err != nil {
-			return TextOutcome{}, err
+			return flipCand{}, err
 		}
-		grads, err := oneHotGrads(d32, beam, v, horizon, opt.Eps, nil)
+		cands, err := s.candidates(beam)
 		if err != nil {
-			return TextOutcome{}, err
-		}
-		evals += int64(len(beam))
-		var loopGrads [][]float32
-		if opt.Loop {
-			if loopGrads, err = oneHotGrads(d32, beam, v, horizon, opt.Eps, loopTargets(beam, horizon)); err != nil {
-				return TextOutcome{}, err
-			}
-			evals += int64(len(beam))
-		}
-		var cands [][]int
-		room := int64(opt.Evals) - evals
-		for b, c := range beam {
-			swaps := bestSwaps(set, c.x, grads[b], v, opt.Swaps)
-			if loopGrads != nil {
-				swaps = mergeSwaps(swaps[:min(len(swaps), (opt.Swaps+1)/2)], bestSwaps(set, c.x, loopGrads[b], v, opt.Swaps), opt.Swaps)
-			}
-			for _, sw := range swaps {
-				if int64(len(cands)) >= room {
-					break
-				}
-				y := append([]int(nil), c.x...)
-				y[sw[0]] = sw[1]
-				if k := key(y); !seen[k] {
-					seen[k] = true
-					if tg.isText(y) {
-						cands = append(cands, y)
-					}
-				}
-			}
+			return flipCand{}, err
 		}
 		progress := false
 		if len(cands) > 0 {
-			scored, err := score(cands)
+			scored, err := s.score(cands)
 			if err != nil {
-				return TextOutcome{}, err
+				return flipCand{}, err
 			}
 			pool := append(append([]flipCand(nil), beam...), scored...)
 			slices.SortStableFunc(pool, func(a, b flipCand) int {
@@ -200,10 +199,10 @@ func Flip(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[flo
 		} else if stale++; stale >= opt.Patience || len(cands) == 0 {
 			// Restart from a random point of the set.
 			y := make([]int, len(set.X))
-			tg.sampleText(rng, y)
-			seen[key(y)] = true
-			if beam, err = score([][]int{y}); err != nil {
-				return TextOutcome{}, err
+			set.Draw(rng, y)
+			s.seen[key(y)] = true
+			if beam, err = s.score([][]int{y}); err != nil {
+				return flipCand{}, err
 			}
 			if beam[0].better(best) {
 				best = beam[0]
@@ -211,18 +210,54 @@ func Flip(ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[flo
 			stale = 0
 		}
 		if opt.Progress != nil {
-			opt.Progress(int(evals), best.rank)
+			opt.Progress(int(s.evals), best.rank)
 		}
-		if best.rank > maxSteps {
+		if best.rank > s.maxSteps {
 			break // the output runs to the step cap: nothing longer exists
 		}
 	}
-	out, err := ReplayText(ctx, d64, tg, best.x, maxSteps)
+	return best, nil
+}
+
+// candidates ranks the beam's substitutions by the gradients (and, with
+// Loop, the gradients along their loops) and returns the new texts among
+// the best, within the evaluations left.
+func (s *flipSearch) candidates(beam []flipCand) ([][]int, error) {
+	set, opt := s.set, s.opt
+	grads, err := oneHotGrads(s.d32, beam, s.v, s.horizon, opt.Eps, nil)
 	if err != nil {
-		return TextOutcome{}, err
+		return nil, err
 	}
-	out.Found32, out.Evals, out.LengthCounts = best.rank, evals, counts
-	return out, nil
+	s.evals += int64(len(beam))
+	var loopGrads [][]float32
+	if opt.Loop {
+		if loopGrads, err = oneHotGrads(s.d32, beam, s.v, s.horizon, opt.Eps, loopTargets(beam, s.horizon)); err != nil {
+			return nil, err
+		}
+		s.evals += int64(len(beam))
+	}
+	var cands [][]int
+	room := int64(opt.Evals) - s.evals
+	for b, c := range beam {
+		swaps := bestSwaps(set.Substitution, c.x, grads[b], s.v, opt.Swaps)
+		if loopGrads != nil {
+			swaps = mergeSwaps(swaps[:min(len(swaps), (opt.Swaps+1)/2)], bestSwaps(set.Substitution, c.x, loopGrads[b], s.v, opt.Swaps), opt.Swaps)
+		}
+		for _, sw := range swaps {
+			if int64(len(cands)) >= room {
+				break
+			}
+			y := append([]int(nil), c.x...)
+			y[sw[0]] = sw[1]
+			if k := key(y); !s.seen[k] {
+				s.seen[k] = true
+				if set.isText(y) {
+					cands = append(cands, y)
+				}
+			}
+		}
+	}
+	return cands, nil
 }
 
 func key(x []int) string { return fmt.Sprint(x) }
