@@ -39,6 +39,10 @@ echo "== The same at δ = 0.02 on models/mmnist-rnn-rs (fine-tuned for verifiabi
 $bin verify --model models/mmnist-rnn-rs --eps 0.02 --images 5 --timeout 20s --out "$out/verify-rs.jsonl"
 
 echo
+echo "== The captioner with an LSTM decoder, models/mmnist-lstm, verified the same way (sigmoid, tanh and products have bound rules of their own)"
+$bin verify --model models/mmnist-lstm --eps 0.005 --images 3 --timeout 20s --out "$out/verify-lstm.jsonl"
+
+echo
 nmt=models/nmt-m30k-de-en
 echo "== The German→English translator $nmt (Multi30k image descriptions; BPE, bidirectional LSTM, attention)"
 $bin translate --model "$nmt" "Ein Mann fährt mit seinem Fahrrad über eine alte Brücke." \
