@@ -36,10 +36,10 @@ lint:
 	CGO_ENABLED=0 $(GO) vet ./...
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
+# -timeout 30m: go test's default 10 minutes per package is less than the Slurm
+# test and the verify package take on a busy 2-vCPU machine (530 s at load 10).
 test: data lint
 	@bash scripts/setup.sh python3-torch python3-numpy # the PyTorch export test (model/showtell_torch_test.go)
-	# -timeout 30m: go test's default 10 minutes per package is less than the Slurm
-	# test and the verify package take on a busy 2-vCPU machine (530 s at load 10).
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -timeout 30m -tags purego ./...
 
