@@ -6,17 +6,28 @@
 // channel layers spent most of its time copying patches (docs/BENCHMARKS.md).
 //
 // All three are vectorised over output columns, so NCHW rows are read and
-// written whole. Inputs are first copied into zero-padded rows, so no lane
-// is ever checked against a border; with stride 2, the V inputs of V
-// consecutive output columns are the even lanes of two vector loads (one
-// permute). Output channels are tiled to keep the accumulators in
-// registers. The fast path takes strides 1 and 2 and kernels up to 3 wide
-// (ls_conv_fast); other shapes run the Go loops.
+// written whole. Inputs are first copied into zero-padded planes (columns
+// and rows), so no lane and no kernel row is ever checked against a
+// border; with stride 2, the V inputs of V consecutive output columns are
+// the even lanes of two vector loads (one permute). The forward pass works
+// on tiles of FWD_OT output channels × FWD_NX vectors of columns, so that
+// each input vector loaded feeds FWD_OT accumulators and each weight
+// broadcast FWD_NX, all of them in registers. The fast path takes strides
+// 1 and 2 and kernels up to 3 wide (ls_conv_fast); other shapes run the Go
+// loops.
 //
 // The code is written once with GCC vector extensions and compiled three
 // times — AVX-512 (16 lanes), AVX2 + FMA (8 lanes) and the baseline — and
 // the best the CPU supports is chosen at run time. ad's tests run every
 // variant the machine has against loop references.
+//
+// Vectors are loaded and stored by dereferencing a may_alias vector type
+// of 4-byte alignment, never by memcpy: GCC expands a 32-byte memcpy in
+// the AVX2 variant (generic tuning) as two 16-byte moves through the
+// stack, and every load then stalls on store forwarding — measured: the
+// AVX2 kernels ran 4–10× slower than the AVX-512 ones on the same core.
+// Arrays of accumulators have constant sizes: GCC keeps an array of
+// variable size in memory even when its every index is a constant.
 
 #include <stddef.h>
 #include <string.h>
@@ -25,13 +36,14 @@
 #define KMAX 3
 
 // Geometry shared by the kernels: L is OW rounded up to whole vectors, Wp
-// the padded row length (room for the widest load past the last column).
+// the padded row length (room for the widest load past the last column),
+// Hp the padded rows of a channel.
 // With stride 2 a padded row is stored as its two phases, the even columns
 // in [0, Wh) and the odd ones in [Wh, 2·Wh): the inputs of V consecutive
 // output columns for one kernel column are then V consecutive floats, so
 // every load and store is one contiguous vector, with no permute or scatter.
 typedef struct {
-	int L, Wp, Wh;
+	int L, Wp, Wh, Hp;
 } ls_pad;
 
 static ls_pad pad_of(const ls_conv *s, int V) {
@@ -46,6 +58,11 @@ static ls_pad pad_of(const ls_conv *s, int V) {
 		q.Wh = (w + 1) / 2 > q.L + 1 ? (w + 1) / 2 : q.L + 1;
 		q.Wp = 2 * q.Wh;
 	}
+	/* Rows too: P zero rows above, zero rows below for the last output
+	   row's KMAX kernel rows, so that no kernel checks a row against the
+	   border. Padded row r is input row r − P. */
+	q.Hp = s->h + s->p;
+	if ((s->oh - 1) * s->s + KMAX > q.Hp) q.Hp = (s->oh - 1) * s->s + KMAX;
 	return q;
 }
 
@@ -65,9 +82,12 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 // ALWAYS: helpers the compiler must inline, so that the stride S and the
 // tile width OT they are called with become constants in the loops.
 #define ALWAYS static inline __attribute__((always_inline))
+// UNROLL unrolls a loop of constant trip count fully: the small arrays of
+// accumulators it indexes then become registers.
+#define UNROLL _Pragma("GCC unroll 16")
 
-#define DEFINE_KERNELS(SUF, TARGET, V, OTMAX)                                                                  \
-	typedef float vf_##SUF __attribute__((vector_size(4 * (V)), aligned(4)));                                  \
+#define DEFINE_KERNELS(SUF, TARGET, V, FWD_OT, FWD_NX)                                                         \
+	typedef float vf_##SUF __attribute__((vector_size(4 * (V)), aligned(4), may_alias));                                \
 	typedef int vi_##SUF __attribute__((vector_size(4 * (V)), aligned(4)));                                    \
                                                                                                                \
 	/* tap: where the V inputs of padded columns (ox0+l)*S + kx, l < V, of */                                  \
@@ -84,7 +104,7 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 			a = (vf_##SUF)((vi_##SUF)(a > z) & (vi_##SUF)a);                                                   \
 		}                                                                                                      \
 		if (n == V) {                                                                                          \
-			memcpy(dst, &a, sizeof a);                                                                         \
+			*(vf_##SUF *)dst = a;                                                                              \
 			return;                                                                                            \
 		}                                                                                                      \
 		float t[V];                                                                                            \
@@ -95,31 +115,25 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 		if (n & 2) memcpy(dst + i, t + i, 2 * sizeof(float)), i += 2;                                          \
 		if (n & 1) dst[i] = t[i];                                                                              \
 	}                                                                                                          \
-	/* store8 stores a0..a7 as channels j0..j0+7 (those below no), n lanes */                                  \
-	/* each, channel j at dst + j·stride.                                  */                                  \
-	TARGET ALWAYS void store8_##SUF(float *dst, int stride, int j0, int no, int n, int relu, vf_##SUF a0,      \
-	                                vf_##SUF a1, vf_##SUF a2, vf_##SUF a3, vf_##SUF a4, vf_##SUF a5,           \
-	                                vf_##SUF a6, vf_##SUF a7) {                                                \
-		vf_##SUF a[8] = {a0, a1, a2, a3, a4, a5, a6, a7};                                                      \
-		for (int j = 0; j < 8; j++)                                                                            \
-			if (j0 + j < no) store_##SUF(dst + (size_t)j * stride, a[j], n, relu);                             \
-	}                                                                                                          \
 	TARGET ALWAYS vf_##SUF load_##SUF(const float *p) {                                                        \
-		vf_##SUF v;                                                                                            \
-		memcpy(&v, p, sizeof v);                                                                               \
-		return v;                                                                                              \
+		return *(const vf_##SUF *)p;                                                                           \
 	}                                                                                                          \
                                                                                                                \
-	/* pad_rows copies x [B·C rows of H×W] into xp [B·C][H][Wp], each row */                                   \
+	/* pad_rows copies x [B·C][H][W] into xp [B·C][Hp][Wp], each row      */                                   \
 	/* shifted right by P, zero elsewhere, and split by phase for stride 2 */                                  \
 	/* (phase ph's column j is padded column 2j + ph, input 2j + ph − P).  */                                  \
 	TARGET static void pad_rows_##SUF(const ls_pad *q, const float *restrict x, float *restrict xp,            \
 	                                  int planes, int H, int W, int P) {                                       \
 		vi_##SUF even;                                                                                         \
 		for (int l = 0; l < V; l++) even[l] = 2 * l;                                                           \
-		for (size_t r = 0; r < (size_t)planes * H; r++) {                                                      \
+		for (size_t r = 0; r < (size_t)planes * q->Hp; r++) {                                                  \
 			float *dst = xp + r * q->Wp;                                                                       \
-			const float *src = x + r * W;                                                                      \
+			int iy = (int)(r % q->Hp) - P;                                                                     \
+			if (iy < 0 || iy >= H) {                                                                           \
+				memset(dst, 0, sizeof(float) * q->Wp);                                                         \
+				continue;                                                                                      \
+			}                                                                                                  \
+			const float *src = x + (r / q->Hp * H + iy) * W;                                                   \
 			if (!q->Wh) {                                                                                      \
 				memset(dst, 0, sizeof(float) * P);                                                             \
 				memcpy(dst + P, src, sizeof(float) * W);                                                       \
@@ -136,7 +150,7 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 				int n = j1 - j0, avail = W - (2 * j0 + ph - P), k = 0;                                         \
 				for (; k + V <= n && 2 * k + 2 * V <= avail; k += V) {                                         \
 					vf_##SUF e = __builtin_shuffle(load_##SUF(s + 2 * k), load_##SUF(s + 2 * k + V), even);    \
-					memcpy(d + j0 + k, &e, sizeof e);                                                          \
+					*(vf_##SUF *)(d + j0 + k) = e;                                                             \
 				}                                                                                              \
 				for (; k < n; k++) d[j0 + k] = s[2 * k];                                                       \
 				memset(d + j1, 0, sizeof(float) * (q->Wh - j1));                                               \
@@ -155,7 +169,7 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 		vf_##SUF z = {0};                                                                                      \
 		for (size_t r = 0; r < (size_t)planes * H; r++) {                                                      \
 			float *d = dx + r * W;                                                                             \
-			const float *p = dxp + r * q->Wp;                                                                  \
+			const float *p = dxp + ((r / H) * q->Hp + r % H + P) * q->Wp;                                      \
 			if (!q->Wh) {                                                                                      \
 				for (int i = 0; i < W; i++) d[i] += p[i + P];                                                  \
 				continue;                                                                                      \
@@ -171,8 +185,8 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 					vf_##SUF v = load_##SUF(e + j0 + k);                                                       \
 					vf_##SUF a = load_##SUF(t + 2 * k) + __builtin_shuffle(v, z, lo);                          \
 					vf_##SUF b = load_##SUF(t + 2 * k + V) + __builtin_shuffle(v, z, hi);                      \
-					memcpy(t + 2 * k, &a, sizeof a);                                                           \
-					memcpy(t + 2 * k + V, &b, sizeof b);                                                       \
+					*(vf_##SUF *)(t + 2 * k) = a;                                                              \
+					*(vf_##SUF *)(t + 2 * k + V) = b;                                                          \
 				}                                                                                              \
 				for (; k < n; k++) t[2 * k] += e[j0 + k];                                                      \
 			}                                                                                                  \
@@ -180,102 +194,82 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 	}                                                                                                          \
                                                                                                                \
                                                                                                                \
-	/* NX output row chunks (of V columns) of OT channels of the forward    */                                 \
-	/* pass: NX = 1 with OT = 8 or 16, or NX = 2 with OT = 8, where each    */                                 \
-	/* weight loaded feeds two chunks (10 loads per 16 FMAs instead of 17). */                                 \
-	/* The accumulators are named variables, not an array, so that they     */                                 \
-	/* stay in registers through the channel and kernel-row loops.          */                                 \
-	TARGET ALWAYS void fwd_tile_##SUF(const ls_conv *s, const ls_pad *q, const float *xp, const float *wt,     \
-	                                  const float *bias, float *y, int relu, int b, int oy, int ox0, int o0,   \
-	                                  const int S, const int OT, const int NX, const int K) {                  \
-		const int C = s->c, H = s->h, OC = s->oc, P = s->p, OH = s->oh, OW = s->ow;                            \
-		int ky0 = P - oy * S > 0 ? P - oy * S : 0;                                                             \
-		int ky1 = H + P - oy * S < s->k ? H + P - oy * S : s->k;                                               \
-		int no = OC - o0 < OT ? OC - o0 : OT;                                                                  \
-		vf_##SUF a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15;                         \
-		{                                                                                                      \
-			float bb[16] = {0};                                                                                \
-			for (int j = 0; j < no; j++) bb[j] = bias ? bias[o0 + j] : 0;                                      \
-			if (NX == 2)                                                                                       \
-				for (int j = 0; j < 8; j++) bb[8 + j] = bb[j];                                                 \
+	/* fwd_tile: the forward pass for OT output channels (o0 on, no of them */                                 \
+	/* valid) and NX chunks of V output columns (ox0 on) of one output row. */                                 \
+	/* xrow is the padded row oy·S of the image's channel 0, plane the size */                                 \
+	/* of a padded channel, wt the tile's packed weights [c][ky][kx][OT].   */                                 \
+	/* Each input vector loaded feeds OT accumulators and each weight       */                                 \
+	/* broadcast NX: NX·OT accumulators, NX + OT loads per NX·OT FMAs. The  */                                 \
+	/* loops over the tile have constant trip counts and are unrolled, so   */                                 \
+	/* the accumulators live in registers.                                  */                                 \
+	TARGET ALWAYS void fwd_tile_##SUF(const ls_pad *q, const float *xrow, size_t plane, int C, const float *wt, \
+	                                  const float *bias, float *dst, size_t ostride, int no, int OW, int relu,  \
+	                                  int ox0, const int S, const int OT, const int NX) {                      \
+		vf_##SUF a[FWD_NX][FWD_OT]; /* constant sizes: arrays of variable size stay in memory */              \
+		UNROLL for (int j = 0; j < OT; j++) {                                                                  \
 			vf_##SUF z = {0};                                                                                  \
-			a0 = z + bb[0], a1 = z + bb[1], a2 = z + bb[2], a3 = z + bb[3];                                    \
-			a4 = z + bb[4], a5 = z + bb[5], a6 = z + bb[6], a7 = z + bb[7];                                    \
-			a8 = z + bb[8], a9 = z + bb[9], a10 = z + bb[10], a11 = z + bb[11];                                \
-			a12 = z + bb[12], a13 = z + bb[13], a14 = z + bb[14], a15 = z + bb[15];                            \
+			float bj = bias && j < no ? bias[j] : 0;                                                           \
+			UNROLL for (int n = 0; n < NX; n++) a[n][j] = z + bj;                                              \
 		}                                                                                                      \
-		const float *wtile = wt + (size_t)(o0 / OT) * C * K * K * OT;                                          \
-		for (int c = 0; c < C; c++)                                                                            \
-			for (int ky = ky0; ky < ky1; ky++) {                                                               \
-				const float *row = xp + (((size_t)b * C + c) * H + oy * S - P + ky) * q->Wp;                   \
-				const float *w = wtile + ((size_t)c * K + ky) * K * OT;                                        \
-				for (int kx = 0; kx < K; kx++, w += OT) {                                                      \
-					vf_##SUF xv = load_##SUF(row + tap_##SUF(q, S, ox0, kx));                                  \
-					a0 += w[0] * xv, a1 += w[1] * xv, a2 += w[2] * xv, a3 += w[3] * xv;                        \
-					a4 += w[4] * xv, a5 += w[5] * xv, a6 += w[6] * xv, a7 += w[7] * xv;                        \
-					if (NX == 2) {                                                                             \
-						vf_##SUF xw = load_##SUF(row + tap_##SUF(q, S, ox0 + V, kx));                          \
-						a8 += w[0] * xw, a9 += w[1] * xw, a10 += w[2] * xw, a11 += w[3] * xw;                  \
-						a12 += w[4] * xw, a13 += w[5] * xw, a14 += w[6] * xw, a15 += w[7] * xw;                \
-					} else if (OT == 16) {                                                                     \
-						a8 += w[8] * xv, a9 += w[9] * xv, a10 += w[10] * xv, a11 += w[11] * xv;                \
-						a12 += w[12] * xv, a13 += w[13] * xv, a14 += w[14] * xv, a15 += w[15] * xv;            \
+		for (int c = 0; c < C; c++, xrow += plane, wt += KMAX * KMAX * OT)                                     \
+			UNROLL for (int ky = 0; ky < KMAX; ky++) {                                                         \
+				const float *row = xrow + (size_t)ky * q->Wp;                                                  \
+				UNROLL for (int kx = 0; kx < KMAX; kx++) {                                                     \
+					vf_##SUF xv[FWD_NX];                                                                       \
+					UNROLL for (int n = 0; n < NX; n++) xv[n] = load_##SUF(row + tap_##SUF(q, S, ox0 + n * V, kx)); \
+					const float *w = wt + (ky * KMAX + kx) * OT;                                               \
+					UNROLL for (int j = 0; j < OT; j++) {                                                      \
+						float wj = w[j];                                                                       \
+						UNROLL for (int n = 0; n < NX; n++) a[n][j] += wj * xv[n];                             \
 					}                                                                                          \
 				}                                                                                              \
 			}                                                                                                  \
-		/* Stored one named accumulator at a time: an array of them would */                                   \
-		/* be built on the stack and copied (measured: 15 % of the pass).  */                                  \
-		float *dst = y + (((size_t)b * OC + o0) * OH + oy) * OW + ox0;                                         \
-		int n0 = OW - ox0 < V ? OW - ox0 : V, n1 = OW - ox0 - V < V ? OW - ox0 - V : V;                        \
-		store8_##SUF(dst, OH * OW, 0, no, n0, relu, a0, a1, a2, a3, a4, a5, a6, a7);                           \
-		if (NX == 2)                                                                                           \
-			store8_##SUF(dst + V, OH * OW, 0, no, n1, relu, a8, a9, a10, a11, a12, a13, a14, a15);             \
-		else if (OT == 16)                                                                                     \
-			store8_##SUF(dst + 8 * OH * OW, OH * OW, 8, no, n0, relu, a8, a9, a10, a11, a12, a13, a14, a15);   \
+		UNROLL for (int j = 0; j < OT; j++)                                                                    \
+			if (j < no) UNROLL for (int n = 0; n < NX; n++) {                                                  \
+				int left = OW - ox0 - n * V;                                                                   \
+				store_##SUF(dst + j * ostride + ox0 + n * V, a[n][j], left < V ? left : V, relu);                  \
+			}                                                                                                  \
 	}                                                                                                          \
                                                                                                                \
-	/* The kernel is K = 3 wide for the loops: a narrower one is zero padded */                                \
-	/* to 3 in wt (and in the rows, whose padding covers the extra columns), */                                \
-	/* so that every trip count is a constant and the accumulators stay in   */                                \
-	/* registers. With 16 lanes (32 registers), chunks go in pairs on 8-     */                                \
-	/* channel tiles (wt8), an odd last chunk on OT-channel tiles (wt).       */                               \
+	/* fwd_all: every output row, OT-channel tiles, NX chunks at a time and */                                 \
+	/* a narrower tile for the chunks left. K ≤ KMAX is zero padded to KMAX */                                 \
+	/* in wt and in the rows' padding, so every trip count is a constant.   */                                 \
 	TARGET ALWAYS void fwd_all_##SUF(const ls_conv *s, const ls_pad *q, const float *xp, const float *wt,      \
-	                                 const float *wt8, const float *bias, float *y, int relu, const int S,     \
-	                                 const int OT) {                                                           \
+	                                 const float *bias, float *y, int relu, const int S, const int OT,         \
+	                                 const int NX) {                                                           \
+		const int C = s->c, OC = s->oc, OH = s->oh, OW = s->ow, chunks = q->L / V;                             \
+		const size_t plane = (size_t)q->Hp * q->Wp;                                                            \
 		for (int b = 0; b < s->b; b++)                                                                         \
-			for (int oy = 0; oy < s->oh; oy++) {                                                               \
-				int ox0 = 0;                                                                                   \
-				if (OTMAX == 16)                                                                               \
-					for (; ox0 + V < s->ow; ox0 += 2 * V)                                                      \
-						for (int o0 = 0; o0 < s->oc; o0 += 8)                                                  \
-							fwd_tile_##SUF(s, q, xp, wt8, bias, y, relu, b, oy, ox0, o0, S, 8, 2, KMAX);       \
-				for (; ox0 < s->ow; ox0 += V)                                                                  \
-					for (int o0 = 0; o0 < s->oc; o0 += OT)                                                     \
-						fwd_tile_##SUF(s, q, xp, wt, bias, y, relu, b, oy, ox0, o0, S, OT, 1, KMAX);           \
+			for (int oy = 0; oy < OH; oy++) {                                                                  \
+				const float *xrow = xp + ((size_t)b * C * q->Hp + (size_t)oy * S) * q->Wp;                     \
+				for (int o0 = 0; o0 < OC; o0 += OT) {                                                          \
+					const float *wtile = wt + (size_t)(o0 / OT) * C * KMAX * KMAX * OT;                        \
+					const float *bt = bias ? bias + o0 : NULL;                                                 \
+					float *dst = y + (((size_t)b * OC + o0) * OH + oy) * OW;                                   \
+					int no = OC - o0 < OT ? OC - o0 : OT, k = 0;                                               \
+					for (; k + NX <= chunks; k += NX)                                                          \
+						fwd_tile_##SUF(q, xrow, plane, C, wtile, bt, dst, (size_t)OH * OW, no, OW, relu, k * V, S, OT, NX); \
+					if (NX > 2 && k + 2 <= chunks) {                                                           \
+						fwd_tile_##SUF(q, xrow, plane, C, wtile, bt, dst, (size_t)OH * OW, no, OW, relu, k * V, S, OT, 2); \
+						k += 2;                                                                                \
+					}                                                                                          \
+					if (NX > 1 && k < chunks)                                                                  \
+						fwd_tile_##SUF(q, xrow, plane, C, wtile, bt, dst, (size_t)OH * OW, no, OW, relu, k * V, S, OT, 1); \
+				}                                                                                              \
 			}                                                                                                  \
 	}                                                                                                          \
                                                                                                                \
 	/* fwd: y = [relu](conv(x, w) + bias). xp receives the padded input (the */                                \
-	/* backward pass reuses it); wt receives the weights packed (pack_fwd)  */                                 \
-	/* by OT-channel tiles, then by 8-channel tiles for the chunk pairs.    */                                 \
+	/* backward pass reuses it), wt the weights packed by FWD_OT-channel    */                                 \
+	/* tiles (pack_fwd).                                                     */                                \
 	TARGET static void conv_fwd_##SUF(const ls_conv *s, const float *restrict x, const float *restrict w,      \
 	                                  const float *restrict bias, float *restrict y, int relu,                 \
 	                                  float *restrict xp, float *restrict wt) {                                \
-		const int C = s->c, H = s->h, OC = s->oc;                                                              \
 		const ls_pad q = pad_of(s, V);                                                                         \
-		pad_rows_##SUF(&q, x, xp, s->b * C, H, s->w, s->p);                                                    \
-		/* The narrowest tile that holds the channels, up to OTMAX. */                                         \
-		const int OT = OC <= 8 || OTMAX == 8 ? 8 : 16;                                                         \
-		float *wt8 = wt + (size_t)(OC + 15) / 16 * 16 * C * KMAX * KMAX;                                       \
-		pack_fwd(s, w, wt, OT);                                                                                \
-		if (OTMAX == 16) pack_fwd(s, w, wt8, 8);                                                               \
-		if (s->s == 1) {                                                                                       \
-			if (OT == 8) fwd_all_##SUF(s, &q, xp, wt, wt8, bias, y, relu, 1, 8);                               \
-			else fwd_all_##SUF(s, &q, xp, wt, wt8, bias, y, relu, 1, 16);                                      \
-		} else {                                                                                               \
-			if (OT == 8) fwd_all_##SUF(s, &q, xp, wt, wt8, bias, y, relu, 2, 8);                               \
-			else fwd_all_##SUF(s, &q, xp, wt, wt8, bias, y, relu, 2, 16);                                      \
-		}                                                                                                      \
+		pad_rows_##SUF(&q, x, xp, s->b * s->c, s->h, s->w, s->p);                                              \
+		pack_fwd(s, w, wt, FWD_OT);                                                                            \
+		if (s->s == 1) fwd_all_##SUF(s, &q, xp, wt, bias, y, relu, 1, FWD_OT, FWD_NX);                         \
+		else fwd_all_##SUF(s, &q, xp, wt, bias, y, relu, 2, FWD_OT, FWD_NX);                                   \
 	}                                                                                                          \
                                                                                                                \
 	/* pad_g copies g [B][OC][OH][OW] into gp [B][OCp][OH][L], zero beyond OC */                               \
@@ -333,11 +327,11 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 							}                                                                                  \
 							/* Padded column (ox0+l)*S + kx gets a[j][kx][l]. */                               \
 							for (int j = 0; j < nc; j++) {                                                     \
-								float *row = dxp + (((size_t)b * C + t * CT + j) * H + iy) * q->Wp;            \
+								float *row = dxp + (((size_t)b * C + t * CT + j) * q->Hp + iy + P) * q->Wp;          \
 								for (int kx = 0; kx < KMAX; kx++) {                                            \
 									float *d = row + tap_##SUF(q, S, ox0, kx);                                 \
 									vf_##SUF v = load_##SUF(d) + a[j][kx];                                     \
-									memcpy(d, &v, sizeof v);                                                   \
+									*(vf_##SUF *)d = v;                                                        \
 								}                                                                              \
 							}                                                                                  \
 						}                                                                                      \
@@ -355,11 +349,11 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 		const int C = s->c, H = s->h, P = s->p, OH = s->oh;                                                    \
 		vf_##SUF a[OT][KMAX];                                                                                  \
 		for (int j = 0; j < OT; j++)                                                                           \
-			for (int kx = 0; kx < KMAX; kx++) memcpy(&a[j][kx], &acc[j * KMAX + kx], sizeof a[j][kx]);         \
+			for (int kx = 0; kx < KMAX; kx++) a[j][kx] = acc[j * KMAX + kx];                                   \
 		for (int oy = 0; oy < OH; oy++) {                                                                      \
 			int iy = oy * S - P + ky;                                                                          \
 			if (iy < 0 || iy >= H) continue;                                                                   \
-			const float *row = xp + (((size_t)b * C + c) * H + iy) * q->Wp;                                    \
+			const float *row = xp + (((size_t)b * C + c) * q->Hp + iy + P) * q->Wp;                              \
 			const float *gr = gp + (((size_t)b * OCp + o0) * OH + oy) * q->L;                                  \
 			for (int ox0 = 0; ox0 < q->L; ox0 += V) {                                                          \
 				vf_##SUF xv[KMAX];                                                                             \
@@ -374,7 +368,7 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 			}                                                                                                  \
 		}                                                                                                      \
 		for (int j = 0; j < OT; j++)                                                                           \
-			for (int kx = 0; kx < KMAX; kx++) memcpy(&acc[j * KMAX + kx], &a[j][kx], sizeof a[j][kx]);         \
+			for (int kx = 0; kx < KMAX; kx++) acc[j * KMAX + kx] = a[j][kx];                                   \
 	}                                                                                                          \
                                                                                                                \
 	/* bwd weight over the batch: acc holds C·K·OCp·KMAX vectors. */                                           \
@@ -420,9 +414,7 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 				const float *gr = gp + ((size_t)b * OCp + o) * OH * q.L;                                       \
 				vf_##SUF acc = {0};                                                                            \
 				for (int i = 0; i < OH * q.L; i += V) {                                                        \
-					vf_##SUF gv;                                                                               \
-					memcpy(&gv, gr + i, sizeof gv);                                                            \
-					acc += gv;                                                                                 \
+					acc += load_##SUF(gr + i);                                                                 \
 				}                                                                                              \
 				float t = 0;                                                                                   \
 				for (int l = 0; l < V; l++) t += acc[l];                                                       \
@@ -441,7 +433,7 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 			}                                                                                                  \
 		}                                                                                                      \
 		if (dx) {                                                                                              \
-			memset(dxp, 0, sizeof(float) * (size_t)s->b * C * H * q.Wp);                                       \
+			memset(dxp, 0, sizeof(float) * ls_conv_pad_size(s));                                                \
 			/* One channel per tile for the one-channel first layer, else 8. */                                \
 			const int CT = C == 1 ? 1 : 8, T = (C + CT - 1) / CT;                                              \
 			float *wt = dxp + ls_conv_pad_size(s);                                                             \
@@ -465,10 +457,10 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define HAVE_X86_VARIANTS 1
-DEFINE_KERNELS(v4, __attribute__((target("arch=x86-64-v4"))), 16, 16)
-DEFINE_KERNELS(v3, __attribute__((target("arch=x86-64-v3"))), 8, 8)
+DEFINE_KERNELS(v4, __attribute__((target("arch=x86-64-v4"))), 16, 8, 2)
+DEFINE_KERNELS(v3, __attribute__((target("arch=x86-64-v3"))), 8, 4, 2)
 #endif
-DEFINE_KERNELS(base, , 8, 8)
+DEFINE_KERNELS(base, , 8, 4, 2)
 
 typedef void (*fwd_fn)(const ls_conv *, const float *, const float *, const float *, float *, int, float *, float *);
 typedef void (*bwd_fn)(const ls_conv *, const float *, const float *, const float *, const float *, float *, float *,
@@ -508,7 +500,7 @@ int ls_conv_fast(const ls_conv *s) { return s->k <= KMAX && (s->s == 1 || s->s =
 // largest tile (16 channels) of any variant.
 size_t ls_conv_pad_size(const ls_conv *s) {
 	ls_pad q = pad_of(s, lanes);
-	return (size_t)s->b * s->c * s->h * q.Wp;
+	return (size_t)s->b * s->c * q.Hp * q.Wp;
 }
 
 size_t ls_conv_fwd_scratch(const ls_conv *s) { return 2 * (size_t)(s->oc + 15) / 16 * 16 * s->c * KMAX * KMAX; }
@@ -567,11 +559,10 @@ static void adam_base(float *restrict w, const float *restrict g, float *restric
 		ADAM_SETUP                                                                                                   \
 		size_t i = 0;                                                                                                \
 		for (; i + V <= n; i += V) {                                                                                 \
-			vf_##SUF gi, mi, vi, wi;                                                                                 \
-			memcpy(&gi, g + i, 4 * V), memcpy(&mi, m + i, 4 * V), memcpy(&vi, v + i, 4 * V);                         \
-			memcpy(&wi, w + i, 4 * V);                                                                               \
+			vf_##SUF gi = *(const vf_##SUF *)(g + i), mi = *(vf_##SUF *)(m + i), vi = *(vf_##SUF *)(v + i);          \
+			vf_##SUF wi = *(vf_##SUF *)(w + i);                                                                      \
 			ADAM_BODY(gi, mi, vi, wi, (vf_##SUF) SQRT)                                                               \
-			memcpy(m + i, &mi, 4 * V), memcpy(v + i, &vi, 4 * V), memcpy(w + i, &wi, 4 * V);                         \
+			*(vf_##SUF *)(m + i) = mi, *(vf_##SUF *)(v + i) = vi, *(vf_##SUF *)(w + i) = wi;                         \
 		}                                                                                                            \
 		return i;                                                                                                    \
 	}
