@@ -43,8 +43,13 @@
 // output columns for one kernel column are then V consecutive floats, so
 // every load and store is one contiguous vector, with no permute or scatter.
 typedef struct {
-	int L, Wp, Wh, Hp;
+	int L, Wp, Wh, Hp, gH, gL;
 } ls_pad;
+
+// GPAD is the zero rows and columns before the output gradient's in its
+// padded copy (gH rows of gL): the input gradient reads g up to KMAX − 1
+// rows and columns before the output it is at.
+#define GPAD (KMAX - 1)
 
 static ls_pad pad_of(const ls_conv *s, int V) {
 	ls_pad q;
@@ -63,6 +68,11 @@ static ls_pad pad_of(const ls_conv *s, int V) {
 	   border. Padded row r is input row r − P. */
 	q.Hp = s->h + s->p;
 	if ((s->oh - 1) * s->s + KMAX > q.Hp) q.Hp = (s->oh - 1) * s->s + KMAX;
+	/* g's rows up to the last input row's, columns up to a vector past the
+	   last input column's (bwd_data_all). */
+	int gh = (s->p + s->h - 1) / s->s + 1, gw = (s->p + s->w - 1) / s->s + V;
+	q.gH = GPAD + (s->oh > gh ? s->oh : gh);
+	q.gL = GPAD + (q.L > gw ? q.L : gw);
 	return q;
 }
 
@@ -86,7 +96,7 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 // accumulators it indexes then become registers.
 #define UNROLL _Pragma("GCC unroll 16")
 
-#define DEFINE_KERNELS(SUF, TARGET, V, FWD_OT, FWD_NX)                                                         \
+#define DEFINE_KERNELS(SUF, TARGET, V, FWD_OT, FWD_NX, BWD_OT, BWD_CT, BWD_NX, BWD_NX1)                        \
 	typedef float vf_##SUF __attribute__((vector_size(4 * (V)), aligned(4), may_alias));                                \
 	typedef int vi_##SUF __attribute__((vector_size(4 * (V)), aligned(4)));                                    \
                                                                                                                \
@@ -117,6 +127,14 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 	}                                                                                                          \
 	TARGET ALWAYS vf_##SUF load_##SUF(const float *p) {                                                        \
 		return *(const vf_##SUF *)p;                                                                           \
+	}                                                                                                          \
+	/* tail: row[i..n) in the first lanes, zeros after, for n − V ≤ i < n:  */                                 \
+	/* the row's last vector, its lanes moved down (no read past the row). */                                  \
+	TARGET ALWAYS vf_##SUF tail_##SUF(const float *row, int n, int i) {                                        \
+		vi_##SUF lane;                                                                                         \
+		for (int l = 0; l < V; l++) lane[l] = l;                                                               \
+		vf_##SUF v = __builtin_shuffle(load_##SUF(row + n - V), (lane + (V - (n - i))) & (V - 1));             \
+		return (vf_##SUF)((lane < n - i) & (vi_##SUF)v);                                                       \
 	}                                                                                                          \
                                                                                                                \
 	/* pad_rows copies x [B·C][H][W] into xp [B·C][Hp][Wp], each row      */                                   \
@@ -272,71 +290,124 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 		else fwd_all_##SUF(s, &q, xp, wt, bias, y, relu, 2, FWD_OT, FWD_NX);                                   \
 	}                                                                                                          \
                                                                                                                \
-	/* pad_g copies g [B][OC][OH][OW] into gp [B][OCp][OH][L], zero beyond OC */                               \
-	/* and OW; with y set (a fused ReLU's output) only where y > 0, the       */                               \
-	/* gradient past the activation, in the same pass.                        */                               \
-	TARGET static void pad_g_##SUF(const ls_conv *s, const float *restrict g, const float *restrict y,         \
-	                               float *restrict gp, int OCp, int L) {                                       \
-		const int OC = s->oc, OH = s->oh, OW = s->ow;                                                          \
-		for (int b = 0; b < s->b; b++) {                                                                       \
-			for (size_t r = 0; r < (size_t)OC * OH; r++) {                                                     \
-				const float *gr = g + ((size_t)b * OC * OH + r) * OW;                                          \
-				float *dst = gp + ((size_t)b * OCp * OH + r) * L;                                              \
-				if (y) {                                                                                       \
-					const float *yr = y + ((size_t)b * OC * OH + r) * OW;                                      \
-					for (int i = 0; i < OW; i++) dst[i] = yr[i] > 0 ? gr[i] : 0;                               \
-				} else {                                                                                       \
-					for (int i = 0; i < OW; i++) dst[i] = gr[i];                                               \
+	/* pad_g copies g [B][OC][OH][OW] into gp [B][OCp][gH][gL], at row and */                                 \
+	/* column GPAD on, zero elsewhere; with y set (a fused ReLU's output)  */                                 \
+	/* only where y > 0, the gradient past the activation. With db set it */                                  \
+	/* adds each channel's sum to db, as it goes: lanes sum one image's    */                                 \
+	/* channel in float, images add in double.                              */                                \
+	TARGET static void pad_g_##SUF(const ls_conv *s, const ls_pad *q, const float *restrict g,                 \
+	                               const float *restrict y, float *restrict gp, int OCp, float *restrict db) { \
+		const int B = s->b, OC = s->oc, OH = s->oh, OW = s->ow, gL = q->gL;                                    \
+		const size_t gplane = (size_t)q->gH * gL;                                                              \
+		const vf_##SUF z = {0};                                                                                \
+		for (int o = 0; o < OC; o++) {                                                                         \
+			double sum = 0;                                                                                    \
+			for (int b = 0; b < B; b++) {                                                                      \
+				float *dst = gp + ((size_t)b * OCp + o) * gplane;                                              \
+				memset(dst, 0, sizeof(float) * GPAD * gL);                                                     \
+				vf_##SUF acc0 = z, acc1 = z;                                                                   \
+				for (int oy = 0; oy < OH; oy++) {                                                              \
+					size_t off = (((size_t)b * OC + o) * OH + oy) * OW;                                        \
+					const float *gr = g + off, *yr = y ? y + off : NULL;                                       \
+					float *d = dst + (size_t)(GPAD + oy) * gL;                                                 \
+					memset(d, 0, sizeof(float) * GPAD);                                                        \
+					d += GPAD;                                                                                 \
+					int i = 0;                                                                                 \
+					for (; i + V <= OW; i += V) {                                                              \
+						vf_##SUF v = load_##SUF(gr + i);                                                       \
+						if (yr) v = (vf_##SUF)((vi_##SUF)(load_##SUF(yr + i) > z) & (vi_##SUF)v);              \
+						*(vf_##SUF *)(d + i) = v;                                                              \
+						acc0 += v;                                                                             \
+						vf_##SUF t = acc0;                                                                     \
+						acc0 = acc1, acc1 = t;                                                                 \
+					}                                                                                          \
+					if (i < OW && OW >= V) { /* the tail as one vector, zero past OW */                        \
+						vf_##SUF v = tail_##SUF(gr, OW, i);                                                    \
+						if (yr) v = (vf_##SUF)((vi_##SUF)(tail_##SUF(yr, OW, i) > z) & (vi_##SUF)v);           \
+						*(vf_##SUF *)(d + i) = v;                                                              \
+						acc0 += v;                                                                             \
+						i += V;                                                                                \
+					}                                                                                          \
+					for (; i < OW; i++) {                                                                      \
+						float v = yr && !(yr[i] > 0) ? 0 : gr[i];                                              \
+						d[i] = v;                                                                              \
+						acc0[0] += v;                                                                          \
+					}                                                                                          \
+					memset(d + i, 0, sizeof(float) * (gL - GPAD - i));                                         \
 				}                                                                                              \
-				for (int i = OW; i < L; i++) dst[i] = 0;                                                       \
+				memset(dst + (size_t)(GPAD + OH) * gL, 0, sizeof(float) * (q->gH - GPAD - OH) * gL);           \
+				vf_##SUF a = acc0 + acc1;                                                                      \
+				float t = 0;                                                                                   \
+				for (int l = 0; l < V; l++) t += a[l];                                                         \
+				sum += t;                                                                                      \
 			}                                                                                                  \
-			memset(gp + ((size_t)b * OCp + OC) * OH * L, 0, sizeof(float) * (size_t)(OCp - OC) * OH * L);      \
+			if (db) db[o] += (float)sum;                                                                       \
+		}                                                                                                      \
+		for (int b = 0; b < B; b++)                                                                            \
+			memset(gp + ((size_t)b * OCp + OC) * gplane, 0, sizeof(float) * (OCp - OC) * gplane);             \
+	}                                                                                                          \
+                                                                                                               \
+	/* bwd data, one tile: dx for CT input channels (t·CT on, nc of them)   */                                \
+	/* and NX vectors of the phase columns j0 on of padded row r = S·i + pr */                                \
+	/* (phase column j is padded column S·j + pc), up to phase column jhi.  */                                \
+	/* With stride S, padded (r, c) takes g at (oy, ox) = ((r − ky)/S,      */                                \
+	/* (c − kx)/S) for the ky ≡ pr and kx ≡ pc (mod S): per phase a stride-  */                               \
+	/* 1 correlation of g, vectorised over phase columns like the forward   */                                \
+	/* pass, each value written once (no accumulation into dx, no zeroing). */                                \
+	TARGET ALWAYS void bwd_data_tile_##SUF(const ls_conv *s, const ls_pad *q, const float *gp, int OCp,        \
+	                                       const float *wt, float *dxp, int b, int t, int nc, int i, int j0,   \
+	                                       int jhi, const int S, const int pr, const int pc, const int CT,     \
+	                                       const int NX) {                                                     \
+		const int C = s->c, OC = s->oc, gL = q->gL;                                                            \
+		const size_t gplane = (size_t)q->gH * gL;                                                              \
+		vf_##SUF a[BWD_NX1][BWD_CT];                                                                           \
+		UNROLL for (int n = 0; n < NX; n++) UNROLL for (int j = 0; j < CT; j++) {                              \
+			vf_##SUF z = {0};                                                                                  \
+			a[n][j] = z;                                                                                       \
+		}                                                                                                      \
+		const float *g = gp + (size_t)b * OCp * gplane + (size_t)(GPAD + i) * gL + GPAD + j0;                  \
+		const float *wk = wt + (size_t)t * OC * KMAX * KMAX * CT;                                              \
+		for (int o = 0; o < OC; o++, g += gplane, wk += KMAX * KMAX * CT)                                      \
+			UNROLL for (int ky = pr; ky < KMAX; ky += S)                                                       \
+				UNROLL for (int kx = pc; kx < KMAX; kx += S) {                                                 \
+					const float *gr = g - (size_t)((ky - pr) / S) * gL - (kx - pc) / S;                        \
+					vf_##SUF gv[BWD_NX1];                                                                      \
+					UNROLL for (int n = 0; n < NX; n++) gv[n] = load_##SUF(gr + n * V);                        \
+					UNROLL for (int j = 0; j < CT; j++) {                                                      \
+						float wj = wk[(ky * KMAX + kx) * CT + j];                                              \
+						UNROLL for (int n = 0; n < NX; n++) a[n][j] += wj * gv[n];                             \
+					}                                                                                          \
+				}                                                                                              \
+		float *row = dxp + (((size_t)b * C + (size_t)t * CT) * q->Hp + S * i + pr) * q->Wp + pc * q->Wh + j0;  \
+		UNROLL for (int j = 0; j < CT; j++) {                                                                  \
+			if (j >= nc) break;                                                                                \
+			UNROLL for (int n = 0; n < NX; n++) {                                                              \
+				int left = jhi + 1 - j0 - n * V;                                                               \
+				store_##SUF(row + (size_t)j * q->Hp * q->Wp + n * V, a[n][j], left < V ? left : V, 0);         \
+			}                                                                                                  \
 		}                                                                                                      \
 	}                                                                                                          \
                                                                                                                \
-	/* bwd data: dxp += conv_transpose(gp, w) on padded rows, for a tile of */                                 \
-	/* CT input channels and one kernel row at a time: each g vector loaded */                                 \
-	/* feeds CT·KMAX accumulators, as each input vector does in the forward */                                 \
-	/* pass. wt: weights packed [ky][c tile][o][kx][CT], zero beyond C and  */                                 \
-	/* K (the extra taps add zeros inside the rows' padding).               */                                 \
+	/* bwd data: dxp = conv_transpose(g, w) on the padded rows and columns  */                                \
+	/* of the input (those unpad_rows reads), phase by phase. wt: weights   */                                \
+	/* packed [c tile][o][ky][kx][CT], zero beyond C and K.                 */                                \
 	TARGET ALWAYS void bwd_data_all_##SUF(const ls_conv *s, const ls_pad *q, const float *gp, int OCp,         \
-	                                      const float *wt, float *dxp, const int S, const int CT) {            \
-		const int C = s->c, H = s->h, OC = s->oc, K = s->k, P = s->p, OH = s->oh;                              \
-		const int T = (C + CT - 1) / CT;                                                                       \
+	                                      const float *wt, float *dxp, const int S, const int CT,              \
+	                                      const int NX) {                                                      \
+		const int C = s->c, H = s->h, W = s->w, P = s->p, T = (C + CT - 1) / CT;                               \
 		for (int b = 0; b < s->b; b++)                                                                         \
-			for (int oy = 0; oy < OH; oy++)                                                                    \
-				for (int ky = 0; ky < K; ky++) {                                                               \
-					int iy = oy * S - P + ky;                                                                  \
-					if (iy < 0 || iy >= H) continue;                                                           \
-					for (int t = 0; t < T; t++) {                                                              \
-						const float *wtile = wt + ((size_t)ky * T + t) * OC * KMAX * CT;                       \
-						int nc = C - t * CT < CT ? C - t * CT : CT;                                            \
-						for (int ox0 = 0; ox0 < q->L; ox0 += V) {                                              \
-							vf_##SUF a[CT][KMAX];                                                              \
-							for (int j = 0; j < CT; j++)                                                       \
-								for (int kx = 0; kx < KMAX; kx++) {                                            \
-									vf_##SUF z = {0};                                                          \
-									a[j][kx] = z;                                                              \
-								}                                                                              \
-							const float *g = gp + ((size_t)b * OCp * OH + oy) * q->L + ox0;                    \
-							for (int o = 0; o < OC; o++) {                                                     \
-								vf_##SUF gv = load_##SUF(g + (size_t)o * OH * q->L);                           \
-								const float *wk = wtile + (size_t)o * KMAX * CT;                               \
-								for (int kx = 0; kx < KMAX; kx++)                                              \
-									for (int j = 0; j < CT; j++) a[j][kx] += wk[kx * CT + j] * gv;             \
-							}                                                                                  \
-							/* Padded column (ox0+l)*S + kx gets a[j][kx][l]. */                               \
-							for (int j = 0; j < nc; j++) {                                                     \
-								float *row = dxp + (((size_t)b * C + t * CT + j) * q->Hp + iy + P) * q->Wp;          \
-								for (int kx = 0; kx < KMAX; kx++) {                                            \
-									float *d = row + tap_##SUF(q, S, ox0, kx);                                 \
-									vf_##SUF v = load_##SUF(d) + a[j][kx];                                     \
-									*(vf_##SUF *)d = v;                                                        \
-								}                                                                              \
-							}                                                                                  \
+			UNROLL for (int pr = 0; pr < S; pr++)                                                              \
+				for (int i = (P - pr + S - 1) / S; S * i + pr < P + H; i++)                                    \
+					UNROLL for (int pc = 0; pc < S; pc++) {                                                    \
+						int jlo = (P - pc + S - 1) / S, jhi = (P + W - 1 - pc) / S;                            \
+						for (int t = 0; t < T; t++) {                                                          \
+							int nc = C - t * CT < CT ? C - t * CT : CT, j0 = jlo;                              \
+							for (; j0 + (NX - 1) * V <= jhi; j0 += NX * V)                                     \
+								bwd_data_tile_##SUF(s, q, gp, OCp, wt, dxp, b, t, nc, i, j0, jhi, S, pr, pc, CT, NX); \
+							for (; j0 <= jhi; j0 += V)                                                         \
+								bwd_data_tile_##SUF(s, q, gp, OCp, wt, dxp, b, t, nc, i, j0, jhi, S, pr, pc, CT, 1); \
 						}                                                                                      \
 					}                                                                                          \
-				}                                                                                              \
 	}                                                                                                          \
                                                                                                                \
 	/* bwd weight: one image's share of dw for one tile of OT channels and */                                  \
@@ -347,28 +418,28 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 	                                         const float *gp, int OCp, vf_##SUF *acc, int b, int c,            \
 	                                         int ky, int o0, const int S, const int OT) {                      \
 		const int C = s->c, H = s->h, P = s->p, OH = s->oh;                                                    \
-		vf_##SUF a[OT][KMAX];                                                                                  \
-		for (int j = 0; j < OT; j++)                                                                           \
-			for (int kx = 0; kx < KMAX; kx++) a[j][kx] = acc[j * KMAX + kx];                                   \
+		vf_##SUF a[BWD_OT][KMAX];                                                                              \
+		UNROLL for (int j = 0; j < OT; j++)                                                                    \
+			UNROLL for (int kx = 0; kx < KMAX; kx++) a[j][kx] = acc[j * KMAX + kx];                            \
 		for (int oy = 0; oy < OH; oy++) {                                                                      \
 			int iy = oy * S - P + ky;                                                                          \
 			if (iy < 0 || iy >= H) continue;                                                                   \
 			const float *row = xp + (((size_t)b * C + c) * q->Hp + iy + P) * q->Wp;                              \
-			const float *gr = gp + (((size_t)b * OCp + o0) * OH + oy) * q->L;                                  \
+			const float *gr = gp + (((size_t)b * OCp + o0) * q->gH + GPAD + oy) * q->gL + GPAD;                \
 			for (int ox0 = 0; ox0 < q->L; ox0 += V) {                                                          \
 				vf_##SUF xv[KMAX];                                                                             \
 				/* All KMAX taps, whatever K: the rows' padding covers them and */                             \
 				/* the extra sums are never read, while constant trip counts    */                             \
 				/* keep a[][] in registers.                                     */                             \
-				for (int kx = 0; kx < KMAX; kx++) xv[kx] = load_##SUF(row + tap_##SUF(q, S, ox0, kx));         \
-				for (int j = 0; j < OT; j++) {                                                                 \
-					vf_##SUF gv = load_##SUF(gr + (size_t)j * OH * q->L + ox0);                                \
-					for (int kx = 0; kx < KMAX; kx++) a[j][kx] += gv * xv[kx];                                 \
+				UNROLL for (int kx = 0; kx < KMAX; kx++) xv[kx] = load_##SUF(row + tap_##SUF(q, S, ox0, kx));  \
+				UNROLL for (int j = 0; j < OT; j++) {                                                          \
+					vf_##SUF gv = load_##SUF(gr + (size_t)j * q->gH * q->gL + ox0);                            \
+					UNROLL for (int kx = 0; kx < KMAX; kx++) a[j][kx] += gv * xv[kx];                          \
 				}                                                                                              \
 			}                                                                                                  \
 		}                                                                                                      \
-		for (int j = 0; j < OT; j++)                                                                           \
-			for (int kx = 0; kx < KMAX; kx++) acc[j * KMAX + kx] = a[j][kx];                                   \
+		UNROLL for (int j = 0; j < OT; j++)                                                                    \
+			UNROLL for (int kx = 0; kx < KMAX; kx++) acc[j * KMAX + kx] = a[j][kx];                            \
 	}                                                                                                          \
                                                                                                                \
 	/* bwd weight over the batch: acc holds C·K·OCp·KMAX vectors. */                                           \
@@ -395,33 +466,19 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 	}                                                                                                          \
 	/* bwd: the gradients of a convolution, each only if its pointer is set: */                                \
 	/* dx += conv_transpose(g, w), dw += Σ g ⊗ patches, db += Σ g. g is masked */                              \
-	/* by y (a fused ReLU's output) when y is set, and padded once for both.  */                               \
+	/* by y (a fused ReLU's output) when y is set, and padded once for all.   */                               \
 	/* xp: the padded input the forward pass left (read for dw).            */                                 \
-	/* sc: padded g, then padded dx rows (for dx).                            */                               \
+	/* sc: padded g, then padded dx rows (for dx), then dw's sums or dx's   */                                 \
+	/* packed weights.                                                      */                                 \
 	TARGET static void conv_bwd_##SUF(const ls_conv *s, const float *restrict g, const float *restrict y,      \
 	                                  const float *restrict xp, const float *restrict w, float *restrict dx,   \
 	                                  float *restrict dw, float *restrict db, float *restrict sc) {            \
-		const int C = s->c, H = s->h, W = s->w, OC = s->oc, K = s->k, P = s->p, OH = s->oh;                    \
+		const int C = s->c, H = s->h, W = s->w, OC = s->oc, K = s->k, P = s->p;                                \
 		const ls_pad q = pad_of(s, V);                                                                         \
-		const int OT = OC <= 4 ? 4 : 8;                                                                        \
+		const int OT = OC <= 4 || BWD_OT == 4 ? 4 : 8;                                                         \
 		const int OCp = (OC + 15) / 16 * 16;                                                                   \
-		float *gp = sc, *dxp = gp + (size_t)s->b * OCp * OH * q.L;                                             \
-		pad_g_##SUF(s, g, y, gp, OCp, q.L);                                                                    \
-		for (int o = 0; db && o < OC; o++) {                                                                   \
-			/* Lanes sum one image's channel in float, images add in double. */                                \
-			double sum = 0;                                                                                    \
-			for (int b = 0; b < s->b; b++) {                                                                   \
-				const float *gr = gp + ((size_t)b * OCp + o) * OH * q.L;                                       \
-				vf_##SUF acc = {0};                                                                            \
-				for (int i = 0; i < OH * q.L; i += V) {                                                        \
-					acc += load_##SUF(gr + i);                                                                 \
-				}                                                                                              \
-				float t = 0;                                                                                   \
-				for (int l = 0; l < V; l++) t += acc[l];                                                       \
-				sum += t;                                                                                      \
-			}                                                                                                  \
-			db[o] += (float)sum;                                                                               \
-		}                                                                                                      \
+		float *gp = sc, *dxp = gp + (size_t)s->b * OCp * q.gH * q.gL;                                          \
+		pad_g_##SUF(s, &q, g, y, gp, OCp, db);                                                                 \
 		if (dw) {                                                                                              \
 			vf_##SUF *acc = (vf_##SUF *)(dxp + ls_conv_pad_size(s));                                           \
 			if (s->s == 1) {                                                                                   \
@@ -433,23 +490,22 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 			}                                                                                                  \
 		}                                                                                                      \
 		if (dx) {                                                                                              \
-			memset(dxp, 0, sizeof(float) * ls_conv_pad_size(s));                                                \
-			/* One channel per tile for the one-channel first layer, else 8. */                                \
-			const int CT = C == 1 ? 1 : 8, T = (C + CT - 1) / CT;                                              \
+			/* One channel per tile, and more columns, for a one-channel layer. */                            \
+			const int CT = C == 1 ? 1 : BWD_CT, T = (C + CT - 1) / CT;                                         \
 			float *wt = dxp + ls_conv_pad_size(s);                                                             \
-			memset(wt, 0, sizeof(float) * (size_t)K * T * OC * KMAX * CT);                                     \
+			memset(wt, 0, sizeof(float) * (size_t)T * OC * KMAX * KMAX * CT);                                  \
 			for (int o = 0; o < OC; o++)                                                                       \
 				for (int c = 0; c < C; c++)                                                                    \
 					for (int ky = 0; ky < K; ky++)                                                             \
 						for (int kx = 0; kx < K; kx++)                                                         \
-							wt[((((size_t)ky * T + c / CT) * OC + o) * KMAX + kx) * CT + c % CT] =             \
+							wt[((((size_t)(c / CT) * OC + o) * KMAX + ky) * KMAX + kx) * CT + c % CT] =        \
 							    w[(((size_t)o * C + c) * K + ky) * K + kx];                                    \
 			if (s->s == 1) {                                                                                   \
-				if (CT == 1) bwd_data_all_##SUF(s, &q, gp, OCp, wt, dxp, 1, 1);                                \
-				else bwd_data_all_##SUF(s, &q, gp, OCp, wt, dxp, 1, 8);                                        \
+				if (CT == 1) bwd_data_all_##SUF(s, &q, gp, OCp, wt, dxp, 1, 1, BWD_NX1);                       \
+				else bwd_data_all_##SUF(s, &q, gp, OCp, wt, dxp, 1, BWD_CT, BWD_NX);                           \
 			} else {                                                                                           \
-				if (CT == 1) bwd_data_all_##SUF(s, &q, gp, OCp, wt, dxp, 2, 1);                                \
-				else bwd_data_all_##SUF(s, &q, gp, OCp, wt, dxp, 2, 8);                                        \
+				if (CT == 1) bwd_data_all_##SUF(s, &q, gp, OCp, wt, dxp, 2, 1, BWD_NX1);                       \
+				else bwd_data_all_##SUF(s, &q, gp, OCp, wt, dxp, 2, BWD_CT, BWD_NX);                           \
 			}                                                                                                  \
 			unpad_rows_##SUF(&q, dxp, dx, s->b * C, H, W, P);                                                  \
 		}                                                                                                      \
@@ -457,10 +513,10 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define HAVE_X86_VARIANTS 1
-DEFINE_KERNELS(v4, __attribute__((target("arch=x86-64-v4"))), 16, 8, 2)
-DEFINE_KERNELS(v3, __attribute__((target("arch=x86-64-v3"))), 8, 4, 2)
+DEFINE_KERNELS(v4, __attribute__((target("arch=x86-64-v4"))), 16, 8, 2, 8, 8, 2, 4)
+DEFINE_KERNELS(v3, __attribute__((target("arch=x86-64-v3"))), 8, 4, 2, 4, 4, 2, 4)
 #endif
-DEFINE_KERNELS(base, , 8, 4, 2)
+DEFINE_KERNELS(base, , 8, 4, 2, 4, 4, 2, 4)
 
 typedef void (*fwd_fn)(const ls_conv *, const float *, const float *, const float *, float *, int, float *, float *);
 typedef void (*bwd_fn)(const ls_conv *, const float *, const float *, const float *, const float *, float *, float *,
@@ -508,9 +564,9 @@ size_t ls_conv_fwd_scratch(const ls_conv *s) { return 2 * (size_t)(s->oc + 15) /
 size_t ls_conv_bwd_scratch(const ls_conv *s) {
 	ls_pad q = pad_of(s, lanes);
 	size_t ocp = (size_t)(s->oc + 15) / 16 * 16;
-	size_t wt = (size_t)s->k * (s->c + 7) / 8 * 8 * s->oc * KMAX; /* bwd data's packed weights */
+	size_t wt = (size_t)(s->c + 7) / 8 * 8 * s->oc * KMAX * KMAX; /* bwd data's packed weights */
 	size_t acc = (size_t)s->c * s->k * ocp * KMAX * lanes;         /* bwd weight's sums */
-	return (size_t)s->b * ocp * s->oh * q.L + ls_conv_pad_size(s) + (wt > acc ? wt : acc);
+	return (size_t)s->b * ocp * q.gH * q.gL + ls_conv_pad_size(s) + (wt > acc ? wt : acc);
 }
 
 void ls_conv_fwd(const ls_conv *s, const float *x, const float *w, const float *bias, float *y, int relu, float *xp,
