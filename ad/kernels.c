@@ -550,6 +550,19 @@ int ls_kernels_init(const char *override) {
 	return level;
 }
 
+// ls_cpu_level is the highest level the CPU supports, whatever the
+// override: 4, 3 or 0.
+int ls_cpu_level(void) {
+#ifdef HAVE_X86_VARIANTS
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512dq"))
+		return 4;
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 3;
+#endif
+	return 0;
+}
+
 int ls_conv_fast(const ls_conv *s) { return s->k <= KMAX && (s->s == 1 || s->s == 2); }
 
 // The padded input's size for the variant in use; scratch sizes cover the

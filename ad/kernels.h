@@ -10,6 +10,7 @@ typedef struct {
 } ls_conv;
 
 int ls_kernels_init(const char *override);
+int ls_cpu_level(void);
 int ls_conv_fast(const ls_conv *s);
 size_t ls_conv_pad_size(const ls_conv *s);
 size_t ls_conv_fwd_scratch(const ls_conv *s);
