@@ -107,16 +107,24 @@ func convForward[T Float](s convShape, x, w, bias, y []T, relu bool, scratch fun
 
 // convBackward adds the gradients whose slices are set (dx, dw, db) for
 // the output gradient g, masked by y, a fused ReLU's output, if set: the C
-// kernels mask while padding g, once for all three. saved is what
-// convForward returned.
-func convBackward[T Float](s convShape, g, y, x, saved, w, dx, dw, db []T, scratch func(int) []T) {
+// kernels mask while padding g, once for all three. With dxSet, dx is
+// written instead of added to (its contents are undefined: a first
+// gradient). saved is what convForward returned.
+func convBackward[T Float](s convShape, g, y, x, saved, w, dx []T, dxSet bool, dw, db []T, scratch func(int) []T) {
 	cs := cshape(s)
 	if saved == nil {
+		if dxSet {
+			clear(dx)
+		}
 		convBackwardGo(s, g, y, x, w, dx, dw, db, scratch)
 		return
 	}
+	set := C.int(0)
+	if dxSet {
+		set = 1
+	}
 	sc := scratch(int(C.ls_conv_bwd_scratch(&cs)))
-	C.ls_conv_bwd(&cs, cptr(g), cptr(y), cptr(saved), cptr(w), cptr(dx), cptr(dw), cptr(db), cptr(sc))
+	C.ls_conv_bwd(&cs, cptr(g), cptr(y), cptr(saved), cptr(w), cptr(dx), set, cptr(dw), cptr(db), cptr(sc))
 }
 
 func adamUpdate[T Float](w, g, m, v []T, lr, b1, b2, c1, c2, eps, decay float64) {

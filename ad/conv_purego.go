@@ -22,7 +22,10 @@ func convForward[T Float](s convShape, x, w, bias, y []T, relu bool, _ func(int)
 	return nil
 }
 
-func convBackward[T Float](s convShape, g, y, x, _, w, dx, dw, db []T, scratch func(int) []T) {
+func convBackward[T Float](s convShape, g, y, x, _, w, dx []T, dxSet bool, dw, db []T, scratch func(int) []T) {
+	if dxSet {
+		clear(dx)
+	}
 	convBackwardGo(s, g, y, x, w, dx, dw, db, scratch)
 }
 

@@ -92,6 +92,15 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 // ALWAYS: helpers the compiler must inline, so that the stride S and the
 // tile width OT they are called with become constants in the loops.
 #define ALWAYS static inline __attribute__((always_inline))
+// BWD_TAIL is bwd_data_all's case of k vectors left (k < NX): a tile of k.
+// k < MAXNX, the tile's array size, is implied by NX > k; said as well so
+// that GCC sees no tile wider than its arrays before it folds NX.
+#define BWD_TAIL(SUF, MAXNX, k)                                                                                \
+	case k:                                                                                                    \
+		if (k < MAXNX && NX > k)                                                                               \
+			bwd_data_tile_##SUF(s, q, gp, OCp, wt, dxp, b, t, nc, i, j0, jhi, S, pr, pc, CT, k);               \
+		break;
+
 // UNROLL unrolls a loop of constant trip count fully: the small arrays of
 // accumulators it indexes then become registers.
 #define UNROLL _Pragma("GCC unroll 16")
@@ -176,37 +185,42 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 		}                                                                                                      \
 	}                                                                                                          \
                                                                                                                \
-	/* unpad_rows adds the padded rows dxp back into dx, pad_rows' inverse. */                                 \
+	/* unpad_rows writes (set) or adds the padded rows dxp into dx, pad_rows' */                               \
+	/* inverse. With stride 2, input column i is phase column (i + P − ph)/2 */                                \
+	/* of phase ph ≡ i + P (mod 2): a vector of each phase interleaved gives */                                \
+	/* two vectors of dx.                                                    */                                \
 	TARGET static void unpad_rows_##SUF(const ls_pad *q, const float *restrict dxp, float *restrict dx,        \
-	                                    int planes, int H, int W, int P) {                                     \
+	                                    int planes, int H, int W, int P, int set) {                            \
 		vi_##SUF lo, hi;                                                                                       \
 		for (int l = 0; l < V; l++) {                                                                          \
-			lo[l] = l % 2 ? V : l / 2;                                                                         \
-			hi[l] = l % 2 ? V : V / 2 + l / 2;                                                                 \
+			lo[l] = l % 2 ? V + l / 2 : l / 2;                                                                 \
+			hi[l] = l % 2 ? V + V / 2 + l / 2 : V / 2 + l / 2;                                                 \
 		}                                                                                                      \
-		vf_##SUF z = {0};                                                                                      \
+		const int pe = P & 1, po = pe ^ 1, je = (P - pe) / 2, jo = (1 + P - po) / 2;                           \
 		for (size_t r = 0; r < (size_t)planes * H; r++) {                                                      \
 			float *d = dx + r * W;                                                                             \
 			const float *p = dxp + ((r / H) * q->Hp + r % H + P) * q->Wp;                                      \
+			int i = 0;                                                                                         \
 			if (!q->Wh) {                                                                                      \
-				for (int i = 0; i < W; i++) d[i] += p[i + P];                                                  \
+				for (; i + V <= W; i += V) {                                                                   \
+					vf_##SUF v = load_##SUF(p + P + i);                                                        \
+					if (!set) v += load_##SUF(d + i);                                                          \
+					*(vf_##SUF *)(d + i) = v;                                                                  \
+				}                                                                                              \
+				for (; i < W; i++) d[i] = set ? p[i + P] : d[i] + p[i + P];                                    \
 				continue;                                                                                      \
 			}                                                                                                  \
-			for (int ph = 0; ph < 2; ph++) {                                                                   \
-				const float *e = p + ph * q->Wh;                                                               \
-				int j0 = (P - ph + 1) / 2, j1 = (W + P - ph + 1) / 2;                                          \
-				if (j0 < 0) j0 = 0;                                                                            \
-				float *t = d + 2 * j0 + ph - P;                                                                \
-				/* e's lanes interleaved with zeros, added to two vectors of t. */                             \
-				int n = j1 - j0, avail = W - (2 * j0 + ph - P), k = 0;                                         \
-				for (; k + V <= n && 2 * k + 2 * V <= avail; k += V) {                                         \
-					vf_##SUF v = load_##SUF(e + j0 + k);                                                       \
-					vf_##SUF a = load_##SUF(t + 2 * k) + __builtin_shuffle(v, z, lo);                          \
-					vf_##SUF b = load_##SUF(t + 2 * k + V) + __builtin_shuffle(v, z, hi);                      \
-					*(vf_##SUF *)(t + 2 * k) = a;                                                              \
-					*(vf_##SUF *)(t + 2 * k + V) = b;                                                          \
-				}                                                                                              \
-				for (; k < n; k++) t[2 * k] += e[j0 + k];                                                      \
+			const float *e = p + pe * q->Wh + je, *o = p + po * q->Wh + jo;                                    \
+			for (; i + 2 * V <= W; i += 2 * V) {                                                               \
+				vf_##SUF ev = load_##SUF(e + i / 2), ov = load_##SUF(o + i / 2);                               \
+				vf_##SUF a = __builtin_shuffle(ev, ov, lo), b = __builtin_shuffle(ev, ov, hi);                 \
+				if (!set) a += load_##SUF(d + i), b += load_##SUF(d + i + V);                                  \
+				*(vf_##SUF *)(d + i) = a;                                                                      \
+				*(vf_##SUF *)(d + i + V) = b;                                                                  \
+			}                                                                                                  \
+			for (; i < W; i++) {                                                                               \
+				float v = i % 2 ? o[i / 2] : e[i / 2];                                                         \
+				d[i] = set ? v : d[i] + v;                                                                     \
 			}                                                                                                  \
 		}                                                                                                      \
 	}                                                                                                          \
@@ -404,8 +418,13 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 							int nc = C - t * CT < CT ? C - t * CT : CT, j0 = jlo;                              \
 							for (; j0 + (NX - 1) * V <= jhi; j0 += NX * V)                                     \
 								bwd_data_tile_##SUF(s, q, gp, OCp, wt, dxp, b, t, nc, i, j0, jhi, S, pr, pc, CT, NX); \
-							for (; j0 <= jhi; j0 += V)                                                         \
-								bwd_data_tile_##SUF(s, q, gp, OCp, wt, dxp, b, t, nc, i, j0, jhi, S, pr, pc, CT, 1); \
+							/* The vectors left, fewer than NX, in one tile: one at a time  */              \
+							/* would leave a chain of dependent FMAs per accumulator.       */              \
+							switch (j0 > jhi ? 0 : (jhi - j0) / V + 1) {                                       \
+							BWD_TAIL(SUF, BWD_NX1, 7) BWD_TAIL(SUF, BWD_NX1, 6) BWD_TAIL(SUF, BWD_NX1, 5)      \
+							BWD_TAIL(SUF, BWD_NX1, 4) BWD_TAIL(SUF, BWD_NX1, 3) BWD_TAIL(SUF, BWD_NX1, 2)      \
+							BWD_TAIL(SUF, BWD_NX1, 1)                                                          \
+							}                                                                                  \
 						}                                                                                      \
 					}                                                                                          \
 	}                                                                                                          \
@@ -465,14 +484,15 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 					}                                                                                          \
 	}                                                                                                          \
 	/* bwd: the gradients of a convolution, each only if its pointer is set: */                                \
-	/* dx += conv_transpose(g, w), dw += Σ g ⊗ patches, db += Σ g. g is masked */                              \
-	/* by y (a fused ReLU's output) when y is set, and padded once for all.   */                               \
+	/* dx += conv_transpose(g, w) (dx = with dx_set), dw += Σ g ⊗ patches,   */                               \
+	/* db += Σ g. g is masked by y (a fused ReLU's output) when y is set,   */                                 \
+	/* and padded once for all.                                              */                                \
 	/* xp: the padded input the forward pass left (read for dw).            */                                 \
 	/* sc: padded g, then padded dx rows (for dx), then dw's sums or dx's   */                                 \
 	/* packed weights.                                                      */                                 \
 	TARGET static void conv_bwd_##SUF(const ls_conv *s, const float *restrict g, const float *restrict y,      \
 	                                  const float *restrict xp, const float *restrict w, float *restrict dx,   \
-	                                  float *restrict dw, float *restrict db, float *restrict sc) {            \
+	                                  int dx_set, float *restrict dw, float *restrict db, float *restrict sc) { \
 		const int C = s->c, H = s->h, W = s->w, OC = s->oc, K = s->k, P = s->p;                                \
 		const ls_pad q = pad_of(s, V);                                                                         \
 		const int OT = OC <= 4 || BWD_OT == 4 ? 4 : 8;                                                         \
@@ -507,20 +527,20 @@ static void pack_fwd(const ls_conv *s, const float *w, float *wt, int OT) {
 				if (CT == 1) bwd_data_all_##SUF(s, &q, gp, OCp, wt, dxp, 2, 1, BWD_NX1);                       \
 				else bwd_data_all_##SUF(s, &q, gp, OCp, wt, dxp, 2, BWD_CT, BWD_NX);                           \
 			}                                                                                                  \
-			unpad_rows_##SUF(&q, dxp, dx, s->b * C, H, W, P);                                                  \
+			unpad_rows_##SUF(&q, dxp, dx, s->b * C, H, W, P, dx_set);                                          \
 		}                                                                                                      \
 	}
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define HAVE_X86_VARIANTS 1
 DEFINE_KERNELS(v4, __attribute__((target("arch=x86-64-v4"))), 16, 8, 2, 8, 8, 2, 4)
-DEFINE_KERNELS(v3, __attribute__((target("arch=x86-64-v3"))), 8, 4, 2, 4, 4, 2, 4)
+DEFINE_KERNELS(v3, __attribute__((target("arch=x86-64-v3"))), 8, 4, 2, 4, 4, 2, 8)
 #endif
 DEFINE_KERNELS(base, , 8, 4, 2, 4, 4, 2, 4)
 
 typedef void (*fwd_fn)(const ls_conv *, const float *, const float *, const float *, float *, int, float *, float *);
-typedef void (*bwd_fn)(const ls_conv *, const float *, const float *, const float *, const float *, float *, float *,
-                       float *, float *);
+typedef void (*bwd_fn)(const ls_conv *, const float *, const float *, const float *, const float *, float *, int,
+                       float *, float *, float *);
 
 static fwd_fn fwd = conv_fwd_base;
 static bwd_fn bwd = conv_bwd_base;
@@ -587,9 +607,9 @@ void ls_conv_fwd(const ls_conv *s, const float *x, const float *w, const float *
 	fwd(s, x, w, bias, y, relu, xp, scratch);
 }
 
-void ls_conv_bwd(const ls_conv *s, const float *g, const float *y, const float *xp, const float *w, float *dx, float *dw,
-                 float *db, float *scratch) {
-	bwd(s, g, y, xp, w, dx, dw, db, scratch);
+void ls_conv_bwd(const ls_conv *s, const float *g, const float *y, const float *xp, const float *w, float *dx, int dx_set,
+                 float *dw, float *db, float *scratch) {
+	bwd(s, g, y, xp, w, dx, dx_set, dw, db, scratch);
 }
 
 // ls_adam applies one Adam update to n float32 parameters w with
