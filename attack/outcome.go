@@ -97,9 +97,10 @@ func Replay(ctx context.Context, d64 model.Decoder[float64], tg Target, x []floa
 }
 
 // rank orders outputs: a stopped output by its length, one that hit the
-// cap above every stopped one.
+// cap above every stopped one. An output cut short by non-finite logits
+// ranks by its length too (ℓ ≥ its length; it did not reach the cap).
 func rank(r model.Result, maxSteps int) int {
-	if !r.Stopped {
+	if !r.Stopped && !r.NonFinite {
 		return maxSteps + 1
 	}
 	return len(r.Tokens)

@@ -49,7 +49,7 @@ func (c *AttackConfig) Validate() error {
 	if c.Method != MethodRandom && c.Method != MethodPGD {
 		bad("method %q: want %s or %s", c.Method, MethodRandom, MethodPGD)
 	}
-	if err := checkEps(c.Eps); err != nil {
+	if err := checkEps(c.Eps, c.Model.D64.Input()); err != nil {
 		errs = append(errs, err)
 	}
 	s := &c.Settings
@@ -235,8 +235,8 @@ func (r *attackRun) attack(ctx context.Context, us []unit) error {
 		rec := c.base()
 		tg, o := targets[i], outs[i]
 		rec.Sample, rec.Eps, rec.Label, rec.K = u.sample, u.eps, nonNil(labels[i]), tg.K
-		rec.OrigLength, rec.OrigTokens = len(tg.Original.Tokens), nonNil(tg.Original.Tokens)
-		rec.AdvLength, rec.AdvTokens, rec.Stopped = len(o.Result.Tokens), nonNil(o.Result.Tokens), o.Result.Stopped
+		rec.OrigLength, rec.OrigTokens, rec.OrigNonFinite = len(tg.Original.Tokens), nonNil(tg.Original.Tokens), tg.Original.NonFinite
+		rec.AdvLength, rec.AdvTokens, rec.Stopped, rec.NonFinite = len(o.Result.Tokens), nonNil(o.Result.Tokens), o.Result.Stopped, o.Result.NonFinite
 		rec.Success, rec.MinRelMargin, rec.Found32 = o.Success, margin(o.Result.MinRelMargin), o.Found32
 		rec.Evals, rec.Steps, rec.Seconds, rec.LengthCounts = o.Evals, o.Steps, secs[i], o.LengthCounts
 		if o.Success {

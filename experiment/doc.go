@@ -19,7 +19,10 @@
 // # Writers, failures, seeds
 //
 // A results file has one writer (results.Open locks it); shards write
-// files of their own (Shard.Path) that Merge joins. A unit that fails — a
+// files of their own (Shard.Path) that Merge joins. Merge, the summaries
+// and ReadRun apply one set of rules (Join): one experiment, each unit
+// once, records of one unit that disagree refused or resolved by a rule
+// that never depends on the order of the files. A unit that fails — a
 // solver error, a recovered panic — is recorded with its error and the run
 // goes on; one that killed the process twice (an attempt marker with no
 // record, twice) is recorded as crashed instead of retried forever. Every

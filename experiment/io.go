@@ -73,21 +73,24 @@ func ReadWitness(path string, in model.InputSpec) ([]float64, error) {
 }
 
 // ReadRun reads the records of a run whose output is out: out itself and
-// every shard's file beside it (out.shard-k-of-n.ext), those that exist.
-func ReadRun[R any](out string, read func(string) ([]R, error)) ([]R, error) {
+// every shard's file beside it (out.shard-k-of-n.ext), those that exist,
+// keeps those match selects (all without match: see Of), and joins them by
+// Join's rules, so a unit found both in a merged out and in its shard's
+// file counts once, and records of one unit that disagree are refused.
+func ReadRun[R Record](out string, match ...func(R) bool) ([]R, error) {
 	ext := filepath.Ext(out)
 	shards, err := filepath.Glob(stem(out) + ".shard-*-of-*" + ext)
 	if err != nil {
 		return nil, err
 	}
 	paths, _ := filepath.Glob(out)
-	var all []R
-	for _, p := range append(paths, shards...) {
-		recs, err := read(p)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, recs...)
+	var keep func(R) bool
+	if len(match) > 0 {
+		keep = func(r R) bool { return len(Of([]R{r}, match...)) > 0 }
 	}
-	return all, nil
+	j, _, err := joinFiles(append(paths, shards...), nil, keep, JoinOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return j.Records, nil
 }

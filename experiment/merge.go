@@ -11,19 +11,23 @@ import (
 
 // MergeReport says what Merge did.
 type MergeReport struct {
-	Kind       string `json:"kind"` // "attack", "text-attack" or "verify"
-	Records    int    `json:"records"`
+	Kind    string `json:"kind"` // "attack", "text-attack" or "verify"
+	Records int    `json:"records"`
+	// Duplicates counts records not written as copies of a unit's result
+	// kept; Resolved the conflicts Conflict Best decided; Replaced the
+	// records written in place of a worse one out held.
 	Duplicates int    `json:"duplicates"`
+	Resolved   int    `json:"resolved"`
+	Replaced   int    `json:"replaced"`
 	Out        string `json:"out"`
 }
 
 // Merge joins the results files inputs — the shards of one run — into out
-// (created, or extended if it exists), each unit once. It refuses files of
-// different kinds and records of different experiments: another model,
-// data set, or settings (per method, for attacks), since a summary of the
-// merged file would silently mix them. A unit present in several files is
-// written once (the first); the report counts the others.
-func Merge(out string, inputs []string) (*MergeReport, error) {
+// (created, or extended if it exists) by Join's rules: one experiment,
+// each unit once, records of one unit that disagree refused (or, with
+// Conflict Best, the better kept, replacing out's record if it must). The
+// result does not depend on the order of inputs.
+func Merge(out string, inputs []string, opt JoinOptions) (*MergeReport, error) {
 	if len(inputs) == 0 {
 		return nil, errors.New("merge: no input files")
 	}
@@ -48,32 +52,20 @@ func Merge(out string, inputs []string) (*MergeReport, error) {
 	if _, err := os.Stat(out); err == nil {
 		paths = append([]string{out}, inputs...)
 	}
+	var rep *MergeReport
+	var err error
 	switch kind {
 	case "text-attack":
-		// A method's settings may differ by δ within one run (the paper's
-		// random search: 10,000 samples at δ = 1, 800 below), not at one δ.
-		return merge(out, paths, kind, decodeTextAttack, TextAttackKey, func(r TextAttackRecord) (string, string) {
-			return fmt.Sprintf("%s@%g", r.Method, r.Eps), identity(r.ModelSHA256, r.Data, r.Settings)
-		})
+		rep, err = merge[TextAttackRecord](out, paths, opt)
 	case "verify":
-		return merge(out, paths, kind, decodeVerify, VerifyKey, func(r VerifyRecord) (string, string) {
-			return "", identity(r.ModelSHA256, r.Data, r.Settings)
-		})
+		rep, err = merge[VerifyRecord](out, paths, opt)
 	default:
-		return merge(out, paths, kind, decodeAttack, AttackKey, func(r AttackRecord) (string, string) {
-			return r.Method, identity(r.ModelSHA256, r.Data, r.Settings)
-		})
+		rep, err = merge[AttackRecord](out, paths, opt)
 	}
-}
-
-// identity is what all records of one experiment share, as text.
-func identity(digest string, d DataRef, settings any) string {
-	b, _ := json.Marshal(struct {
-		M string
-		D DataRef
-		S any
-	}{digest, d, settings})
-	return string(b)
+	if err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	return rep, nil
 }
 
 // FileKind tells image attack ("attack"), text attack ("text-attack") and
@@ -103,53 +95,60 @@ func FileKind(path string) (string, error) {
 // kindKeys are the record keys of each kind FileKind names.
 var kindKeys = map[string]func(json.RawMessage) (string, error){"attack": attackKey, "text-attack": textAttackKey, "verify": verifyKey}
 
-func merge[R any](out string, paths []string, kind string, dec func(json.RawMessage) (R, error), key func(R) string, ident func(R) (group, id string)) (*MergeReport, error) {
-	var recs []R
-	seen := map[string]string{} // group → identity
-	first := map[string]string{}
-	for _, p := range paths {
-		rs, err := readRecords(p, dec)
-		if err != nil {
-			return nil, fmt.Errorf("merge: %w", err)
-		}
-		if p == out {
-			for _, r := range rs {
-				g, id := ident(r)
-				seen[g], first[g] = id, p
-			}
-			continue // already in out
-		}
-		for _, r := range rs {
-			g, id := ident(r)
-			if prev, ok := seen[g]; ok && prev != id {
-				return nil, fmt.Errorf("merge: %s holds records of another experiment than %s (model, data or settings differ); merge only the shards of one run", p, first[g])
-			}
-			seen[g], first[g] = id, p
-			recs = append(recs, r)
+func merge[R Record](out string, paths []string, opt JoinOptions) (*MergeReport, error) {
+	ops := opsFor[R]()
+	j, items, err := joinFiles[R](paths, map[string]bool{out: true}, nil, opt)
+	if err != nil {
+		return nil, err
+	}
+	rep := &MergeReport{Kind: ops.kind, Out: out, Duplicates: j.Duplicates, Resolved: j.Resolved}
+	// A key whose records in out are not exactly the one kept (a worse
+	// record Best replaces, a second copy) loses them first.
+	inOut := map[string]int{}
+	for _, it := range items {
+		if it.at.pinned {
+			inOut[ops.key(it.r)]++
 		}
 	}
-	f, err := results.Open(out, func(raw json.RawMessage) (string, error) {
-		r, err := dec(raw)
+	redo := map[string]bool{}
+	for i, r := range j.Records {
+		k := ops.key(r)
+		if n := inOut[k]; n > 1 || n == 1 && !j.from[i].pinned {
+			redo[k] = true
+		}
+	}
+	keyOf := func(raw json.RawMessage) (string, error) {
+		r, err := ops.decode(raw)
 		if err != nil {
 			return "", err
 		}
-		return key(r), nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("merge: %w", err)
+		return ops.key(r), nil
 	}
-	rep := &MergeReport{Kind: kind, Out: out}
-	for _, r := range recs {
-		k := key(r)
+	if len(redo) > 0 {
+		if _, err := results.Drop(out, keyOf, func(raw json.RawMessage) bool {
+			k, err := keyOf(raw)
+			return err == nil && redo[k]
+		}); err != nil {
+			return nil, err
+		}
+	}
+	f, err := results.Open(out, keyOf)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range j.Records {
+		k := ops.key(r)
 		if f.Done(k) {
-			rep.Duplicates++
 			continue
 		}
 		if err := f.Append(k, r); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("merge: %w", err)
+			return nil, err
 		}
 		rep.Records++
+		if inOut[k] > 0 && !j.from[i].pinned {
+			rep.Replaced++
+		}
 	}
 	return rep, f.Close()
 }

@@ -90,6 +90,14 @@ type AttackRecord struct {
 	// Crashed marks a failure that killed the process (CrashError): the
 	// unit was recorded without running, and results retry redoes it.
 	Crashed bool `json:"crashed,omitempty"`
+
+	// NonFinite marks an adversarial output whose decoding met
+	// non-finite logits after AdvLength tokens, without eos
+	// (model.Result.NonFinite: the state overflowed; ℓ ≥ AdvLength, and
+	// Stopped is false); OrigNonFinite the same for the original output.
+	// Records from before these fields read as false.
+	NonFinite     bool `json:"non_finite,omitempty"`
+	OrigNonFinite bool `json:"orig_non_finite,omitempty"`
 }
 
 // VerifySettings are the settings that change a verification's result,
@@ -182,6 +190,11 @@ type VerifyRecord struct {
 	Error string `json:"error,omitempty"`
 	// Crashed marks a failure that killed the process (CrashError).
 	Crashed bool `json:"crashed,omitempty"`
+
+	// WitnessNonFinite marks a witness whose replay met non-finite logits
+	// after WitnessLength tokens (model.Result.NonFinite): the tokens
+	// before were decided on finite logits, so ℓ ≥ WitnessLength.
+	WitnessNonFinite bool `json:"witness_non_finite,omitempty"`
 }
 
 // The key fields: a record's identity. Everything that changes a result

@@ -90,8 +90,14 @@ func sameVerifySettings(a, b VerifySettings) bool {
 }
 
 // SummariseAttacks draws the length-distribution figure and writes the
-// table of recs into outDir.
+// table of recs into outDir. recs are joined by Join's rules first, as
+// every summary's: copies of a unit count once, and records of one unit
+// that disagree, or of several experiments, are refused.
 func SummariseAttacks(recs []AttackRecord, outDir, title string) (*AttackSummary, error) {
+	recs, err := unique(recs)
+	if err != nil {
+		return nil, fmt.Errorf("summary: %w", err)
+	}
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("no attack records to summarise")
 	}
@@ -220,6 +226,10 @@ func (s *VerifySummary) Text() string {
 // property needs it below 0); then, for the unknowns, where their time
 // went (median seconds per stage).
 func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary, error) {
+	recs, err := unique(recs)
+	if err != nil {
+		return nil, fmt.Errorf("summary: %w", err)
+	}
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("no verification records to summarise")
 	}
@@ -384,6 +394,10 @@ func timeTable(eps []float64, spent map[float64]map[string][]float64, names []st
 // with no proven bound counting as unbounded: "–" where a statistic falls
 // on one), and how many have no proven bound up to the largest K̂ tried.
 func SummariseBound(recs []VerifyRecord, outDir, title string) (*VerifySummary, error) {
+	recs, err := unique(recs)
+	if err != nil {
+		return nil, fmt.Errorf("summary: %w", err)
+	}
 	by := map[float64][]VerifyRecord{}
 	for _, r := range recs {
 		if r.Bound == nil {

@@ -13,13 +13,13 @@ import (
 func TestSummariseVerifyStages(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	recs := []VerifyRecord{
-		{Eps: 0.1, Verdict: "robust", Stage: "bab", Seconds: 3},
-		{Eps: 0.1, Verdict: "robust", Stage: "bounds", Seconds: 1},
-		{Eps: 0.1, Verdict: "robust", Stage: "bab", Seconds: 4},
-		{Eps: 0.1, Verdict: "vulnerable", Stage: "falsify", Seconds: 2},
-		{Eps: 0.1, Verdict: "unknown", Seconds: 60, BoundSeconds: 2, ProvenBound: f(4),
+		{Sample: 1, Eps: 0.1, Verdict: "robust", Stage: "bab", Seconds: 3},
+		{Sample: 2, Eps: 0.1, Verdict: "robust", Stage: "bounds", Seconds: 1},
+		{Sample: 3, Eps: 0.1, Verdict: "robust", Stage: "bab", Seconds: 4},
+		{Sample: 4, Eps: 0.1, Verdict: "vulnerable", Stage: "falsify", Seconds: 2},
+		{Sample: 5, Eps: 0.1, Verdict: "unknown", Seconds: 60, BoundSeconds: 2, ProvenBound: f(4),
 			Phases: []verify.Phase{{Name: "falsify", Seconds: 1}, {Name: "bab", Seconds: 40}, {Name: "falsify", Seconds: 1}, {Name: "tokens", Seconds: 10}}},
-		{Eps: 0.1, Verdict: "unknown", Seconds: 60, BoundSeconds: 4, ProvenBound: f(2),
+		{Sample: 6, Eps: 0.1, Verdict: "unknown", Seconds: 60, BoundSeconds: 4, ProvenBound: f(2),
 			Phases: []verify.Phase{{Name: "falsify", Seconds: 4}, {Name: "bab", Seconds: 50}}},
 	}
 	sum, err := SummariseVerify(recs, t.TempDir(), "t")

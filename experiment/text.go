@@ -148,6 +148,11 @@ type TextAttackRecord struct {
 	Error        string  `json:"error,omitempty"`
 	// Crashed marks a failure that killed the process (CrashError).
 	Crashed bool `json:"crashed,omitempty"`
+
+	// NonFinite and OrigNonFinite mark outputs whose decoding met
+	// non-finite logits (see AttackRecord).
+	NonFinite     bool `json:"non_finite,omitempty"`
+	OrigNonFinite bool `json:"orig_non_finite,omitempty"`
 }
 
 var textAttackKey = results.KeyFields("model_sha256", "data", "sample", "eps", "method", "settings")
@@ -419,8 +424,8 @@ func (r *textRun) attack(ctx context.Context, us []unit) error {
 		rec := c.base()
 		rec.Sample, rec.Eps, rec.K, rec.Budget = u.sample, u.eps, tg.K, tg.Set.Budget
 		rec.SrcText, rec.SrcIDs, rec.RefText = c.Data.Pairs[u.sample].Src, nonNil(tg.Set.X), c.Data.Pairs[u.sample].Tgt
-		rec.OrigLength, rec.OrigText = len(tg.Original.Tokens), text(tg.Original.Tokens)
-		rec.AdvLength, rec.AdvOutput, rec.Stopped = len(o.Result.Tokens), text(o.Result.Tokens), o.Result.Stopped
+		rec.OrigLength, rec.OrigText, rec.OrigNonFinite = len(tg.Original.Tokens), text(tg.Original.Tokens), tg.Original.NonFinite
+		rec.AdvLength, rec.AdvOutput, rec.Stopped, rec.NonFinite = len(o.Result.Tokens), text(o.Result.Tokens), o.Result.Stopped, o.Result.NonFinite
 		rec.Success, rec.MinRelMargin, rec.Found32 = o.Success, margin(o.Result.MinRelMargin), o.Found32
 		rec.Evals, rec.Steps, rec.Pick, rec.Seconds, rec.LengthCounts = o.Evals, o.Steps, o.Pick, secs[i], o.LengthCounts
 		rec.SrcLen = len(tg.Set.X)

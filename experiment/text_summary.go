@@ -100,8 +100,12 @@ func lengthRatio(r TextAttackRecord) float64 {
 
 // SummariseTextAttacks draws the output-length figure (binned by tens with
 // a "> 100" bin, one panel per δ, one bar colour per method) and writes
-// the table of recs into outDir.
+// the table of recs into outDir, recs joined by Join's rules first.
 func SummariseTextAttacks(recs []TextAttackRecord, outDir, title string) (*TextSummary, error) {
+	recs, err := unique(recs)
+	if err != nil {
+		return nil, fmt.Errorf("summary: %w", err)
+	}
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("no text attack records to summarise")
 	}

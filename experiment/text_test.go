@@ -206,7 +206,7 @@ func TestRedactedTextAttack(t *testing.T) {
 	// records, every field kept (they were once read as image attack
 	// records, and the merge dropped every text field).
 	merged := filepath.Join(t.TempDir(), "merged.jsonl")
-	rep, err := Merge(merged, []string{redOut})
+	rep, err := Merge(merged, []string{redOut}, JoinOptions{})
 	if err != nil || rep.Kind != "text-attack" || rep.Records != len(red) {
 		t.Fatalf("merge of redacted records: %+v, %v", rep, err)
 	}
@@ -253,11 +253,11 @@ func TestMergeTextPerEps(t *testing.T) {
 		return c.Out
 	}
 	a, b, c := run("a.jsonl", 1, 40), run("b.jsonl", 0.5, 20), run("c.jsonl", 1, 20)
-	rep, err := Merge(filepath.Join(dir, "ab.jsonl"), []string{a, b})
+	rep, err := Merge(filepath.Join(dir, "ab.jsonl"), []string{a, b}, JoinOptions{})
 	if err != nil || rep.Records != 4 {
 		t.Fatalf("budgets per δ: %+v, %v", rep, err)
 	}
-	if _, err := Merge(filepath.Join(dir, "ac.jsonl"), []string{a, c}); err == nil || !strings.Contains(err.Error(), "another experiment") {
+	if _, err := Merge(filepath.Join(dir, "ac.jsonl"), []string{a, c}, JoinOptions{}); err == nil || !strings.Contains(err.Error(), "another experiment") {
 		t.Fatalf("two budgets at one δ merged: %v", err)
 	}
 }

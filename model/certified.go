@@ -19,8 +19,8 @@ type Certifier[T ad.Float] interface {
 // CertifiedLoss is interval bound propagation (IBP; Gowal et al., "On the
 // effectiveness of interval bound propagation for training verifiably
 // robust models", 2018) along the label's path: the box of the ball
-// S(x, eps) ∩ [min, max] goes through the encoder and the ReLU cell by
-// the interval rule of each layer, the fed-back tokens being the label's
+// S(x, eps) ∩ [min, max] goes through the encoder and the cell (ReLU RNN,
+// LSTM or GRU) by the interval rule of each layer, the fed-back tokens being the label's
 // (exact: an embedding row), and at each step the cross-entropy is taken
 // of the worst-case logits — the output layer applied to the hidden box
 // per margin (Gowal et al.'s elision of the last layer: the upper bound of
@@ -30,13 +30,7 @@ type Certifier[T ad.Float] interface {
 // rows whose every margin bound is negative at every step — an interval
 // certificate, in the tape's precision, that the label decodes everywhere
 // on the ball (a training statistic; lenspec verify is the sound check).
-//
-// Only the ReLU cell propagates boxes; a model with another cell gets an
-// error.
 func (m *Captioner[T]) CertifiedLoss(tp *ad.Tape[T], x *ad.Node[T], labels [][]int, eps float64) (*ad.Node[T], int, error) {
-	if m.RNN == nil {
-		return nil, 0, fmt.Errorf("%s: certified training propagates boxes through the %s cell only, not %s", ArchCaptioner, CellReLU, m.Arch.Cell)
-	}
 	b := x.Value.Shape[0]
 	if len(labels) != b {
 		return nil, 0, fmt.Errorf("certified loss: %d inputs, %d labels", b, len(labels))
@@ -55,7 +49,10 @@ func (m *Captioner[T]) CertifiedLoss(tp *ad.Tape[T], x *ad.Node[T], labels [][]i
 	c, r = nn.ReLUInterval(tp, c, r)
 	c, r = m.FC2.Interval(tp, c, r)
 
-	hc, hr := tp.Const(ad.New[T](b, m.Arch.Hidden)), tp.Const(ad.New[T](b, m.Arch.Hidden))
+	state := make([]box[T], m.cell.states())
+	for k := range state {
+		state[k] = box[T]{tp.Const(ad.New[T](b, m.Arch.Hidden)), tp.Const(ad.New[T](b, m.Arch.Hidden))}
+	}
 	targets, next := make([]int, b), make([]int, b)
 	weights := make([]T, b)
 	for i := range weights {
@@ -68,10 +65,11 @@ func (m *Captioner[T]) CertifiedLoss(tp *ad.Tape[T], x *ad.Node[T], labels [][]i
 	var total *ad.Node[T]
 	for t := 0; t < steps; t++ {
 		if t == 0 {
-			hc, hr = m.RNN.Interval(tp, c, r, hc, hr)
+			state = m.cell.interval(tp, c, r, state)
 		} else {
-			hc, hr = m.RNN.Interval(tp, m.Emb.Forward(tp, next), nil, hc, hr)
+			state = m.cell.interval(tp, m.Emb.Forward(tp, next), nil, state)
 		}
+		hc, hr := state[0].c, state[0].r
 		stepTargets(targets, labels, t, m.EOS())
 		worst := tp.Add(m.Out.Forward(tp, hc), m.marginSpread(tp, hr, targets))
 		ce := tp.CrossEntropy(worst, targets, weights)

@@ -24,7 +24,10 @@ const (
 )
 
 // Save writes d to dir as config.json and model.safetensors (float32,
-// tensor names as in docs/models.md), creating dir if needed.
+// tensor names as in docs/models.md), with a text model's tokenizer files,
+// creating dir if needed, and then their checksums (SumsFile), which Load
+// checks. A Save interrupted over an older model leaves the older
+// checksums, which Load then refuses rather than load a mix of the two.
 func Save[T ad.Float](dir string, d Decoder[T]) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save model: %w", err)
@@ -58,10 +61,18 @@ func Save[T ad.Float](dir string, d Decoder[T]) error {
 		}
 		f.Tensors = append(f.Tensors, safetensors.F32(p.Name, p.W.Shape, data))
 	}
-	return safetensors.WriteFile(filepath.Join(dir, WeightsFile), f)
+	if err := safetensors.WriteFile(filepath.Join(dir, WeightsFile), f); err != nil {
+		return err
+	}
+	if err := writeSums(dir); err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	return nil
 }
 
-// Load reads the model in dir. Every tensor the architecture needs must be
+// Load reads the model in dir. If dir has a SumsFile, every model file must
+// be listed in it and match (an error wrapping ErrChecksum names the file
+// that does not). Every tensor the architecture needs must be
 // present with the right shape and finite values; unknown tensors are an
 // error too, since they usually mean a different architecture.
 //
@@ -70,6 +81,9 @@ func Save[T ad.Float](dir string, d Decoder[T]) error {
 // rounding them would make the float32 model (attacks, evaluation) and the
 // float64 model (replay) two different networks under one name.
 func Load[T ad.Float](dir string) (Decoder[T], error) {
+	if err := checkSums(dir); err != nil {
+		return nil, err
+	}
 	cfg, err := ReadConfig(dir)
 	if err != nil {
 		return nil, err
@@ -154,13 +168,7 @@ func loadTokenizer(dir string, cfg *Config) error {
 // new weights at the same path give another. Results are keyed by it.
 func Digest(dir string) (string, error) {
 	h := sha256.New()
-	names := []string{ConfigFile, WeightsFile}
-	for _, name := range []string{bpe.VocabFile, bpe.MergesFile} {
-		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
-			names = append(names, name)
-		}
-	}
-	for _, name := range names {
+	for _, name := range modelFiles(dir) {
 		path := filepath.Join(dir, name)
 		f, err := fileio.Open(path)
 		if err != nil {

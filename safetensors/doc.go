@@ -41,6 +41,13 @@
 // file, and compares the file's size with what the header declares before
 // reading the data, so it never reads more than a valid file would hold.
 //
+// A file whose "__metadata__" holds ChecksumKey is sealed: Read and
+// ReadFile also check that the file's sha256, taken with that entry's 64
+// hex digits replaced by ASCII zeros, is the value recorded, and refuse a
+// file that is not (an error wrapping ErrChecksum and ErrFormat), or whose
+// metadata has a key one byte off ChecksumKey (a damaged seal).
+// WriteSealed writes such files; files without the key read as before.
+//
 // Values are stored faithfully: NaN and infinities are not an error here.
 // [Tensor.CheckFinite] is there for callers that load model weights.
 //

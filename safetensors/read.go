@@ -115,6 +115,9 @@ func readSized(r io.Reader, size int64) (*File, error) {
 	if k, _ := r.Read(one[:]); k > 0 {
 		return nil, fmt.Errorf("file grew beyond %d bytes while being read", size)
 	}
+	if err := checkSealed(meta, prefix[:], header, data); err != nil {
+		return nil, err
+	}
 	return attach(meta, entries, data)
 }
 
@@ -165,6 +168,9 @@ func parse(buf []byte) (*File, error) {
 		return nil, err
 	}
 	if _, err := layout(entries); err != nil {
+		return nil, err
+	}
+	if err := checkSealed(meta, buf[:8], header, data); err != nil {
 		return nil, err
 	}
 	return attach(meta, entries, data)

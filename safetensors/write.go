@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -17,15 +18,28 @@ import (
 // descending dtype rank (wider types first) and then by name, "__metadata__"
 // first in the header with its keys sorted, the header padded with spaces to
 // a multiple of 8 bytes, and the data packed without gaps. f is validated
-// completely before anything is written.
+// completely before anything is written. A ChecksumKey entry of f.Metadata
+// (a sealed file's, read back) is left out: the file written is not sealed
+// (see WriteSealed).
 func Write(w io.Writer, f *File) error {
-	header, order, err := encodeHeader(f)
+	header, order, err := encodeHeader(f, false)
 	if err != nil {
 		return err
 	}
+	prefix := lengthPrefix(header)
+	return writeParts(w, prefix[:], header, order)
+}
+
+// lengthPrefix is the 8-byte little-endian length of header.
+func lengthPrefix(header []byte) [8]byte {
 	var n [8]byte
 	binary.LittleEndian.PutUint64(n[:], uint64(len(header)))
-	if _, err := w.Write(n[:]); err != nil {
+	return n
+}
+
+// writeParts writes a file's length prefix, header and tensors' data.
+func writeParts(w io.Writer, prefix, header []byte, order []*Tensor) error {
+	if _, err := w.Write(prefix); err != nil {
 		return fmt.Errorf("safetensors: %w", err)
 	}
 	if _, err := w.Write(header); err != nil {
@@ -45,12 +59,20 @@ func Write(w io.Writer, f *File) error {
 // f is validated first, so an invalid File leaves no temporary file behind,
 // and an existing path that is not a regular file is refused.
 func WriteFile(path string, f *File) error {
-	if _, _, err := encodeHeader(f); err != nil {
+	return writeFile(path, f, false)
+}
+
+func writeFile(path string, f *File, seal bool) error {
+	if _, _, err := encodeHeader(f, seal); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	write := Write
+	if seal {
+		write = WriteSealed
 	}
 	return fileio.WriteAtomic(path, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<20)
-		if err := Write(bw, f); err != nil {
+		if err := write(bw, f); err != nil {
 			return err
 		}
 		return bw.Flush()
@@ -58,8 +80,9 @@ func WriteFile(path string, f *File) error {
 }
 
 // encodeHeader validates f and returns the padded JSON header together with
-// the tensors in data order.
-func encodeHeader(f *File) ([]byte, []*Tensor, error) {
+// the tensors in data order. The metadata leaves out ChecksumKey, or with
+// seal holds it with the placeholder value.
+func encodeHeader(f *File, seal bool) ([]byte, []*Tensor, error) {
 	if f == nil {
 		return nil, nil, fmt.Errorf("%w: nil File", ErrFormat)
 	}
@@ -85,10 +108,21 @@ func encodeHeader(f *File) ([]byte, []*Tensor, error) {
 		return cmp.Or(cmp.Compare(b.DType.rank(), a.DType.rank()), cmp.Compare(a.Name, b.Name))
 	})
 
+	meta := f.Metadata
+	if _, ok := meta[ChecksumKey]; ok || seal {
+		meta = maps.Clone(meta)
+		delete(meta, ChecksumKey)
+		if seal {
+			if meta == nil {
+				meta = map[string]string{}
+			}
+			meta[ChecksumKey] = string(placeholder)
+		}
+	}
 	h := []byte{'{'}
-	if f.Metadata != nil {
-		keys := make([]string, 0, len(f.Metadata))
-		for k, v := range f.Metadata {
+	if meta != nil {
+		keys := make([]string, 0, len(meta))
+		for k, v := range meta {
 			if !utf8.ValidString(k) || !utf8.ValidString(v) {
 				return nil, nil, fmt.Errorf("%w: %s entry %q is not valid UTF-8", ErrFormat, metadataKey, k)
 			}
@@ -106,7 +140,7 @@ func encodeHeader(f *File) ([]byte, []*Tensor, error) {
 			}
 			h = appendString(h, k)
 			h = append(h, ':')
-			h = appendString(h, f.Metadata[k])
+			h = appendString(h, meta[k])
 		}
 		h = append(h, '}')
 		if len(order) > 0 {

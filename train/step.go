@@ -39,17 +39,11 @@ type Trainer struct {
 
 // NewTrainer prepares steps on d with opt (validated).
 func NewTrainer(d model.Decoder[float32], opt Options) (*Trainer, error) {
-	if err := opt.Validate(); err != nil {
+	if err := opt.ValidateFor(d); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	stab, ok := d.(model.Stabilizer[float32])
-	if opt.Stability > 0 && !ok {
-		return nil, fmt.Errorf("train: architecture %s has no ReLU-stability regulariser", d.Config().Architecture)
-	}
-	cert, ok := d.(model.Certifier[float32])
-	if opt.IBP > 0 && !ok {
-		return nil, fmt.Errorf("train: architecture %s has no certified-training loss", d.Config().Architecture)
-	}
+	stab, _ := d.(model.Stabilizer[float32])
+	cert, _ := d.(model.Certifier[float32])
 	t := &Trainer{d: d, stab: stab, cert: cert, opt: opt, params: d.Params()}
 	t.Adam = ad.NewAdam(t.params, opt.LR)
 	t.Adam.WeightDecay = opt.WeightDecay

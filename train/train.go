@@ -21,6 +21,7 @@ import (
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/safetensors"
+	"github.com/lenspec/lenspec/spec"
 )
 
 // Source is a training or evaluation set whose examples are addressed by
@@ -187,10 +188,39 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ValidateFor checks the options for training d: Validate, then what
+// needs the model — an architecture with the regulariser or the certified
+// loss they turn on, and their radii against its input range
+// (spec.CheckRadius, the check every radius gets). NewTrainer and Fit call
+// it; a command line calls it before reading any data.
+func (o Options) ValidateFor(d model.Decoder[float32]) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	var errs []error
+	arch := d.Config().Architecture
+	if _, ok := d.(model.Stabilizer[float32]); o.Stability > 0 && !ok {
+		errs = append(errs, fmt.Errorf("architecture %s has no ReLU-stability regulariser", arch))
+	}
+	if _, ok := d.(model.Certifier[float32]); o.IBP > 0 && !ok {
+		errs = append(errs, fmt.Errorf("architecture %s has no certified-training loss", arch))
+	}
+	in := d.Input()
+	if in.Kind == model.Continuous {
+		if err := spec.CheckRadius(o.StabilityEps, in.Min, in.Max); err != nil {
+			errs = append(errs, fmt.Errorf("stability %w", err))
+		}
+		if err := spec.CheckRadius(o.IBPEps, in.Min, in.Max); err != nil {
+			errs = append(errs, fmt.Errorf("IBP %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Fit trains d on src in place and returns the mean loss of the last
 // epoch.
 func Fit(ctx context.Context, d model.Decoder[float32], src Source[float32], opt Options) (float64, error) {
-	if err := opt.Validate(); err != nil {
+	if err := opt.ValidateFor(d); err != nil {
 		return 0, fmt.Errorf("train: %w", err)
 	}
 	if src.Len() < opt.BatchSize {
@@ -344,8 +374,10 @@ func settings(d model.Decoder[float32], src Source[float32], opt Options) map[st
 }
 
 // saveCheckpoint stores weights, Adam moments, the settings and the
-// position in one safetensors file. Weights and moments are float32 in
-// memory and stored as such, so resuming is exact.
+// position in one safetensors file, sealed with its sha256
+// (safetensors.WriteSealed), so that a checkpoint changed since is refused
+// rather than resumed into another model. Weights and moments are float32
+// in memory and stored as such, so resuming is exact.
 func saveCheckpoint(dir string, d model.Decoder[float32], adam *ad.Adam[float32], set map[string]string, at position) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
@@ -363,7 +395,7 @@ func saveCheckpoint(dir string, d model.Decoder[float32], adam *ad.Adam[float32]
 			safetensors.F32("adam.m."+p.Name, p.W.Shape, narrow(mom[i])),
 			safetensors.F32("adam.v."+p.Name, p.W.Shape, narrow(vel[i])))
 	}
-	return safetensors.WriteFile(filepath.Join(dir, checkpointFile), f)
+	return safetensors.WriteFileSealed(filepath.Join(dir, checkpointFile), f)
 }
 
 // narrow converts moments back to the float32 they were (exactly).
@@ -377,7 +409,9 @@ func narrow(v []float64) []float32 {
 
 // loadCheckpoint restores a checkpoint if one exists and returns how far
 // its run got (nothing done when starting fresh). A checkpoint written
-// with other settings is refused, naming every setting that differs.
+// with other settings is refused, naming every setting that differs, and
+// one that does not match its checksum, naming the file (checkpoints from
+// before the checksum resume unchecked).
 func loadCheckpoint(dir string, d model.Decoder[float32], adam *ad.Adam[float32], set map[string]string) (position, error) {
 	path := filepath.Join(dir, checkpointFile)
 	f, err := safetensors.ReadFile(path)

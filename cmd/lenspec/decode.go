@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/lenspec/lenspec/experiment"
@@ -21,10 +22,14 @@ type decodeRecord struct {
 	Stopped      bool     `json:"stopped"`
 	MinMargin    float64  `json:"min_margin"`
 	MinRelMargin float64  `json:"min_rel_margin"`
+	// NonFinite: the logits after Tokens overflowed (model.Result), so
+	// decoding stopped there without eos.
+	NonFinite bool `json:"non_finite,omitempty"`
 }
 
 func newRecord(vocab []string, src string, label []int, r model.Result) decodeRecord {
-	rec := decodeRecord{Source: src, Label: label, Tokens: r.Tokens, Stopped: r.Stopped, MinMargin: r.MinMargin, MinRelMargin: r.MinRelMargin}
+	rec := decodeRecord{Source: src, Label: label, Tokens: r.Tokens, Stopped: r.Stopped,
+		MinMargin: jsonMargin(r.MinMargin), MinRelMargin: jsonMargin(r.MinRelMargin), NonFinite: r.NonFinite}
 	if rec.Tokens == nil {
 		rec.Tokens = []int{}
 	}
@@ -38,11 +43,23 @@ func newRecord(vocab []string, src string, label []int, r model.Result) decodeRe
 	return rec
 }
 
+// jsonMargin makes a margin JSON-safe: +Inf (no finite step decoded,
+// when the first step's logits overflowed) is the largest float64.
+func jsonMargin(v float64) float64 {
+	if math.IsInf(v, 1) {
+		return math.MaxFloat64
+	}
+	return v
+}
+
 func (r decodeRecord) line() string {
 	out := strings.Join(r.Text, " ")
-	if r.Stopped {
+	switch {
+	case r.Stopped:
 		out += " <eos>"
-	} else {
+	case r.NonFinite:
+		out += fmt.Sprintf(" … (non-finite logits after %d tokens: the state overflowed; no eos until then)", len(r.Tokens))
+	default:
 		out += " … (no eos within the step cap)"
 	}
 	s := fmt.Sprintf("%s: %s", r.Source, strings.TrimSpace(out))
@@ -65,7 +82,10 @@ func newDecodeCmd(a *app) *cobra.Command {
 		Short: "Greedily decode inputs (a witness file, a PNG image, or Multi-MNIST canvases) and print the tokens",
 		Long: `Greedily decode with the float64 replay path (ties go to the lowest token
 index). Each output shows its tokens, whether it stopped within the step cap,
-and its smallest top-2 logit margin.
+and its smallest top-2 logit margin. An output whose logits stop being finite
+(a state that grows without bound overflows at long step caps) ends at that
+step, marked non-finite ("non_finite" with --json): its tokens are those
+decided before it, and the exit status is still 0.
 
 --input reads an exact input: a safetensors file with one tensor named "input"
 of the model's input shape (for the captioner [1, 28, 112], or with a leading

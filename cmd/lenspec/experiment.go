@@ -21,7 +21,7 @@ var paperAttackEps = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5}
 var paperVerifyEps = []float64{0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5}
 
 func newExperimentCmd(a *app) *cobra.Command {
-	return group("experiment", "Reproduce the paper's experiments end to end (resumable)", newAttackExperimentCmd(a), newVerifyExperimentCmd(a), newNMTAttackExperimentCmd(a))
+	return group("experiment", "Reproduce the paper's experiments end to end (resumable)", newAttackExperimentCmd(a), newVerifyExperimentCmd(a), newNMTAttackExperimentCmd(a), newCaptionAttackCmd(a))
 }
 
 func newAttackExperimentCmd(a *app) *cobra.Command {
@@ -81,11 +81,11 @@ experiment's records. Results go to OUT/attacks.jsonl as they are produced (with
 				}
 			}
 			finish()
-			recs, err := experiment.ReadRun(f.out, experiment.ReadAttackRecords)
+			recs, err := experiment.ReadRun(f.out, cfgs[0].Match, cfgs[1].Match)
 			if err != nil {
 				return err
 			}
-			sum, err := experiment.SummariseAttacks(experiment.Of(recs, cfgs[0].Match, cfgs[1].Match), outDir, "Multi-MNIST: output length under attack")
+			sum, err := experiment.SummariseAttacks(recs, outDir, "Multi-MNIST: output length under attack")
 			if err != nil {
 				return err
 			}
@@ -135,11 +135,11 @@ summary covers every shard file in OUT (docs/scale-out.md).`,
 				return err
 			}
 			finish()
-			recs, err := experiment.ReadRun(f.out, experiment.ReadVerifyRecords)
+			recs, err := experiment.ReadRun(f.out, cfg.Match)
 			if err != nil {
 				return err
 			}
-			sum, err := experiment.SummariseVerify(experiment.Of(recs, cfg.Match), outDir, "Multi-MNIST: can an input within δ decode longer than the label?")
+			sum, err := experiment.SummariseVerify(recs, outDir, "Multi-MNIST: can an input within δ decode longer than the label?")
 			if err != nil {
 				return err
 			}
@@ -227,11 +227,11 @@ produced; rerunning resumes.`,
 				match = append(match, cfgs[i].Match)
 			}
 			finish()
-			recs, err := experiment.ReadRun(f.out, experiment.ReadTextAttackRecords)
+			recs, err := experiment.ReadRun(f.out, match...)
 			if err != nil {
 				return err
 			}
-			sum, err := experiment.SummariseTextAttacks(experiment.Of(recs, match...), outDir, "NMT: output length under attack")
+			sum, err := experiment.SummariseTextAttacks(recs, outDir, "NMT: output length under attack")
 			if err != nil {
 				return err
 			}

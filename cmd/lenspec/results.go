@@ -10,10 +10,28 @@ import (
 )
 
 func newResultsCmd(a *app) *cobra.Command {
-	var out string
+	var out, onConflict string
 	merge := &cobra.Command{
 		Use:   "merge --out FILE SHARD.jsonl...",
-		Short: "Join the shard files of one run into one results file (refusing files of different experiments)",
+		Short: "Join the shard files of one run into one results file (refusing other experiments and conflicting records)",
+		Long: `Join the shard files of one run into --out (created, or extended), each unit once.
+
+Files of different experiments (another model, data set or settings; settings
+compared per method, and for text attacks per method and δ) are refused, naming
+the file that mixes two, or the two files, and what differs. Records of one unit
+(one key) are copies when they agree on everything but what differs between two
+runs of it — the model's path, timings, witness and MPS paths, an error's
+wording, and for verification how the verdict was reached (stage, bounds,
+margins, counts, phases, the witness found): one copy is kept. Records of one
+unit that disagree on anything else (a verdict, a replayed length, whether it
+failed) are refused naming the unit, both files and the fields; with
+--on-conflict best the better is kept instead: no error over an error, a
+decided verdict over unknown (then the tighter worst-case length bracket), a
+success over none, then the longer replayed output, then the larger margin,
+the rest decided by the records' content, never by the order of the files.
+Records that contradict each other (robust against vulnerable, a witnessed
+length above a proven bound, attacks on different inputs) are refused even
+then. Exit status 1 for a refusal, 2 for a usage error.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if out == "" {
 				return usagef("--out is required")
@@ -21,24 +39,38 @@ func newResultsCmd(a *app) *cobra.Command {
 			if len(args) == 0 {
 				return usagef("give the shard files to merge")
 			}
-			rep, err := experiment.Merge(out, args)
+			conflict, err := experiment.ParseConflict(onConflict)
+			if err != nil {
+				return usagef("--on-conflict %s: want refuse or best", onConflict)
+			}
+			rep, err := experiment.Merge(out, args, experiment.JoinOptions{Conflict: conflict})
 			if err != nil {
 				return err
 			}
 			return a.emit(rep, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %d %s records written, %d duplicates skipped\n", rep.Out, rep.Records, rep.Kind, rep.Duplicates)
+				fmt.Fprintf(w, "%s: %d %s records written, %d duplicates skipped", rep.Out, rep.Records, rep.Kind, rep.Duplicates)
+				if rep.Resolved > 0 {
+					fmt.Fprintf(w, ", %d conflicts resolved by --on-conflict best (%d records replaced)", rep.Resolved, rep.Replaced)
+				}
+				fmt.Fprintln(w)
 			})
 		},
 	}
 	merge.Flags().StringVar(&out, "out", "", "merged results file (created, or extended)")
+	merge.Flags().StringVar(&onConflict, "on-conflict", string(experiment.Refuse), "records of one unit that disagree: refuse, or keep the best (see above)")
 
-	var dir, title string
+	var dir, title, sumConflict string
 	summary := &cobra.Command{
 		Use:   "summary --out DIR FILE.jsonl...",
-		Short: "Draw the figure and table of results files (any schema version; every record in them)",
+		Short: "Draw the figure and table of one experiment's results files (any schema version)",
 		Long: `Summarise attack or verification results files as the experiment commands do — the
-length-distribution or verdict figure (PNG, SVG) and the markdown table — from every
-record in the files given, including files written by older lenspec versions.`,
+length-distribution or verdict figure (PNG, SVG) and the markdown table — from the
+records in the files given, including files written by older lenspec versions.
+
+The files are joined as lenspec results merge joins them: one experiment per table
+(files of another model, data set or settings are refused, naming what differs), each
+unit once (a file given twice, or shards given beside their merge, count once), and
+records of one unit that disagree refused unless --on-conflict best chooses.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if dir == "" {
 				return usagef("--out is required")
@@ -46,6 +78,11 @@ record in the files given, including files written by older lenspec versions.`,
 			if len(args) == 0 {
 				return usagef("give the results files to summarise")
 			}
+			conflict, err := experiment.ParseConflict(sumConflict)
+			if err != nil {
+				return usagef("--on-conflict %s: want refuse or best", sumConflict)
+			}
+			opt := experiment.JoinOptions{Conflict: conflict}
 			kind := ""
 			for _, p := range args {
 				k, err := experiment.FileKind(p)
@@ -63,36 +100,36 @@ record in the files given, including files written by older lenspec versions.`,
 				return err
 			}
 			if kind == "text-attack" {
-				recs, err := readAll(args, experiment.ReadTextAttackRecords)
+				j, err := experiment.Join[experiment.TextAttackRecord](args, opt)
 				if err != nil {
-					return err
+					return fmt.Errorf("summary: %w", err)
 				}
-				sum, err := experiment.SummariseTextAttacks(recs, dir, title)
+				sum, err := experiment.SummariseTextAttacks(j.Records, dir, title)
 				if err != nil {
 					return err
 				}
 				return a.emit(sum, func(w io.Writer) { fmt.Fprintf(w, "figure: %s, %s\n\n%s", sum.FigurePNG, sum.FigureSVG, sum.Table) })
 			}
 			if kind == "verify" {
-				recs, err := readAll(args, experiment.ReadVerifyRecords)
+				j, err := experiment.Join[experiment.VerifyRecord](args, opt)
 				if err != nil {
-					return err
+					return fmt.Errorf("summary: %w", err)
 				}
 				summarise := experiment.SummariseVerify
-				if experiment.IsBound(recs) {
+				if experiment.IsBound(j.Records) {
 					summarise = experiment.SummariseBound
 				}
-				sum, err := summarise(recs, dir, title)
+				sum, err := summarise(j.Records, dir, title)
 				if err != nil {
 					return err
 				}
 				return a.emit(sum, func(w io.Writer) { fmt.Fprint(w, sum.Text()) })
 			}
-			recs, err := readAll(args, experiment.ReadAttackRecords)
+			j, err := experiment.Join[experiment.AttackRecord](args, opt)
 			if err != nil {
-				return err
+				return fmt.Errorf("summary: %w", err)
 			}
-			sum, err := experiment.SummariseAttacks(recs, dir, title)
+			sum, err := experiment.SummariseAttacks(j.Records, dir, title)
 			if err != nil {
 				return err
 			}
@@ -101,6 +138,7 @@ record in the files given, including files written by older lenspec versions.`,
 	}
 	summary.Flags().StringVar(&dir, "out", "", "directory for the figure and table")
 	summary.Flags().StringVar(&title, "title", "lenspec results", "figure title")
+	summary.Flags().StringVar(&sumConflict, "on-conflict", string(experiment.Refuse), "records of one unit that disagree: refuse, or keep the best (see lenspec results merge --help)")
 	var allFailed bool
 	retry := &cobra.Command{
 		Use:   "retry [--all-failed] FILE.jsonl...",
@@ -139,16 +177,4 @@ error, say). It refuses a file a run is writing.`,
 	}
 	retry.Flags().BoolVar(&allFailed, "all-failed", false, "remove every failed record, not only crashed ones")
 	return group("results", "Merge, summarise and retry results files", merge, summary, retry)
-}
-
-func readAll[R any](paths []string, read func(string) ([]R, error)) ([]R, error) {
-	var all []R
-	for _, p := range paths {
-		recs, err := read(p)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, recs...)
-	}
-	return all, nil
 }

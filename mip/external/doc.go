@@ -37,10 +37,20 @@
 // before branch and bound) until cbc stops and writes its incumbent, and
 // SIGKILL once the grace period has passed (Solver.KillDelay; by default
 // 2 % of the time limit, at least 20 ms and at most 1 s, or 1 s without a
-// time limit). The solve then returns Cancelled (context) or TimeLimit
-// (time limit), with the incumbent if cbc wrote one in time. A 2 s limit
-// ends within about 50 ms of it; an Optimal or Infeasible that arrives at
-// the limit is reported as TimeLimit (see mip.Options.ReachedLimit).
+// time limit). cbc writes its incumbent only as it stops, so once it has
+// reported one (in its log) the grace counts in what the machine lets it
+// do rather than in wall time: the kill waits until cbc has also used the
+// grace's worth of CPU time since the interrupt (it is then busy ignoring
+// the interrupt), or at the latest for the grace times twice the slowdown
+// cbc showed before (its wall time over its CPU time; at most 30 times
+// the grace), should it get no CPU at all. On an idle machine that is the
+// grace; on one loaded many times over, a cancelled solve still returns
+// the incumbent it reported (where the system reports no CPU times, as
+// off Linux, the grace is wall time). The solve then returns Cancelled
+// (context) or TimeLimit (time limit), with the incumbent if cbc wrote
+// one. A 2 s limit ends within about 50 ms of it; an Optimal or Infeasible
+// that arrives at the limit is reported as TimeLimit (see
+// mip.Options.ReachedLimit).
 //
 // cbc runs in a process group of its own, killed as a whole whenever Solve
 // returns, also when OnEvent panics. Being in its own group, it does not
@@ -48,8 +58,14 @@
 // context or dying. On Linux, cbc is started with a parent-death signal
 // (SIGKILL), so that it dies with the calling process even if that is
 // killed without cleanup. Temporary directories are named
-// lenspec-mip-<pid>-* under os.TempDir(); each Solve removes those whose
-// process no longer exists, which a SIGKILL leaves behind.
+// lenspec-mip-<pid>-* under os.TempDir() and hold a file, "owner", naming
+// the process that made it and the solver it started, each by pid and
+// start time. Each Solve first removes the directories whose owner no
+// longer runs, which a SIGKILL leaves behind, after killing what is left
+// of their solver's process group (a wrapper script's children, which the
+// parent-death signal does not reach, or the solver itself elsewhere than
+// on Linux). A live owner's directory is never removed, and a process
+// that reused a dead owner's pid is told from it by its start time.
 //
 // cbc's standard output is a pseudo-terminal where the system has one, so
 // that its log arrives line by line: through a pipe, C stdio would hold it

@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/lenspec/lenspec/mip"
@@ -41,7 +42,9 @@ type Solver struct {
 	// KillDelay is how long an interrupted cbc (on cancellation or at
 	// the time limit) may take to stop and write its incumbent before
 	// its process group is killed; 0 means 2 % of the time limit, at
-	// least 20 ms and at most 1 s, or 1 s without a time limit.
+	// least 20 ms and at most 1 s, or 1 s without a time limit. Once cbc
+	// has reported an incumbent, it counts in CPU time as well (see the
+	// package documentation).
 	KillDelay time.Duration
 }
 
@@ -126,6 +129,9 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (res *
 		return nil, fmt.Errorf("external: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	if err := record(dir, roleOwner, os.Getpid()); err != nil {
+		return nil, err
+	}
 
 	// The objective constant stays in Go, as in the cbc package, so that
 	// the cutoff and all values cbc prints are in one frame.
@@ -208,7 +214,7 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (res *
 	args = append(head, args...)
 
 	log := logState{sink: evsink.New(opt.OnEvent, constant, tStart)}
-	out, err := s.run(ctx, bin, args, dir, deadline, grace, log.read)
+	out, err := s.run(ctx, bin, args, dir, deadline, grace, log.read, log.found.Load)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +229,7 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (res *
 	// model.
 	atLimit := out.reason == stopLimit || own.ReachedLimit(res.Wall)
 	if out.killed {
-		res.Message = fmt.Sprintf("external: %s did not stop within %v of the interrupt and was killed", filepath.Base(bin), grace)
+		res.Message = fmt.Sprintf("external: %s did not stop within %v of the interrupt and was killed", filepath.Base(bin), out.waited.Round(time.Millisecond))
 	}
 	if log.version != "" {
 		res.Solver = fmt.Sprintf("%s %s (external)", filepath.Base(s.binary()), log.version)
@@ -302,11 +308,80 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (res *
 // are tempPrefix + pid + "-" + random.
 const tempPrefix = "lenspec-mip-"
 
+// ownerFile, in a solve's temporary directory, names the processes it
+// belongs to, one "role pid start" line each (start: the process's start
+// time in clock ticks since boot, 0 where the system does not say): the
+// process that made it (roleOwner), and once started the solver, whose
+// pid is its process group's id (roleSolver). With the start time, a
+// process that reused a dead owner's pid is not taken for it.
+const ownerFile = "owner"
+
+const (
+	roleOwner  = "lenspec"
+	roleSolver = "solver"
+)
+
+// procID is a process as ownerFile records it.
+type procID struct {
+	pid   int
+	start uint64
+}
+
+// running reports whether p still runs: its pid exists, is no zombie and,
+// where start times are known, started when p did.
+func (p procID) running() bool {
+	start, _, ok := procStat(p.pid)
+	return ok && (p.start == 0 || start == p.start)
+}
+
+// record appends the process pid, in the given role, to dir's ownerFile.
+func record(dir, role string, pid int) error {
+	start, _, _ := procStat(pid)
+	f, err := os.OpenFile(filepath.Join(dir, ownerFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err == nil {
+		_, err = fmt.Fprintf(f, "%s %d %d\n", role, pid, start)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("external: %w", err)
+	}
+	return nil
+}
+
+// owners reads dir's ownerFile: the owner (pid 0 if not recorded) and the
+// solver, if one was started.
+func owners(dir string) (owner, solver procID) {
+	b, _ := os.ReadFile(filepath.Join(dir, ownerFile))
+	for _, line := range strings.Split(string(b), "\n") {
+		var role string
+		var p procID
+		if n, _ := fmt.Sscanf(line, "%s %d %d", &role, &p.pid, &p.start); n != 3 || p.pid <= 0 {
+			continue
+		}
+		switch role {
+		case roleOwner:
+			owner = p
+		case roleSolver:
+			solver = p
+		}
+	}
+	return owner, solver
+}
+
 // sweepStale removes the temporary directories of solves whose process no
-// longer exists: one killed by SIGKILL runs no cleanup. A pid reused
-// meanwhile only keeps a stale directory; a directory shared between pid
-// namespaces would break this (processes of the other namespace look
-// dead), so do not share a TMPDIR between them.
+// longer runs, which a SIGKILL leaves behind, first killing what is left
+// of their solver's process group (on Linux the solver itself dies with
+// its caller, but not a wrapper script's children, and elsewhere nothing
+// kills it). The owner is the process ownerFile names, with its start
+// time, so that a live owner's directory is never removed and a reused
+// pid does not keep a dead one's; a directory without the file (its
+// owner killed before writing it, or an older lenspec) goes by the pid
+// in its name. The solver's group is killed only if its leader is gone
+// or is the process recorded, never a newer process with that pid.
+// Processes of another pid namespace look dead: do not share a TMPDIR
+// between namespaces.
 func sweepStale() {
 	tmp := os.TempDir()
 	ents, err := os.ReadDir(tmp)
@@ -324,10 +399,23 @@ func sweepStale() {
 			continue
 		}
 		pid, err := strconv.Atoi(digits)
-		if err != nil || pid <= 0 || pid == self || processAlive(pid) {
+		if err != nil || pid <= 0 {
 			continue
 		}
-		os.RemoveAll(filepath.Join(tmp, e.Name()))
+		dir := filepath.Join(tmp, e.Name())
+		owner, solver := owners(dir)
+		switch {
+		case owner.pid == 0 && (pid == self || processAlive(pid)):
+			continue
+		case owner.pid != 0 && owner.running():
+			continue
+		}
+		if solver.pid != 0 {
+			if start, _, ok := procStat(solver.pid); !ok || solver.start == 0 || start == solver.start {
+				killGroup(solver.pid)
+			}
+		}
+		os.RemoveAll(dir)
 	}
 }
 
@@ -401,17 +489,19 @@ const (
 
 // outcome is how a run of the solver ended.
 type outcome struct {
-	waitErr error      // from exec.Cmd.Wait
-	reason  stopReason // why it was interrupted, if it was
-	killed  bool       // it was killed after the grace period
+	waitErr error         // from exec.Cmd.Wait
+	reason  stopReason    // why it was interrupted, if it was
+	killed  bool          // it was killed after the grace period
+	waited  time.Duration // from the interrupt to the kill
 	stderr  string
 }
 
 // run runs bin with args in dir, passing its standard output to read (in
 // this goroutine) until the output ends, while interrupt watches ctx and
-// the deadline. The solver runs in a process group of its own, which is
-// killed before run returns, also when read panics.
-func (s Solver) run(ctx context.Context, bin string, args []string, dir string, deadline time.Time, grace time.Duration, read func(io.Reader)) (out outcome, err error) {
+// the deadline (found: whether the output reported an incumbent). The
+// solver runs in a process group of its own, which is killed before run
+// returns, also when read panics.
+func (s Solver) run(ctx context.Context, bin string, args []string, dir string, deadline time.Time, grace time.Duration, read func(io.Reader), found func() bool) (out outcome, err error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = sysProcAttr()
@@ -438,16 +528,20 @@ func (s Solver) run(ctx context.Context, bin string, args []string, dir string, 
 	if err := cmd.Start(); err != nil {
 		return out, fmt.Errorf("external: start %s: %w", bin, err)
 	}
+	started := time.Now()
 	if slave != nil {
 		// The output ends when the last holder of the terminal's other
 		// end exits: that must be cbc, not this process.
 		slave.Close()
 	}
+	// Should this process die without cleanup, the next solve's sweep
+	// finds the solver's group here.
+	record(dir, roleSolver, cmd.Process.Pid)
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		out.reason, out.killed = interrupt(ctx, cmd.Process, deadline, grace, stop)
+		out.reason, out.killed, out.waited = interrupt(ctx, solverProc{cmd.Process, started, found}, deadline, grace, stop)
 	}()
 	reaped := false
 	defer func() {
@@ -473,12 +567,34 @@ func (s Solver) run(ctx context.Context, bin string, args []string, dir string, 
 	return out, nil
 }
 
+// solverProc is a running solver as interrupt sees it: its process, when
+// it started, and whether it has reported an incumbent.
+type solverProc struct {
+	p       *os.Process
+	started time.Time
+	found   func() bool
+}
+
+// maxStretch bounds how far an interrupted solver's grace is stretched
+// while it writes an incumbent it reported (see interrupt).
+const maxStretch = 30
+
 // interrupt waits for ctx to end, the deadline (if not zero) to pass or
-// stop to be closed. In the first two cases it sends p's process group
-// SIGINT repeatedly, since cbc ignores one that arrives before branch and
-// bound, until stop is closed, and SIGKILL once grace has passed. It
-// returns why it interrupted p, if it did, and whether it killed it.
-func interrupt(ctx context.Context, p *os.Process, deadline time.Time, grace time.Duration, stop <-chan struct{}) (stopReason, bool) {
+// stop to be closed. In the first two cases it sends the solver's process
+// group SIGINT repeatedly, since cbc ignores one that arrives before
+// branch and bound, until stop is closed, and SIGKILL once grace has
+// passed — unless the solver has reported an incumbent, which it writes
+// only as it stops: then the grace counts in what the machine lets the
+// solver do rather than in wall time, and the kill comes once it has also
+// used grace of CPU time since the interrupt (it is busy elsewhere,
+// ignoring the interrupt), or at the latest after grace times twice the
+// slowdown it showed before the interrupt (its wall time over its CPU
+// time, at least 1, at most maxStretch/2), should it get no CPU at all. On
+// an idle machine that is grace, as without an incumbent; on a loaded one
+// the incumbent is not lost to a wait the solver could not use. Where the
+// system reports no CPU times, grace is wall time alone. It returns why it
+// interrupted the solver, if it did, whether it killed it, and when.
+func interrupt(ctx context.Context, sp solverProc, deadline time.Time, grace time.Duration, stop <-chan struct{}) (stopReason, bool, time.Duration) {
 	var limit <-chan time.Time
 	if !deadline.IsZero() {
 		t := time.NewTimer(time.Until(deadline))
@@ -492,21 +608,40 @@ func interrupt(ctx context.Context, p *os.Process, deadline time.Time, grace tim
 	case <-limit:
 		reason = stopLimit
 	case <-stop:
-		return stopNone, false
+		return stopNone, false, 0
+	}
+	t0 := time.Now()
+	_, cpu0, timed := procStat(sp.p.Pid)
+	timed = timed && procTimes
+	hard := grace * maxStretch
+	if life := t0.Sub(sp.started); timed && cpu0 > 0 {
+		hard = time.Duration(float64(grace) * min(max(2*float64(life)/float64(cpu0), 2), maxStretch))
 	}
 	kill := time.NewTimer(grace)
 	defer kill.Stop()
 	tick := time.NewTicker(min(max(grace/4, 10*time.Millisecond), 100*time.Millisecond))
 	defer tick.Stop()
+	waiting := false // past grace, for an incumbent
 	for {
-		signalGroup(p, sigInt)
+		signalGroup(sp.p, sigInt)
 		select {
 		case <-stop:
-			return reason, false
+			return reason, false, 0
 		case <-kill.C:
-			signalGroup(p, sigKill)
-			return reason, true
+			if !timed || !sp.found() {
+				signalGroup(sp.p, sigKill)
+				return reason, true, time.Since(t0)
+			}
+			waiting = true
 		case <-tick.C:
+			if !waiting {
+				continue
+			}
+			_, cpu, ok := procStat(sp.p.Pid)
+			if since := time.Since(t0); !ok || cpu-cpu0 >= grace || since >= hard {
+				signalGroup(sp.p, sigKill)
+				return reason, true, since
+			}
 		}
 	}
 }
@@ -622,8 +757,9 @@ type logState struct {
 	rootLP     float64 // the LP relaxation's value; NaN if not printed
 	increment  float64
 	nodes      int64
-	best       float64 // best incumbent reported in events
-	bound      float64 // best bound reported in events
+	best       float64     // best incumbent reported in events
+	found      atomic.Bool // an incumbent was reported (read by interrupt)
+	bound      float64     // best bound reported in events
 }
 
 // rootBound returns the bound the log's root LP value proves, shifted by
@@ -709,6 +845,7 @@ func (l *logState) incumbent(v float64) {
 		return
 	}
 	l.best = v
+	l.found.Store(true)
 	l.emit(mip.IncumbentFound)
 }
 

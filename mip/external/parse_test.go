@@ -98,7 +98,7 @@ Enumerated nodes:               250
 	l := logState{sink: evsink.New(func(e mip.Event) { events = append(events, e) }, 1, time.Now())}
 	l.read(strings.NewReader(log))
 	if l.version != "2.10.8" || l.result != "Stopped on time limit" || l.lowerBound != -310 || l.increment != 0.9999 || l.nodes != 250 || l.rootLP != -320.6 {
-		t.Errorf("parsed %+v", l)
+		t.Errorf("parsed %+v", &l)
 	}
 	var kinds []mip.EventKind
 	var objs []float64

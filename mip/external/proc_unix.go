@@ -23,3 +23,7 @@ func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || err == syscall.EPERM
 }
+
+// killGroup kills the process group pgid (whatever is left of a solver
+// whose caller died).
+func killGroup(pgid int) { syscall.Kill(-pgid, syscall.SIGKILL) }

@@ -3,13 +3,16 @@ package external
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -88,11 +91,18 @@ func killAll(ps []proc) {
 	}
 }
 
-const orphanChildEnv = "LENSPEC_EXTERNAL_ORPHAN_CHILD"
+const (
+	orphanChildEnv  = "LENSPEC_EXTERNAL_ORPHAN_CHILD"
+	orphanBinaryEnv = "LENSPEC_EXTERNAL_ORPHAN_BINARY"
+	orphanMarker    = "LENSPEC_ORPHAN_TEST=1" // in the environment of a wrapper's children
+)
 
 // TestKilledCallerLeavesNoSolver kills (SIGKILL, which runs no cleanup)
 // a process in the middle of an external solve: its cbc must die with it,
-// and the next solve must remove the temporary directory it left.
+// and the next solve must remove the temporary directory it left. With a
+// wrapper script as the solver, whose own child outlives it (the kernel's
+// parent-death signal reaches only the process lenspec started), the next
+// solve must kill that child too.
 func TestKilledCallerLeavesNoSolver(t *testing.T) {
 	if os.Getenv(orphanChildEnv) != "" {
 		// The child: a solve that would run for a minute. cbc is kept
@@ -100,16 +110,29 @@ func TestKilledCallerLeavesNoSolver(t *testing.T) {
 		// log line, written to the pipe nobody reads any longer, would
 		// end it with SIGPIPE.
 		m := miptest.MultiKnapsack(rand.New(rand.NewPCG(0, 4)), 500, 10)
-		(Solver{Args: []string{"-log", "0"}}).Solve(context.Background(), m, mip.Options{TimeLimit: time.Minute})
+		(Solver{Binary: os.Getenv(orphanBinaryEnv), Args: []string{"-log", "0"}}).Solve(context.Background(), m, mip.Options{TimeLimit: time.Minute})
 		os.Exit(3) // not reached: the parent kills us first
 	}
 	if _, err := exec.LookPath("cbc"); err != nil {
 		t.Fatal("no cbc on PATH: make setup installs Debian's coinor-cbc")
 	}
+	mine := func(p proc) bool { return strings.Contains("\x00"+p.environ, "\x00"+orphanMarker+"\x00") }
+	t.Run("cbc", func(t *testing.T) { killCaller(t, "", nil) })
+	t.Run("wrapper", func(t *testing.T) {
+		wrapper := fakeSolver(t, "export "+orphanMarker+"\nsleep 300 &\nexec cbc \"$@\"")
+		killCaller(t, wrapper, mine)
+	})
+}
+
+// killCaller runs a solve of binary ("": cbc) in a child process, kills
+// the child, checks that its solver died with it and that the next solve
+// removes its directory and, if orphan is set, the processes it selects,
+// which outlive the child until then.
+func killCaller(t *testing.T, binary string, orphan func(proc) bool) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp) // the child's, and this process's, os.TempDir
 	child := exec.Command(os.Args[0], "-test.run=^TestKilledCallerLeavesNoSolver$")
-	child.Env = append(os.Environ(), orphanChildEnv+"=1")
+	child.Env = append(os.Environ(), orphanChildEnv+"=1", orphanBinaryEnv+"="+binary)
 	var out bytes.Buffer
 	child.Stdout, child.Stderr = &out, &out
 	if err := child.Start(); err != nil {
@@ -133,12 +156,19 @@ func TestKilledCallerLeavesNoSolver(t *testing.T) {
 	if len(dirs) != 1 {
 		t.Fatalf("temporary directories of the child: %v, want one named after its pid", dirs)
 	}
+	if orphan != nil {
+		// The wrapper's child may start a moment after cbc.
+		for deadline := time.Now().Add(10 * time.Second); len(waitGone(t, 0, func(p proc) bool { return !orphan(p) })) == 0; {
+			if time.Now().After(deadline) {
+				t.Fatal("the wrapper started no child")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	child.Process.Signal(syscall.SIGKILL)
 	child.Wait()
 	t0 := time.Now()
-	left := waitGone(t, 2*time.Second, func(p proc) bool {
-		return p.pid == solver.pid || p.pgrp == solver.pgrp && solver.pgrp != syscall.Getpgrp()
-	})
+	left := waitGone(t, 2*time.Second, func(p proc) bool { return p.pid == solver.pid })
 	if len(left) > 0 {
 		killAll(left)
 		t.Fatalf("%v after the caller was killed, still running: %+v", time.Since(t0), left)
@@ -146,7 +176,13 @@ func TestKilledCallerLeavesNoSolver(t *testing.T) {
 	if _, err := os.Stat(dirs[0]); err != nil {
 		t.Fatalf("the killed child's directory is already gone (%v): the test proves nothing", err)
 	}
-	// The next solve sweeps the dead process's directory away.
+	if orphan != nil {
+		if left := waitGone(t, 0, func(p proc) bool { return !orphan(p) }); len(left) == 0 {
+			t.Fatal("the wrapper's child died with the caller: the test proves nothing")
+		}
+	}
+	// The next solve sweeps the dead process's directory away, and what
+	// its solver left running.
 	small := miptest.Knapsack([]float64{60, 100, 120}, []float64{10, 20, 30}, 50)
 	if res, err := (Solver{}).Solve(context.Background(), small, mip.Options{}); err != nil || res.Status != mip.Optimal {
 		t.Fatalf("solve after the kill: %v, %v", res, err)
@@ -157,10 +193,18 @@ func TestKilledCallerLeavesNoSolver(t *testing.T) {
 	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
 		t.Errorf("left in the temporary directory: %v", ents)
 	}
+	if orphan != nil {
+		if left := waitGone(t, 2*time.Second, orphan); len(left) > 0 {
+			killAll(left)
+			t.Errorf("the next solve left the dead caller's solver group running: %+v", left)
+		}
+	}
 }
 
 // TestSweepKeepsLiveDirectories checks that the sweep of stale temporary
-// directories spares those of running processes and foreign names.
+// directories spares those of running processes and foreign names, and
+// removes those whose owner's pid now names another process (its start
+// time differs from the one recorded).
 func TestSweepKeepsLiveDirectories(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
@@ -170,18 +214,37 @@ func TestSweepKeepsLiveDirectories(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
+	self, parent := os.Getpid(), os.Getppid()
+	start, _, ok := procStat(self)
+	if !ok || start == 0 {
+		t.Fatal("no start time for this process")
+	}
 	names := map[string]bool{ // name → should survive
 		fmt.Sprintf("lenspec-mip-%d-123", dead.Process.Pid): false,
-		fmt.Sprintf("lenspec-mip-%d-456", os.Getpid()):      true,
-		fmt.Sprintf("lenspec-mip-%d-789", os.Getppid()):     true,
+		fmt.Sprintf("lenspec-mip-%d-456", self):             true,
+		fmt.Sprintf("lenspec-mip-%d-789", parent):           true,
 
 		"lenspec-mip-12345678": true, // the old naming: no pid
 		"lenspec-mip-x-1":      true,
 		"other":                true,
+
+		// With the owner recorded: this process, and this pid with
+		// another start time (a dead owner whose pid was reused).
+		fmt.Sprintf("lenspec-mip-%d-11", self): true,
+		fmt.Sprintf("lenspec-mip-%d-12", self): false,
+	}
+	owner := map[string]string{
+		fmt.Sprintf("lenspec-mip-%d-11", self): fmt.Sprintf("lenspec %d %d\n", self, start),
+		fmt.Sprintf("lenspec-mip-%d-12", self): fmt.Sprintf("lenspec %d %d\n", self, start+1),
 	}
 	for name := range names {
 		if err := os.Mkdir(filepath.Join(tmp, name), 0o700); err != nil {
 			t.Fatal(err)
+		}
+		if o, ok := owner[name]; ok {
+			if err := os.WriteFile(filepath.Join(tmp, name, ownerFile), []byte(o), 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	sweepStale()
@@ -338,4 +401,77 @@ func TestPanicInCallbackStopsSolver(t *testing.T) {
 	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
 		t.Errorf("left in the temporary directory: %v", ents)
 	}
+}
+
+// fakeIncumbent writes a stand-in for cbc that reports an incumbent of the
+// knapsack below (x = 0, 1, 1: objective −220) and, interrupted, runs
+// onInt: the binary solution is in solution.src, written before the start.
+func fakeIncumbent(t *testing.T, onInt string) (bin string, m *mip.Model) {
+	t.Helper()
+	m = miptest.Knapsack([]float64{60, 100, 120}, []float64{10, 20, 30}, 50)
+	// int32 rows, int32 columns, then the objective, row activities,
+	// row duals, column values and reduced costs as float64s.
+	sol := []float64{-220, 50, 0, 0, 1, 1, 0, 0, 0}
+	b := binary.LittleEndian.AppendUint32(nil, 1)
+	b = binary.LittleEndian.AppendUint32(b, 3)
+	for _, v := range sol {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	src := filepath.Join(t.TempDir(), "solution.src")
+	if err := os.WriteFile(src, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fakeSolver(t, "trap '"+strings.ReplaceAll(onInt, "SRC", src)+"' INT\n"+
+		"echo 'Cbc0012I Integer solution of -220 found by heuristic after 0 iterations and 0 nodes (0.01 seconds)'\n"+
+		"while :; do sleep 0.05; done"), m
+}
+
+// TestCancelKeepsReportedIncumbent: a cancelled solver that has reported
+// an incumbent gets the time it needs to write it even when it gets no CPU
+// for longer than the grace (here it sleeps 1.5 s, the grace being 1 s, as
+// cbc does on a machine loaded many times over), so the solve returns the
+// incumbent instead of none; one that keeps computing instead of stopping
+// is still killed once it has had the grace's worth of CPU time.
+func TestCancelKeepsReportedIncumbent(t *testing.T) {
+	bin, m := fakeIncumbent(t, "trap \"\" INT; sleep 1.5; cp SRC solution.bin; "+
+		"echo \"Stopped on ctrl-c - objective value -220.00000000\" > solution.txt; echo \"Result - Stopped on ctrl-c\"; exit 0")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var once sync.Once
+	opt := mip.Options{TimeLimit: time.Minute, OnEvent: func(e mip.Event) {
+		if e.Kind == mip.IncumbentFound {
+			once.Do(cancel)
+		}
+	}}
+	res, err := (Solver{Binary: bin}).Solve(ctx, m, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	miptest.CheckResult(t, m, &mip.Options{}, res)
+	if res.Status != mip.Cancelled || !res.HasSolution || res.Objective != -220 {
+		t.Fatalf("got %s (solution %v, objective %g, %q), want cancelled with the reported incumbent -220", res.Status, res.HasSolution, res.Objective, res.Message)
+	}
+
+	// Busy, ignoring the interrupt: killed after about the grace's CPU
+	// time, stretched by the machine's load.
+	const grace = 200 * time.Millisecond
+	bin, m = fakeIncumbent(t, "trap \"\" INT; while :; do :; done")
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	var cancelled time.Time
+	once = sync.Once{}
+	opt.OnEvent = func(e mip.Event) {
+		if e.Kind == mip.IncumbentFound {
+			once.Do(func() { cancelled = time.Now(); cancel() })
+		}
+	}
+	tm := miptest.Time(func() { res, err = (Solver{Binary: bin, KillDelay: grace}).Solve(ctx, m, opt) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := time.Since(cancelled)
+	if allowed := time.Duration(2*float64(grace)*tm.Slowdown()) + miptest.MinGrace; res.Status != mip.Cancelled || res.HasSolution || late > allowed {
+		t.Fatalf("busy solver: %s (solution %v, %q) %v after the cancellation (allowed %v at slowdown %.1f)", res.Status, res.HasSolution, res.Message, late, allowed, tm.Slowdown())
+	}
+	t.Logf("busy solver killed %v after the cancellation (grace %v, slowdown %.1f)", late, grace, tm.Slowdown())
 }

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lenspec/lenspec/experiment"
+)
+
+// writeAttacks writes attack records of a PGD run as a results file.
+func writeAttacks(t *testing.T, path string, recs ...experiment.AttackRecord) string {
+	t.Helper()
+	var b bytes.Buffer
+	for _, r := range recs {
+		line, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(append(line, '\n'))
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// pgdRecord is sample i's PGD record at δ 0.1, its output n tokens long.
+func pgdRecord(digest string, i, n int) experiment.AttackRecord {
+	return experiment.AttackRecord{SchemaVersion: experiment.SchemaVersion, Model: "m", ModelSHA256: digest,
+		Data: experiment.DataRef{Name: "multimnist", Split: "test", Seed: 1}, Sample: i, Eps: 0.1, Method: "pgd",
+		Settings: experiment.AttackSettings{MaxLen: -1, MaxSteps: 20, Budget: 30, Seed: 1, Loss: "margin"},
+		Label:    []int{1}, K: 1, OrigLength: 1, OrigTokens: []int{1}, AdvLength: n, AdvTokens: make([]int, n),
+		Stopped: true, Success: n > 1, MinRelMargin: 0.5, Evals: 30, Seconds: 1}
+}
+
+// TestResultsMergeConflicts: two files holding one unit with different
+// results are refused (exit 1) naming the unit and both files, whatever
+// their order, instead of keeping whichever came first; --on-conflict best
+// keeps the longer output in either order.
+func TestResultsMergeConflicts(t *testing.T) {
+	dir := t.TempDir()
+	a := writeAttacks(t, filepath.Join(dir, "a.jsonl"), pgdRecord("aaaa", 1, 2), pgdRecord("aaaa", 2, 3))
+	b := writeAttacks(t, filepath.Join(dir, "b.jsonl"), pgdRecord("aaaa", 2, 5))
+	for _, order := range [][]string{{a, b}, {b, a}} {
+		out := filepath.Join(t.TempDir(), "m.jsonl")
+		code, _, stderr := runCLI(t, append([]string{"results", "merge", "--out", out}, order...)...)
+		if code != 1 || !strings.Contains(stderr, "sample 2 at δ 0.1 (pgd)") || !strings.Contains(stderr, a) || !strings.Contains(stderr, b) ||
+			strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Fatalf("merge %v: exit %d: %s", order, code, stderr)
+		}
+		code, _, stderr = runCLI(t, append([]string{"results", "merge", "--on-conflict", "best", "--out", out}, order...)...)
+		if code != 0 {
+			t.Fatalf("merge --on-conflict best %v: exit %d: %s", order, code, stderr)
+		}
+		recs, err := experiment.ReadAttackRecords(out)
+		if err != nil || len(recs) != 2 || recs[1].AdvLength != 5 {
+			t.Fatalf("merged %v: %+v, %v", order, recs, err)
+		}
+	}
+	if code, _, stderr := runCLI(t, "results", "merge", "--on-conflict", "first", "--out", filepath.Join(dir, "x.jsonl"), a); code != 2 {
+		t.Fatalf("--on-conflict first: exit %d: %s", code, stderr)
+	}
+}
+
+// TestResultsSummaryJoins: the same file given twice counts each unit
+// once, and shards of two models are refused rather than summarised as one
+// row.
+func TestResultsSummaryJoins(t *testing.T) {
+	dir := t.TempDir()
+	a := writeAttacks(t, filepath.Join(dir, "a.jsonl"), pgdRecord("aaaa", 1, 2), pgdRecord("aaaa", 2, 3), pgdRecord("aaaa", 3, 1))
+	code, stdout, stderr := runCLI(t, "results", "summary", "--json", "--out", t.TempDir(), a, a)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var sum experiment.AttackSummary
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Rows) != 1 || sum.Rows[0].Samples != 3 {
+		t.Fatalf("rows %+v, want one row of 3 images", sum.Rows)
+	}
+	b := writeAttacks(t, filepath.Join(dir, "b.jsonl"), pgdRecord("bbbb", 4, 2))
+	code, _, stderr = runCLI(t, "results", "summary", "--out", t.TempDir(), a, b)
+	if code != 1 || !strings.Contains(stderr, `model_sha256 "aaaa" vs "bbbb"`) || !strings.Contains(stderr, "b.jsonl") {
+		t.Fatalf("two models: exit %d: %s", code, stderr)
+	}
+}
