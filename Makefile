@@ -69,12 +69,18 @@ nmt-ding: build
 # installed here), interleaved with lenspec's, each in 5 to 15 rounds until
 # its ratio is within 5 % or 2 minutes of rounds are spent (docs/BENCHMARKS.md;
 # about 4 minutes in all). Ends with the five "ratio <op> <x>" lines of both
-# models together: the loop holds them back until both tables are printed.
+# models together, then "loaded: ..." if the machine was busy: the loop holds
+# them back until both tables are printed. ISA=avx2 measures an AVX2 machine
+# on one with AVX-512 (lenspec's, OpenBLAS's and PyTorch's kernels capped at
+# AVX2); RECORD collects one JSON line per operation.
+ISA ?= native
+RECORD ?= runs/bench-peer-$(ISA).jsonl
 bench-peer: data
 	@bash scripts/setup.sh python3-torch python3-numpy
-	set -o pipefail; { $(BIN) bench --model $(MODEL) --peer bench/peer.py && \
-	  $(BIN) bench --model models/nmt-de-en --peer bench/peer_nmt.py; } | \
-	  { r=; while IFS= read -r l; do if [[ $$l == "ratio "* ]]; then r+=$$l$$'\n'; else printf '%s\n' "$$l"; fi; done; printf '%s' "$$r"; }
+	@mkdir -p $(dir $(RECORD))
+	set -o pipefail; { $(BIN) bench --model $(MODEL) --peer bench/peer.py --isa $(ISA) --record $(RECORD) && \
+	  $(BIN) bench --model models/nmt-de-en --peer bench/peer_nmt.py --isa $(ISA) --record $(RECORD); } | \
+	  { r=; while IFS= read -r l; do if [[ $$l == "ratio "* || $$l == "loaded: "* ]]; then r+=$$l$$'\n'; else printf '%s\n' "$$l"; fi; done; printf '%s' "$$r"; }
 
 clean:
 	rm -rf bin

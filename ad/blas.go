@@ -58,5 +58,6 @@ func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a []T, b []T, beta
 	}
 }
 
-// BLASName names the GEMM backend compiled in ("openblas" or "gonum").
-func BLASName() string { return backendName }
+// BLASName names the GEMM backend compiled in and, for OpenBLAS, the
+// kernels it runs: "openblas (Zen)", "gonum".
+func BLASName() string { return backendName() }

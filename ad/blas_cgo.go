@@ -10,6 +10,7 @@ package ad
 #include <stdlib.h>
 #include <string.h>
 void openblas_set_num_threads(int);
+int openblas_get_num_threads(void);
 char *openblas_get_corename(void);
 
 // ls_openblas_tune moves OpenBLAS 0.3.21, which takes AMD Zen 4/5 CPUs for
@@ -38,10 +39,41 @@ static int ls_openblas_tune(void) {
 	return 0;
 #endif
 }
+
+// ls_openblas_use reinitialises OpenBLAS's kernels for core (an
+// OPENBLAS_CORETYPE name), or as at start for NULL (its own choice, then
+// ls_openblas_tune's), leaving the environment as it was. It returns 0
+// where OpenBLAS has no run-time choice of kernels (no DYNAMIC_ARCH).
+static int ls_openblas_use(const char *core) {
+	void (*dyn_init)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init");
+	void (*dyn_quit)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit");
+	if (!dyn_init || !dyn_quit) return 0;
+	const char *env = getenv("OPENBLAS_CORETYPE");
+	char *prev = env ? strdup(env) : NULL;
+	if (core) setenv("OPENBLAS_CORETYPE", core, 1);
+	dyn_quit();
+	dyn_init();
+	if (prev) setenv("OPENBLAS_CORETYPE", prev, 1);
+	else unsetenv("OPENBLAS_CORETYPE");
+	free(prev);
+	if (!core) ls_openblas_tune();
+	return 1;
+}
+
+// ls_cpu_amd reports whether the CPU is AMD's.
+static int ls_cpu_amd(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+	__builtin_cpu_init();
+	return __builtin_cpu_is("amd");
+#else
+	return 0;
+#endif
+}
 */
 import "C"
 
 import (
+	"errors"
 	"unsafe"
 
 	"gonum.org/v1/gonum/blas"
@@ -54,12 +86,30 @@ type openBLAS struct{}
 // backend is fixed at build time; it holds no state.
 var backend gemmer = openBLAS{}
 
-// backendName names OpenBLAS and the kernels it runs, chosen once at
-// package initialisation (before any GEMM; see ls_openblas_tune).
-var backendName = func() string {
-	C.ls_openblas_tune()
-	return "openblas (" + C.GoString(C.openblas_get_corename()) + ")"
-}()
+// OpenBLAS's kernels are chosen at package initialisation, before any
+// GEMM (see ls_openblas_tune), and again by UseISA.
+var _ = C.ls_openblas_tune()
+
+// backendName names OpenBLAS and the kernels it runs.
+func backendName() string { return "openblas (" + C.GoString(C.openblas_get_corename()) + ")" }
+
+// useBLASISA reinitialises OpenBLAS for isa (see UseISA): its kernels for
+// the AVX2 CPUs of the CPU's vendor, or its own choice.
+func useBLASISA(isa string) error {
+	var core *C.char
+	if isa == ISAAVX2 {
+		name := "Haswell"
+		if C.ls_cpu_amd() != 0 {
+			name = "Zen"
+		}
+		core = C.CString(name)
+		defer C.free(unsafe.Pointer(core))
+	}
+	if C.ls_openblas_use(core) == 0 && isa != ISANative {
+		return errors.New("this OpenBLAS has one set of kernels (built without DYNAMIC_ARCH)")
+	}
+	return nil
+}
 
 func cTrans(t blas.Transpose) C.enum_CBLAS_TRANSPOSE {
 	if t == blas.NoTrans {
@@ -87,3 +137,6 @@ func (openBLAS) Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []flo
 // themselves; OpenBLAS's own threads then only spin against them (measured:
 // decoding 1,000 canvases took 120 ms with 2 BLAS threads, 79 ms with 1).
 func SetBLASThreads(n int) { C.openblas_set_num_threads(C.int(n)) }
+
+// BLASThreads is the number of threads OpenBLAS uses for one GEMM.
+func BLASThreads() int { return int(C.openblas_get_num_threads()) }

@@ -7,8 +7,11 @@ import "gonum.org/v1/gonum/blas/gonum"
 // backend is fixed at build time; it holds no state.
 var backend gemmer = gonum.Implementation{}
 
-const backendName = "gonum"
+func backendName() string { return "gonum" }
 
 // SetBLASThreads is a no-op for the pure-Go backend, which is single-threaded
 // per call.
 func SetBLASThreads(n int) {}
+
+// BLASThreads is 1: gonum's GEMM runs on the calling goroutine.
+func BLASThreads() int { return 1 }

@@ -11,6 +11,8 @@ package ad
 import "C"
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"unsafe"
 )
@@ -29,16 +31,37 @@ func initKernels(override string) int {
 	return int(C.ls_kernels_init(cs))
 }
 
-// KernelLevel names the convolution kernels in use ("avx512", "avx2",
-// "base", or "go" without cgo).
-func KernelLevel() string {
-	switch kernelLevel {
+// KernelLevel names the instruction set of the C kernels in use
+// ("avx512", "avx2", "base", or "go" without cgo).
+func KernelLevel() string { return levelName(kernelLevel) }
+
+// CPULevel names the best kernels the CPU could run, whatever
+// LENSPEC_KERNELS and UseISA chose (the names of KernelLevel).
+func CPULevel() string { return levelName(int(C.ls_cpu_level())) }
+
+func levelName(l int) string {
+	switch l {
 	case 4:
 		return "avx512"
 	case 3:
 		return "avx2"
 	}
 	return "base"
+}
+
+func useISA(isa string) error {
+	v := os.Getenv("LENSPEC_KERNELS")
+	if isa == ISAAVX2 {
+		if C.ls_cpu_level() < 3 {
+			return errors.New("ad: the CPU lacks AVX2 and FMA")
+		}
+		v = "v3"
+	}
+	if err := useBLASISA(isa); err != nil {
+		return fmt.Errorf("ad: %w", err)
+	}
+	setKernels(v)
+	return nil
 }
 
 func cshape(s convShape) C.ls_conv {
@@ -84,16 +107,24 @@ func convForward[T Float](s convShape, x, w, bias, y []T, relu bool, scratch fun
 
 // convBackward adds the gradients whose slices are set (dx, dw, db) for
 // the output gradient g, masked by y, a fused ReLU's output, if set: the C
-// kernels mask while padding g, once for all three. saved is what
-// convForward returned.
-func convBackward[T Float](s convShape, g, y, x, saved, w, dx, dw, db []T, scratch func(int) []T) {
+// kernels mask while padding g, once for all three. With dxSet, dx is
+// written instead of added to (its contents are undefined: a first
+// gradient). saved is what convForward returned.
+func convBackward[T Float](s convShape, g, y, x, saved, w, dx []T, dxSet bool, dw, db []T, scratch func(int) []T) {
 	cs := cshape(s)
 	if saved == nil {
+		if dxSet {
+			clear(dx)
+		}
 		convBackwardGo(s, g, y, x, w, dx, dw, db, scratch)
 		return
 	}
+	set := C.int(0)
+	if dxSet {
+		set = 1
+	}
 	sc := scratch(int(C.ls_conv_bwd_scratch(&cs)))
-	C.ls_conv_bwd(&cs, cptr(g), cptr(y), cptr(saved), cptr(w), cptr(dx), cptr(dw), cptr(db), cptr(sc))
+	C.ls_conv_bwd(&cs, cptr(g), cptr(y), cptr(saved), cptr(w), cptr(dx), set, cptr(dw), cptr(db), cptr(sc))
 }
 
 func adamUpdate[T Float](w, g, m, v []T, lr, b1, b2, c1, c2, eps, decay float64) {
@@ -105,9 +136,9 @@ func adamUpdate[T Float](w, g, m, v []T, lr, b1, b2, c1, c2, eps, decay float64)
 		C.double(lr), C.double(b1), C.double(b2), C.double(c1), C.double(c2), C.double(eps), C.double(decay))
 }
 
-// setKernels switches the C kernels to a variant ("base", "v3", "v4"), for
-// tests; it returns the level now in use, which may be lower than asked
-// when the CPU lacks the instructions.
+// setKernels switches the C kernels to a variant ("base", "v3", "v4"; ""
+// for the best), for tests and UseISA; it returns the level now in use,
+// which may be lower than asked when the CPU lacks the instructions.
 func setKernels(v string) int {
 	kernelLevel = initKernels(v)
 	return kernelLevel

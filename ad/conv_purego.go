@@ -2,15 +2,30 @@
 
 package ad
 
+import "errors"
+
 // KernelLevel names the convolution kernels in use: the Go loops here.
 func KernelLevel() string { return "go" }
+
+// CPULevel is "go": this build has no kernels of the CPU's own.
+func CPULevel() string { return "go" }
+
+func useISA(isa string) error {
+	if isa != ISANative {
+		return errors.New("ad: this build (purego) has no C kernels to choose an instruction set for")
+	}
+	return nil
+}
 
 func convForward[T Float](s convShape, x, w, bias, y []T, relu bool, _ func(int) []T) (saved []T) {
 	convForwardGo(s, x, w, bias, y, relu)
 	return nil
 }
 
-func convBackward[T Float](s convShape, g, y, x, _, w, dx, dw, db []T, scratch func(int) []T) {
+func convBackward[T Float](s convShape, g, y, x, _, w, dx []T, dxSet bool, dw, db []T, scratch func(int) []T) {
+	if dxSet {
+		clear(dx)
+	}
 	convBackwardGo(s, g, y, x, w, dx, dw, db, scratch)
 }
 

@@ -84,7 +84,9 @@ func TestConvKernelsMatchLoops(t *testing.T) {
 					// The third pass keeps x constant, as a first layer in
 					// training is: the weight kernel then masks the ReLU itself.
 					xConst := bi == 2
-					tp := NewTape[float32](true)
+					// The tape's memory holds garbage from before, as a reused
+					// arena's does: a first gradient must be written, not added to.
+					tp := NewTape[float32](true).Use(dirtyArena[float32](1 << 20))
 					xn, wn, bn := tp.Var(Convert[float32](x)), tp.Var(Convert[float32](w)), tp.Var(Convert[float32](bias))
 					if xConst {
 						xn = tp.Const(Convert[float32](x))
@@ -114,10 +116,27 @@ func TestConvKernelsMatchLoops(t *testing.T) {
 							t.Fatalf("%s relu=%v bias=%v: y[%d] = %v, want %v", name, relu, withBias, i, y.Value.Data[i], ref)
 						}
 					}
-					if err := tp.Backward(tp.WeightedSum(y, Convert[float32](g).Data)); err != nil {
+					loss := tp.WeightedSum(y, Convert[float32](g).Data)
+					// The second pass gives x a gradient of its own before the
+					// convolution's (Σ x, recorded after it): the kernels then
+					// add to dx; otherwise they write it.
+					addTo := bi == 1
+					if addTo {
+						ones := make([]float32, len(x.Data))
+						for i := range ones {
+							ones[i] = 1
+						}
+						loss = tp.Add(loss, tp.WeightedSum(xn, ones))
+					}
+					if err := tp.Backward(loss); err != nil {
 						t.Fatal(err)
 					}
 					dx, dw, db := naiveConvBackward(gm, x.Data, w.Data, sh.b, sh.c, sh.h, sh.w, sh.oc, sh.g)
+					if addTo {
+						for i := range dx {
+							dx[i]++
+						}
+					}
 					for _, c := range []struct {
 						what      string
 						got       []float32
@@ -138,6 +157,18 @@ func TestConvKernelsMatchLoops(t *testing.T) {
 			}
 		}
 	}
+}
+
+// dirtyArena is an arena whose first n values were used before: they hold
+// 7s, which an op that adds to a gradient it should have written shows.
+func dirtyArena[T Float](n int) *Arena[T] {
+	a := NewArena[T]()
+	v := a.get(n)
+	for i := range v {
+		v[i] = 7
+	}
+	a.Reset()
+	return a
 }
 
 func gradOf(n *Node[float32]) []float32 {
@@ -189,7 +220,7 @@ func BenchmarkConv(b *testing.B) {
 			b.Run(name+"-backward", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					ab.Reset()
-					convBackward(s, y, y, x, saved, w, dx, dw, db, func(n int) []float32 { return ab.get(n) })
+					convBackward(s, y, y, x, saved, w, dx, false, dw, db, func(n int) []float32 { return ab.get(n) })
 				}
 			})
 		}

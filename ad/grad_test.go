@@ -27,7 +27,9 @@ func randTensor(rng *rand.Rand, shape []int) *Tensor[float64] {
 }
 
 func evalCase(c gradCase, vals []*Tensor[float64], w []float64, record bool) (float64, []*Node[float64]) {
-	tp := NewTape[float64](record)
+	// Memory that held other values, as a reused arena's does: every op
+	// must write what it does not add to (a first gradient included).
+	tp := NewTape[float64](record).Use(dirtyArena[float64](1 << 16))
 	in := make([]*Node[float64], len(vals))
 	for i, v := range vals {
 		in[i] = tp.Var(v)

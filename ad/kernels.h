@@ -10,6 +10,7 @@ typedef struct {
 } ls_conv;
 
 int ls_kernels_init(const char *override);
+int ls_cpu_level(void);
 int ls_conv_fast(const ls_conv *s);
 size_t ls_conv_pad_size(const ls_conv *s);
 size_t ls_conv_fwd_scratch(const ls_conv *s);
@@ -20,10 +21,10 @@ size_t ls_conv_bwd_scratch(const ls_conv *s);
 void ls_conv_fwd(const ls_conv *s, const float *x, const float *w, const float *bias, float *y, int relu, float *xp,
                  float *scratch);
 // ls_conv_bwd adds the gradients whose pointers are set (dx, dw, db) for
-// output gradient g; y, if not NULL, is a fused ReLU's output: g passes
-// where y > 0.
-void ls_conv_bwd(const ls_conv *s, const float *g, const float *y, const float *xp, const float *w, float *dx, float *dw,
-                 float *db, float *scratch);
+// output gradient g (dx is written, not added to, if dx_set); y, if not
+// NULL, is a fused ReLU's output: g passes where y > 0.
+void ls_conv_bwd(const ls_conv *s, const float *g, const float *y, const float *xp, const float *w, float *dx, int dx_set,
+                 float *dw, float *db, float *scratch);
 // Sequence-model kernels (kernels_seq.c); ls_seq_init follows ls_kernels_init's choice.
 void ls_seq_init(int level);
 void ls_lstm_fwd(int b, int hd, const float *gates, const float *c, float *h, float *cn, float *act);

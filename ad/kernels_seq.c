@@ -25,7 +25,7 @@
 #define ALWAYS_SEQ static inline __attribute__((always_inline))
 
 #define DEFINE_SEQ_KERNELS(SUF, TARGET, V)                                                                      \
-	typedef float sf_##SUF __attribute__((vector_size(4 * (V)), aligned(4)));                                   \
+	typedef float sf_##SUF __attribute__((vector_size(4 * (V)), aligned(4), may_alias));                        \
 	typedef int si_##SUF __attribute__((vector_size(4 * (V)), aligned(4)));                                     \
                                                                                                                 \
 	TARGET ALWAYS_SEQ sf_##SUF splat_##SUF(float x) {                                                           \
@@ -75,12 +75,21 @@
 		return sel_##SUF(ax < splat_##SUF(0.625f), small, big);                                                 \
 	}                                                                                                           \
                                                                                                                 \
+	/* ld and st move n ≤ V lanes (zeros past n): a whole vector directly (see  \
+	   kernels.c on memcpy), a part through memory. */                                                         \
 	TARGET ALWAYS_SEQ sf_##SUF ld_##SUF(const float *p, int n) {                                                \
+		if (n == V) return *(const sf_##SUF *)p;                                                                \
 		sf_##SUF v = splat_##SUF(0.0f);                                                                         \
 		memcpy(&v, p, sizeof(float) * (size_t)n);                                                               \
 		return v;                                                                                               \
 	}                                                                                                           \
-	TARGET ALWAYS_SEQ void st_##SUF(float *p, sf_##SUF v, int n) { memcpy(p, &v, sizeof(float) * (size_t)n); } \
+	TARGET ALWAYS_SEQ void st_##SUF(float *p, sf_##SUF v, int n) {                                              \
+		if (n == V) {                                                                                           \
+			*(sf_##SUF *)p = v;                                                                                 \
+			return;                                                                                             \
+		}                                                                                                       \
+		memcpy(p, &v, sizeof(float) * (size_t)n);                                                               \
+	}                                                                                                           \
                                                                                                                 \
 	/* LSTM forward: one row chunk of n ≤ V lanes at column j. */                                               \
 	TARGET ALWAYS_SEQ void lstm_fwd_chunk_##SUF(int hd, const float *g, const float *c, float *h, float *cn,   \

@@ -67,8 +67,11 @@ func (tp *Tape[T]) conv(x, w, bias *Node[T], g ConvGeom, relu bool, name string)
 		if relu {
 			mask = out.Data
 		}
+		dxSet := false
 		if x.needsGrad {
-			dx = x.grad().Data
+			var g *Tensor[T]
+			g, dxSet = x.gradInit()
+			dx = g.Data
 		}
 		if w.needsGrad {
 			dw = w.grad().Data
@@ -76,6 +79,6 @@ func (tp *Tape[T]) conv(x, w, bias *Node[T], g ConvGeom, relu bool, name string)
 		if bias != nil && bias.needsGrad {
 			db = bias.grad().Data
 		}
-		convBackward(s, o.Grad.Data, mask, x.Value.Data, saved, w.Value.Data, dx, dw, db, scratch)
+		convBackward(s, o.Grad.Data, mask, x.Value.Data, saved, w.Value.Data, dx, dxSet, dw, db, scratch)
 	}, inputs...)
 }

@@ -116,7 +116,18 @@ func accumulate[T Float](n *Node[T], g []T, c T) {
 	if !n.needsGrad {
 		return
 	}
-	dst := n.grad().Data
+	gt, first := n.gradInit()
+	dst := gt.Data
+	if first {
+		if c == 1 {
+			copy(dst, g)
+			return
+		}
+		for i, v := range g {
+			dst[i] = c * v
+		}
+		return
+	}
 	if c == 1 {
 		for i, v := range g {
 			dst[i] += v

@@ -12,12 +12,24 @@ func (tp *Tape[T]) MatMul(a, b *Node[T]) *Node[T] {
 	Gemm(false, false, m, n, k, 1, a.Value.Data, b.Value.Data, 0, out.Data)
 	return tp.op(out, func(o *Node[T]) {
 		if a.needsGrad { // dA = dO·bᵀ
-			Gemm(false, true, m, k, n, 1, o.Grad.Data, b.Value.Data, 1, a.grad().Data)
+			ga, beta := gradBeta(a)
+			Gemm(false, true, m, k, n, 1, o.Grad.Data, b.Value.Data, beta, ga)
 		}
 		if b.needsGrad { // dB = aᵀ·dO
-			Gemm(true, false, k, n, m, 1, a.Value.Data, o.Grad.Data, 1, b.grad().Data)
+			gb, beta := gradBeta(b)
+			Gemm(true, false, k, n, m, 1, a.Value.Data, o.Grad.Data, beta, gb)
 		}
 	}, a, b)
+}
+
+// gradBeta is n's gradient for a GEMM to add to (beta 1), or to write
+// (beta 0) when it is the first contribution (Node.gradInit).
+func gradBeta[T Float](n *Node[T]) ([]T, T) {
+	g, first := n.gradInit()
+	if first {
+		return g.Data, 0
+	}
+	return g.Data, 1
 }
 
 // Linear returns x·Wᵀ + bias, the fully connected layer in PyTorch's weight
@@ -77,10 +89,12 @@ func (tp *Tape[T]) linear(x, w, bias *Node[T], relu bool, name string) *Node[T] 
 			g = m
 		}
 		if x.needsGrad { // dX = dO·W
-			Gemm(false, false, rows, in, outDim, 1, g, w.Value.Data, 1, x.grad().Data)
+			gx, beta := gradBeta(x)
+			Gemm(false, false, rows, in, outDim, 1, g, w.Value.Data, beta, gx)
 		}
 		if w.needsGrad { // dW = dOᵀ·X
-			Gemm(true, false, outDim, in, rows, 1, g, x.Value.Data, 1, w.grad().Data)
+			gw, beta := gradBeta(w)
+			Gemm(true, false, outDim, in, rows, 1, g, x.Value.Data, beta, gw)
 		}
 		if bias != nil && bias.needsGrad {
 			db := bias.grad().Data

@@ -20,6 +20,22 @@ func (n *Node[T]) NeedsGrad() bool { return n.needsGrad }
 // Shape is a shortcut for n.Value.Shape.
 func (n *Node[T]) Shape() []int { return n.Value.Shape }
 
+// gradInit returns n.Grad for an op about to add its contribution, and
+// whether that contribution is the first: n.Grad is then new and not
+// zeroed, and the op must write every element instead of adding (a GEMM
+// with beta 0): the zeroing a first add needs is a pass over memory saved.
+func (n *Node[T]) gradInit() (g *Tensor[T], first bool) {
+	if n.Grad != nil {
+		return n.Grad, false
+	}
+	if n.tp != nil {
+		n.Grad = n.tp.alloc(false, n.Value.Shape...)
+	} else {
+		n.Grad = New[T](n.Value.Shape...)
+	}
+	return n.Grad, true
+}
+
 // grad returns n.Grad, allocating it (zeroed) on first use.
 func (n *Node[T]) grad() *Tensor[T] {
 	if n.Grad == nil {
@@ -85,6 +101,11 @@ func (tp *Tape[T]) Use(a *Arena[T]) *Tape[T] {
 // (its arena, if it uses one): for results that layers assemble before
 // putting them on the tape.
 func (tp *Tape[T]) Zeros(shape ...int) *Tensor[T] { return tp.alloc(true, shape...) }
+
+// Empty is Zeros without the zeroing: its contents are undefined (a reused
+// arena's memory holds earlier values), for results the caller writes in
+// full before reading them.
+func (tp *Tape[T]) Empty(shape ...int) *Tensor[T] { return tp.alloc(false, shape...) }
 
 // Scratch returns a non-recording tape on memory of its own, emptied at
 // each call: for work whose intermediate values are dropped as soon as its

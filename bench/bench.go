@@ -32,11 +32,14 @@ type Measurement struct {
 	// halves of each ratio ran under the same load of a shared machine.
 	GEMMSeconds float64 `json:"gemm_seconds"`
 	Ratio       float64 `json:"ratio_to_gemm_bound"`
+	// Threads is the cores the operation ran on (GOMAXPROCS; BLAS threads
+	// per GEMM are the Machine's).
+	Threads int `json:"threads"`
 }
 
 // Report is a full benchmark run.
 type Report struct {
-	BLAS         string        `json:"blas"`
+	Machine      Machine       `json:"machine"`
 	GEMMGFLOPS   float64       `json:"gemm_gflops"` // reference GEMM throughput
 	GEMMShape    string        `json:"gemm_shape"`
 	Measurements []Measurement `json:"measurements"`
@@ -58,6 +61,9 @@ type Options struct {
 	Seed        uint64
 	DecodeSteps int // step cap for decoding (exactly this many steps are run)
 	PGDBatch    int // images per batched PGD iteration
+	// ISA is the instruction set the caller set with ad.UseISA ("":
+	// ad.ISANative), for the report.
+	ISA string
 }
 
 // DefaultOptions are the settings docs/BENCHMARKS.md reports.
@@ -126,6 +132,7 @@ type pending struct {
 	name      string
 	flops     float64
 	ts, peaks []float64
+	threads   int
 }
 
 // finish sets the reference's median speed and every measurement's ratio:
@@ -138,7 +145,7 @@ func (rep *Report) finish(ref *reference, done []pending) {
 		for i, t := range p.ts {
 			ratios[i] = p.flops / p.peaks[i] / t
 		}
-		rep.Measurements = append(rep.Measurements, Measurement{p.name, medianOf(p.ts), p.flops, p.flops / peak, medianOf(ratios)})
+		rep.Measurements = append(rep.Measurements, Measurement{p.name, medianOf(p.ts), p.flops, p.flops / peak, medianOf(ratios), p.threads})
 	}
 }
 
@@ -192,14 +199,14 @@ func Run(ctx context.Context, d model.Decoder[float32], opt Options) (*Report, e
 	for i := range x {
 		x[i] = float32(in.Min + (in.Max-in.Min)*rng.Float64())
 	}
-	rep := &Report{BLAS: ad.BLASName()}
+	rep := &Report{Machine: DescribeMachine(isaOr(opt.ISA))}
 
 	g := opt.GEMMSize
 	ref := newReference(g, opt.Seed)
 	rep.GEMMShape = fmt.Sprintf("sgemm %dx%dx%d", g, g, g)
 	var done []pending
-	add := func(name string, flops float64, ts, peaks []float64) {
-		done = append(done, pending{name, flops, ts, peaks})
+	add := func(name string, flops float64, ts, peaks []float64, threads int) {
+		done = append(done, pending{name, flops, ts, peaks, threads})
 	}
 	cnt := coster.Cost()
 	var err error
@@ -241,7 +248,7 @@ func Run(ctx context.Context, d model.Decoder[float32], opt Options) (*Report, e
 			return nil, err
 		}
 		fwd := cnt.Start + 4*cnt.Step // teacher forcing over 3 tokens + eos
-		add(fmt.Sprintf("train step (batch %d, %d thr)", bt, threads), float64(bt)*(3*fwd-cnt.FirstLayer), ts, peaks)
+		add(fmt.Sprintf("train step (batch %d, %d thr)", bt, threads), float64(bt)*(3*fwd-cnt.FirstLayer), ts, peaks, threads)
 	}
 
 	// Batched greedy decoding of DecodeN inputs for at most DecodeSteps
@@ -269,7 +276,7 @@ func Run(ctx context.Context, d model.Decoder[float32], opt Options) (*Report, e
 		if err != nil {
 			return nil, err
 		}
-		add(fmt.Sprintf("greedy decode (%d inputs, %d thr)", dn, threads), flops, ts, peaks)
+		add(fmt.Sprintf("greedy decode (%d inputs, %d thr)", dn, threads), flops, ts, peaks, threads)
 	}
 
 	// Input gradient of one input through the encoder and exactly
@@ -300,7 +307,7 @@ func Run(ctx context.Context, d model.Decoder[float32], opt Options) (*Report, e
 	if err != nil {
 		return nil, err
 	}
-	add(fmt.Sprintf("input gradient (1 input, %d steps)", opt.GradSteps), 2*(cnt.Start+float64(opt.GradSteps)*cnt.Step), gradTs, gradPeaks)
+	add(fmt.Sprintf("input gradient (1 input, %d steps)", opt.GradSteps), 2*(cnt.Start+float64(opt.GradSteps)*cnt.Step), gradTs, gradPeaks, runtime.GOMAXPROCS(0))
 
 	rep.finish(ref, done)
 	peak := rep.GEMMGFLOPS * 1e9
@@ -352,5 +359,6 @@ func Run(ctx context.Context, d model.Decoder[float32], opt Options) (*Report, e
 	// The decode bound: inputs per second if decoding ran at the GEMM bound
 	// (the encoder dominates; decoder steps are counted at the cap).
 	rep.DecodeBoundEvalsPerSec = peak / (cnt.Start + float64(opt.DecodeSteps)*cnt.Step)
+	rep.Machine.Finish()
 	return rep, nil
 }

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lenspec/lenspec/ad"
@@ -76,7 +77,13 @@ type PeerOptions struct {
 	// radius PGDEps, learning rate PGDLR and clip PGDClip, as the paper.
 	DecodeSteps            int
 	PGDEps, PGDLR, PGDClip float64
-	Progress               func(string)
+	// ISA is the instruction set both sides run: ad.ISANative (or "")
+	// leaves each its own choice; ad.ISAAVX2 caps PyTorch's kernels at AVX2
+	// (ATEN_CPU_CAPABILITY=avx2, DNNL_MAX_CPU_ISA=AVX2) and gives its
+	// OpenBLAS lenspec's kernels (OPENBLAS_CORETYPE). lenspec's own side is
+	// the caller's to set (ad.UseISA) before calling Peer.
+	ISA      string
+	Progress func(string)
 }
 
 // DefaultPeerOptions are the settings docs/BENCHMARKS.md reports (make
@@ -112,14 +119,34 @@ type PeerOp struct {
 	Seconds     float64   `json:"seconds"` // wall time of the rounds, warm-up included
 }
 
+// PyTorch is the peer's side of a run: its version and the kernels and
+// threads it ran with, as it reports them.
+type PyTorch struct {
+	Version string `json:"version"`
+	// BLAS is its OpenBLAS and core type; CPUCapability the instruction
+	// set of ATen's kernels, OneDNN that of oneDNN's (its convolutions).
+	BLAS          string `json:"blas"`
+	CPUCapability string `json:"cpu_capability"`
+	OneDNN        string `json:"onednn_isa"`
+	Threads       int    `json:"threads"`
+	// Settings are the KernelSettings in its environment, NAME=value.
+	Settings []string `json:"settings,omitempty"`
+}
+
+// Describe is p in a line of text.
+func (p PyTorch) Describe() string {
+	s := fmt.Sprintf("PyTorch %s: ATen %s, oneDNN %s, %s, %d thread(s)", p.Version, p.CPUCapability, p.OneDNN, p.BLAS, p.Threads)
+	if len(p.Settings) > 0 {
+		s += "; " + strings.Join(p.Settings, " ")
+	}
+	return s
+}
+
 // PeerReport is a peer benchmark run.
 type PeerReport struct {
-	Torch     string   `json:"torch"`
-	TorchBLAS string   `json:"torch_blas"`
-	BLAS      string   `json:"blas"`
-	Kernels   string   `json:"kernels"`
-	Cores     int      `json:"cores"`
-	Ops       []PeerOp `json:"ops"`
+	Machine Machine  `json:"machine"`
+	PyTorch PyTorch  `json:"pytorch"`
+	Ops     []PeerOp `json:"ops"`
 	// Tokens: decoded outputs compared, and how many differ (only ties may).
 	Compared, Differ, DifferTies int
 	// Loss and TorchLoss are the translator's training loss on the train
@@ -169,20 +196,30 @@ func Peer(ctx context.Context, d model.Decoder[float32], data PeerData, opt Peer
 	if err := side.writeInputs(inputs); err != nil {
 		return nil, err
 	}
-	py, err := startPeer(ctx, opt.Python, opt.Script)
+	isa := opt.ISA
+	if isa == "" {
+		isa = ad.ISANative
+	}
+	machine := DescribeMachine(isa) // the load average before PyTorch starts
+	env := peerEnv(isa, ad.BLASName())
+	py, err := startPeer(ctx, opt.Python, opt.Script, env)
 	if err != nil {
 		return nil, err
 	}
 	defer py.close()
 	var hello struct {
-		Torch string `json:"torch"`
-		BLAS  string `json:"blas"`
+		Torch      string `json:"torch"`
+		BLAS       string `json:"blas"`
+		Capability string `json:"capability"`
+		OneDNN     string `json:"onednn"`
+		Threads    int    `json:"threads"`
 	}
 	if err := py.call(&hello, "load %s %s", opt.Model, inputs); err != nil {
 		return nil, err
 	}
 	progress(fmt.Sprintf("PyTorch %s started, model and inputs loaded in %.1f s", hello.Torch, time.Since(start).Seconds()))
-	rep := &PeerReport{Torch: hello.Torch, TorchBLAS: hello.BLAS, BLAS: ad.BLASName(), Kernels: ad.KernelLevel(), Cores: runtime.NumCPU()}
+	rep := &PeerReport{Machine: machine, PyTorch: PyTorch{Version: hello.Torch, BLAS: hello.BLAS, CPUCapability: hello.Capability,
+		OneDNN: hello.OneDNN, Threads: hello.Threads, Settings: settingsIn(env)}}
 	if err := side.check(ctx, py, rep, progress); err != nil {
 		return nil, err
 	}
@@ -203,7 +240,42 @@ func Peer(ctx context.Context, d model.Decoder[float32], data PeerData, opt Peer
 		}
 		rep.Ops = append(rep.Ops, op)
 	}
+	rep.Machine.Finish()
 	return rep, nil
+}
+
+// peerEnv is the PyTorch peer's environment: this process's, one thread in
+// every library PyTorch may use, and for ad.ISAAVX2 its kernels capped at
+// AVX2 and its OpenBLAS on the core type lenspec's runs (blas, as
+// ad.BLASName gives it).
+func peerEnv(isa, blas string) []string {
+	env := append(os.Environ(), "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1")
+	if isa != ad.ISAAVX2 {
+		return env
+	}
+	env = append(env, "ATEN_CPU_CAPABILITY=avx2", "DNNL_MAX_CPU_ISA=AVX2")
+	if core, ok := strings.CutPrefix(blas, "openblas ("); ok {
+		env = append(env, "OPENBLAS_CORETYPE="+strings.TrimSuffix(core, ")"))
+	}
+	return env
+}
+
+// settingsIn lists the KernelSettings env sets (the last value of each)
+// that choose PyTorch's kernels: all but lenspec's own.
+func settingsIn(env []string) []string {
+	var out []string
+	for _, k := range KernelSettings[1:] {
+		v, ok := "", false
+		for _, kv := range env {
+			if val, found := strings.CutPrefix(kv, k+"="); found {
+				v, ok = val, true
+			}
+		}
+		if ok {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
 }
 
 // peerRounds times one operation: the warm-up on each side, then rounds of
@@ -588,13 +660,12 @@ type peerProc struct {
 	out *bufio.Reader
 }
 
-func startPeer(ctx context.Context, python, script string) (*peerProc, error) {
+func startPeer(ctx context.Context, python, script string, env []string) (*peerProc, error) {
 	if _, err := os.Stat(script); err != nil {
 		return nil, fmt.Errorf("bench: peer script: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, python, script)
-	// One thread in every library PyTorch may use.
-	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1")
+	cmd.Env = env
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

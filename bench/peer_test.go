@@ -171,8 +171,35 @@ func TestPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Torch != "fake" || rep.Compared != 20 || rep.Differ != 0 || len(rep.Ops) != 3 {
+	if rep.PyTorch.Version != "fake" || rep.Compared != 20 || rep.Differ != 0 || len(rep.Ops) != 3 {
 		t.Fatalf("report %+v", rep)
+	}
+	// The run says what it ran on, and each operation is a record that
+	// says it too.
+	if m := rep.Machine; m.Cores < 1 || m.Kernels != ad.KernelLevel() || m.BLAS != ad.BLASName() || m.ISA != ad.ISANative || m.Start == "" {
+		t.Fatalf("machine %+v", m)
+	}
+	recs := rep.Records(dir)
+	if len(recs) != 3 {
+		t.Fatalf("%d records for 3 operations", len(recs))
+	}
+	for i, r := range recs {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back map[string]any
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"time", "op", "cpu", "cpu_isa", "cores", "isa", "kernels", "blas", "blas_threads", "load_before", "load_after", "loaded", "peer", "pytorch", "lenspec_threads"} {
+			if _, ok := back[k]; !ok {
+				t.Fatalf("record %d lacks %q: %s", i, k, b)
+			}
+		}
+		if r.Op != rep.Ops[i].Name || r.Peer.Ratio != rep.Ops[i].Ratio || r.Model != dir {
+			t.Fatalf("record %d: %s", i, b)
+		}
 	}
 	for i, name := range []string{"decode", "train-step", "pgd"} {
 		o := rep.Ops[i]

@@ -59,6 +59,28 @@ def blas_core():
         return "unknown"
 
 
+def cpu_capability():
+    """The instruction set of PyTorch's own CPU kernels (ATen; ATEN_CPU_CAPABILITY caps it)."""
+    for line in torch.__config__.show().splitlines():
+        if "CPU capability usage:" in line:
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def onednn_isa():
+    """The instruction set of oneDNN's kernels, which PyTorch convolves with (DNNL_MAX_CPU_ISA caps it)."""
+    try:
+        import ctypes
+        lib = ctypes.CDLL("libdnnl.so.2")
+        lib.dnnl_get_effective_cpu_isa.restype = ctypes.c_int
+        lib.dnnl_cpu_isa2str.restype = ctypes.c_char_p
+        lib.dnnl_cpu_isa2str.argtypes = [ctypes.c_int]
+        name = lib.dnnl_cpu_isa2str(lib.dnnl_get_effective_cpu_isa()).decode()
+        return name[len("cpu_isa_"):] if name.startswith("cpu_isa_") else name
+    except (OSError, AttributeError):
+        return "unknown"
+
+
 def serve(peer, ops):
     """Answer lenspec's commands on stdin; ops maps an operation's name to the callable it times."""
     for line in sys.stdin:
@@ -68,7 +90,9 @@ def serve(peer, ops):
         try:
             if cmd[0] == "load":
                 peer.load(cmd[1], cmd[2])
-                ans = {"ok": True, "torch": torch.__version__, "threads": torch.get_num_threads(), "blas": blas_core()}
+                ans = {"ok": True, "torch": torch.__version__, "threads": torch.get_num_threads(),
+                       "interop_threads": torch.get_num_interop_threads(), "blas": blas_core(),
+                       "capability": cpu_capability(), "onednn": onednn_isa()}
             elif cmd[0] == "time":
                 if cmd[1] not in ops:
                     raise ValueError("unknown op %r (want %s)" % (cmd[1], " or ".join(sorted(ops))))

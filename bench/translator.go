@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/train"
 )
@@ -24,7 +23,8 @@ type TranslatorOptions struct {
 	TrainSteps  int // training steps per repetition (distinct batches)
 	GEMMSize    int // square reference GEMM size
 	Seed        uint64
-	DecodeSteps int // decoding step cap (0: the model's)
+	DecodeSteps int    // decoding step cap (0: the model's)
+	ISA         string // as Options.ISA
 }
 
 // DefaultTranslatorOptions are the settings docs/BENCHMARKS.md reports.
@@ -59,7 +59,7 @@ func RunTranslator(ctx context.Context, d model.Decoder[float32], data Translato
 	if len(data.Sources) == 0 || data.Train == nil || data.Train.Len() < opt.TrainBatch*opt.TrainSteps {
 		return nil, fmt.Errorf("bench: need sources and at least %d training pairs", opt.TrainBatch*opt.TrainSteps)
 	}
-	rep := &TranslatorReport{Report: Report{BLAS: ad.BLASName()}, TargetTokensPerSec: map[int]float64{}, SentencesPerSec: map[int]float64{}}
+	rep := &TranslatorReport{Report: Report{Machine: DescribeMachine(isaOr(opt.ISA))}, TargetTokensPerSec: map[int]float64{}, SentencesPerSec: map[int]float64{}}
 	ref := newReference(opt.GEMMSize, opt.Seed)
 	rep.GEMMShape = fmt.Sprintf("sgemm %dx%dx%d", opt.GEMMSize, opt.GEMMSize, opt.GEMMSize)
 	var done []pending
@@ -98,7 +98,7 @@ func RunTranslator(ctx context.Context, d model.Decoder[float32], data Translato
 		if err != nil {
 			return nil, err
 		}
-		done = append(done, pending{fmt.Sprintf("train %d steps (batch %d, %d thr)", opt.TrainSteps, opt.TrainBatch, threads), flops, ts, peaks})
+		done = append(done, pending{fmt.Sprintf("train %d steps (batch %d, %d thr)", opt.TrainSteps, opt.TrainBatch, threads), flops, ts, peaks, threads})
 		rep.TargetTokensPerSec[threads] = float64(tokens) / medianOf(ts)
 	}
 
@@ -124,9 +124,10 @@ func RunTranslator(ctx context.Context, d model.Decoder[float32], data Translato
 		if err != nil {
 			return nil, err
 		}
-		done = append(done, pending{fmt.Sprintf("translate %d sentences (%d thr)", len(data.Sources), threads), tflops, ts, peaks})
+		done = append(done, pending{fmt.Sprintf("translate %d sentences (%d thr)", len(data.Sources), threads), tflops, ts, peaks, threads})
 		rep.SentencesPerSec[threads] = float64(len(data.Sources)) / medianOf(ts)
 	}
 	rep.finish(ref, done)
+	rep.Machine.Finish()
 	return rep, nil
 }

@@ -314,7 +314,7 @@ func (m *Captioner[T]) features(tp *ad.Tape[T], x []T, b int) *ad.Tensor[T] {
 	size := in.Channels * in.Height * in.Width
 	c, h, w := m.Arch.FeatureShape()
 	fsz := c * h * w
-	feat := tp.Zeros(b, fsz)
+	feat := tp.Empty(b, fsz) // every block's rows are copied in
 	for lo := 0; lo < b; lo += encodeBlock {
 		hi := min(b, lo+encodeBlock)
 		st := tp.Scratch()

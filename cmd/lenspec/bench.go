@@ -1,22 +1,26 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"runtime"
 	"slices"
 
+	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/bench"
 	"github.com/lenspec/lenspec/experiment"
+	"github.com/lenspec/lenspec/internal/fileio"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
+	"github.com/lenspec/lenspec/results"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
 
 func newBenchCmd(a *app) *cobra.Command {
-	var modelDir string
+	var modelDir, isa, record string
 	opt := bench.DefaultOptions()
 	peer := bench.DefaultPeerOptions()
 	var cf corpusFlags
@@ -43,7 +47,20 @@ lenspec's time over PyTorch's in the round (< 1: lenspec is faster). Each
 side warms up once per operation, and once per round of several runs
 (--round-time sets the runs); an operation runs --min-rounds to --rounds
 rounds, stopping once the ratio's 90% interval is within --tolerance of it
-or before a round past --budget.`,
+or before a round past --budget.
+
+Every run says what it measured: the CPU, the instruction set of lenspec's
+kernels, the OpenBLAS core type of each side, the thread counts, and the
+load average before and after; a run whose 1-minute load average exceeded
+one per core at either end is labelled "` + bench.LoadedNote + `".
+After the table comes one JSON line per operation with all of it
+(--record FILE also appends them to FILE, a JSON Lines file).
+
+--isa avx2 runs AVX2 kernels on a CPU with AVX-512: lenspec's own, and
+OpenBLAS's for the AVX2 CPUs of the same vendor (Zen on AMD, Haswell
+otherwise), in lenspec and in the PyTorch peer, whose ATen and oneDNN
+kernels are capped at AVX2 too (ATEN_CPU_CAPABILITY, DNNL_MAX_CPU_ISA):
+a measurement of an AVX2 machine on an AVX-512 one.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if modelDir == "" {
@@ -51,6 +68,14 @@ or before a round past --budget.`,
 			}
 			if err := opt.Validate(); err != nil {
 				return usage(err)
+			}
+			if isa != ad.ISANative && isa != ad.ISAAVX2 {
+				return usagef("--isa %q: want %s or %s", isa, ad.ISANative, ad.ISAAVX2)
+			}
+			if record != "" {
+				if err := fileio.CheckRegular(record); err != nil {
+					return usagef("--record: %v", err)
+				}
 			}
 			if peer.Script != "" {
 				if err := peer.Validate(); err != nil {
@@ -65,19 +90,32 @@ or before a round past --budget.`,
 			if err != nil {
 				return err
 			}
+			if err := ad.UseISA(isa); err != nil {
+				return fmt.Errorf("--isa %s: %w", isa, err)
+			}
+			opt.ISA, peer.ISA = isa, isa
+			out := benchOutput{a: a, model: modelDir}
+			if record != "" {
+				// Opened (and locked) first: a second writer is refused
+				// before the run, not after it.
+				if out.record, err = results.Open(record, recordKey); err != nil {
+					return err
+				}
+				defer out.record.Close()
+			}
 			if d.Input().Kind == model.Tokens {
-				return benchTranslator(c, a, d, modelDir, cf, opt, peer)
+				return benchTranslator(c, a, d, modelDir, cf, opt, peer, out)
 			}
 			if peer.Script != "" {
-				return runPeer(c, a, d, modelDir, peer)
+				return runPeer(c, a, d, modelDir, peer, out)
 			}
 			a.logf("benchmarking %s (GOMAXPROCS %d)...", modelDir, runtime.GOMAXPROCS(0))
 			rep, err := bench.Run(c.Context(), d, opt)
 			if err != nil {
 				return err
 			}
-			return a.emit(rep, func(w io.Writer) {
-				fmt.Fprintf(w, "BLAS %s; reference %s: %.1f GFLOP/s\n", rep.BLAS, rep.GEMMShape, rep.GEMMGFLOPS)
+			return out.emit(rep, rep.Machine, rep.Records(modelDir), func(w io.Writer) {
+				fmt.Fprintf(w, "BLAS %s; reference %s: %.1f GFLOP/s\n", rep.Machine.BLAS, rep.GEMMShape, rep.GEMMGFLOPS)
 				fmt.Fprintf(w, "%-40s %12s %12s %14s %8s\n", "operation", "time", "MFLOP", "GEMM bound", "ratio")
 				for _, m := range rep.Measurements {
 					fmt.Fprintf(w, "%-40s %10.3fms %12.1f %12.3fms %7.1f%%\n", m.Name, m.Seconds*1e3, m.FLOPs/1e6, m.GEMMSeconds*1e3, 100*m.Ratio)
@@ -92,6 +130,8 @@ or before a round past --budget.`,
 	}
 	f := c.Flags()
 	f.StringVar(&modelDir, "model", "", "model directory")
+	f.StringVar(&isa, "isa", ad.ISANative, "instruction set of the kernels of lenspec, OpenBLAS and the PyTorch peer: native or avx2")
+	f.StringVar(&record, "record", "", "append one JSON line per operation to this JSON Lines file")
 	f.IntVar(&opt.Reps, "reps", opt.Reps, "repetitions per measurement (median reported)")
 	f.IntVar(&opt.DecodeN, "decode", opt.DecodeN, "inputs per decode measurement")
 	f.IntVar(&opt.TrainBatch, "batch", opt.TrainBatch, "training batch size")
@@ -113,7 +153,7 @@ or before a round past --budget.`,
 
 // benchTranslator benchmarks a translator on its corpus: the dev split to
 // translate, the training split's bucketed batches to train on.
-func benchTranslator(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string, cf corpusFlags, opt bench.Options, peer bench.PeerOptions) error {
+func benchTranslator(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string, cf corpusFlags, opt bench.Options, peer bench.PeerOptions, out benchOutput) error {
 	cf, err := cf.forModel(c, modelDir, d)
 	if err != nil {
 		return err
@@ -140,21 +180,21 @@ func benchTranslator(c *cobra.Command, a *app, d model.Decoder[float32], modelDi
 		if err != nil {
 			return err
 		}
-		return emitPeer(a, rep)
+		return out.emitPeer(rep)
 	}
 	srcs := make([]string, len(sp.Dev))
 	for i, p := range sp.Dev {
 		srcs[i] = p.Src
 	}
 	topt := bench.DefaultTranslatorOptions()
-	topt.Reps, topt.GEMMSize, topt.Seed = opt.Reps, opt.GEMMSize, opt.Seed
+	topt.Reps, topt.GEMMSize, topt.Seed, topt.ISA = opt.Reps, opt.GEMMSize, opt.Seed, opt.ISA
 	a.logf("benchmarking %s (GOMAXPROCS %d)...", modelDir, runtime.GOMAXPROCS(0))
 	rep, err := bench.RunTranslator(c.Context(), d, bench.TranslatorData{Sources: srcs, Train: pairs}, topt)
 	if err != nil {
 		return err
 	}
-	return a.emit(rep, func(w io.Writer) {
-		fmt.Fprintf(w, "BLAS %s; reference %s: %.1f GFLOP/s\n", rep.BLAS, rep.GEMMShape, rep.GEMMGFLOPS)
+	return out.emit(rep, rep.Machine, rep.Records(modelDir), func(w io.Writer) {
+		fmt.Fprintf(w, "BLAS %s; reference %s: %.1f GFLOP/s\n", rep.Machine.BLAS, rep.GEMMShape, rep.GEMMGFLOPS)
 		fmt.Fprintf(w, "%-40s %12s %12s %14s %8s\n", "operation", "time", "MFLOP", "GEMM bound", "ratio")
 		for _, m := range rep.Measurements {
 			fmt.Fprintf(w, "%-40s %10.3fms %12.1f %12.3fms %7.1f%%\n", m.Name, m.Seconds*1e3, m.FLOPs/1e6, m.GEMMSeconds*1e3, 100*m.Ratio)
@@ -169,7 +209,7 @@ func benchTranslator(c *cobra.Command, a *app, d model.Decoder[float32], modelDi
 
 // runPeer runs the peer benchmark on Multi-MNIST: 1,000 test canvases to
 // decode, a training batch of 64, a PGD batch of 50.
-func runPeer(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string, opt bench.PeerOptions) error {
+func runPeer(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string, opt bench.PeerOptions, out benchOutput) error {
 	in := d.Input()
 	if err := experiment.CheckMultiMNIST(in); err != nil {
 		return err
@@ -203,20 +243,90 @@ func runPeer(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string
 	if err != nil {
 		return err
 	}
-	return emitPeer(a, rep)
+	return out.emitPeer(rep)
 }
 
-// emitPeer prints a peer benchmark's report (writePeer).
-func emitPeer(a *app, rep *bench.PeerReport) error {
-	return a.emit(rep, func(w io.Writer) { writePeer(w, rep) })
+// benchOutput prints a benchmark's report and records its operations.
+type benchOutput struct {
+	a      *app
+	model  string
+	record *results.File // --record: the JSON Lines file to append to, if set
 }
 
-// writePeer writes a peer benchmark's report as text: the check, a table
-// of the operations with their rounds, and last one line per operation,
-// "ratio <operation> <x>" with x a plain decimal, for scripts to grep.
-func writePeer(w io.Writer, rep *bench.PeerReport) {
-	fmt.Fprintf(w, "PyTorch %s (%s) vs lenspec (%s, kernels %s), %d cores; %d outputs decoded alike (%d differ, all at ties: %d)\n",
-		rep.Torch, rep.TorchBLAS, rep.BLAS, rep.Kernels, rep.Cores, rep.Compared-rep.Differ, rep.Differ, rep.DifferTies)
+// recordKey keys a record by its run's start and its operation.
+var recordKey = results.KeyFields("time", "op")
+
+// emit appends recs to the --record file, if any, then prints the report:
+// with --json as one JSON value; otherwise what the run ran on, the table
+// (table), one JSON line per operation (recs) and, for a loaded machine,
+// bench.LoadedNote.
+func (o benchOutput) emit(rep any, m bench.Machine, recs []bench.Record, table func(w io.Writer)) error {
+	if err := o.save(recs); err != nil {
+		return err
+	}
+	return o.a.emit(rep, func(w io.Writer) {
+		fmt.Fprintf(w, "machine: %s\n%s\n", m.Describe(), m.LoadLine())
+		table(w)
+		writeRecords(w, recs)
+		if m.Loaded {
+			fmt.Fprintln(w, m.LoadedLine())
+		}
+	})
+}
+
+// emitPeer is emit for a peer benchmark (writePeer).
+func (o benchOutput) emitPeer(rep *bench.PeerReport) error {
+	if err := o.save(rep.Records(o.model)); err != nil {
+		return err
+	}
+	return o.a.emit(rep, func(w io.Writer) { writePeer(w, rep, o.model) })
+}
+
+// save appends recs to the --record file, keyed by run and operation.
+func (o benchOutput) save(recs []bench.Record) error {
+	if o.record == nil {
+		return nil
+	}
+	for _, r := range recs {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("record %s: %w", r.Op, err)
+		}
+		key, err := recordKey(b)
+		if err == nil {
+			err = o.record.Append(key, r)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	o.a.logf("recorded %d operations in %s", len(recs), o.record.Path())
+	return nil
+}
+
+// writeRecords writes one JSON line per record.
+func writeRecords(w io.Writer, recs []bench.Record) {
+	for _, r := range recs {
+		b, err := json.Marshal(r)
+		if err != nil { // a Record always encodes; say so if it ever does not
+			fmt.Fprintf(w, "{\"error\": %q}\n", err.Error())
+			continue
+		}
+		fmt.Fprintf(w, "%s\n", b)
+	}
+}
+
+// writePeer writes a peer benchmark's report as text: what each side ran
+// on and the load, the check, a table of the operations with their
+// rounds, one JSON line per operation (its record, for the model in
+// directory model), and last one line per operation, "ratio <operation>
+// <x>" with x a plain decimal, for scripts to grep, and for a loaded
+// machine bench.LoadedNote after them.
+func writePeer(w io.Writer, rep *bench.PeerReport, model string) {
+	m := rep.Machine
+	fmt.Fprintf(w, "machine: %s\n%s\n%s\n", m.Describe(), rep.PyTorch.Describe(), m.LoadLine())
+	fmt.Fprintf(w, "threads: lenspec 1 and %d (GOMAXPROCS), %d BLAS thread(s) per GEMM; PyTorch %d\n", m.Cores, m.BLASThreads, rep.PyTorch.Threads)
+	fmt.Fprintf(w, "%d outputs decoded alike (%d differ, all at ties: %d)\n", rep.Compared-rep.Differ, rep.Differ, rep.DifferTies)
 	if rep.Loss != 0 {
 		fmt.Fprintf(w, "training loss at the same weights: lenspec %.6f, PyTorch %.6f\n", rep.Loss, rep.TorchLoss)
 	}
@@ -232,7 +342,11 @@ func writePeer(w io.Writer, rep *bench.PeerReport) {
 		fmt.Fprintf(w, "%-15s %12.3fms %12.3fms %12.3fms %8.3f %10.3f %15s %7d %5d %-10s %8.1f\n",
 			o.Name, 1e3*o.Lenspec1, 1e3*o.LenspecN, 1e3*o.Torch, o.Ratio, o.RatioN, ci, o.Rounds, o.Runs, o.Stop, o.Seconds)
 	}
+	writeRecords(w, rep.Records(model))
 	for _, o := range rep.Ops {
 		fmt.Fprintf(w, "ratio %s %.3f\n", o.Name, o.Ratio)
+	}
+	if m.Loaded {
+		fmt.Fprintln(w, m.LoadedLine())
 	}
 }
