@@ -5,7 +5,7 @@ GO ?= go
 BIN := bin/lenspec
 MODEL := models/mmnist-rnn
 
-.PHONY: all setup build data demo test test-purego lint bench bench-peer nmt nmt-ding clean
+.PHONY: all setup build data demo slurm-demo test test-purego lint bench bench-peer nmt nmt-ding clean
 
 all: build
 
@@ -21,6 +21,13 @@ data: build
 demo: data
 	@bash scripts/demo.sh
 
+# Sharding on a real batch system: a one-host Slurm cluster (installs
+# slurm-wlm and munge; root), a verification array of docs/slurm/ with one
+# task cancelled and one requeued mid-run, the merge job, and the merged
+# records checked against an unsharded run (docs/scale-out.md).
+slurm-demo: data
+	$(GO) run ./internal/slurmdemo/slurm-demo
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -30,6 +37,7 @@ lint:
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
 test: data lint
+	@bash scripts/setup.sh python3-torch python3-numpy # the PyTorch export test (model/showtell_torch_test.go)
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -tags purego ./...
 

@@ -29,6 +29,23 @@ type TrainOptions struct {
 	Progress func(merges, maxMerges int)
 }
 
+// VocabSizeError is Train's error when TrainOptions.VocabSize cannot hold
+// the special, byte and alphabet tokens the texts need: callers that take
+// the size from a user say which setting to raise, and by how much.
+type VocabSizeError struct {
+	VocabSize int
+	// Alphabet counts the texts' characters frequent enough to be tokens.
+	Alphabet int
+}
+
+// Need is the smallest VocabSize the texts allow.
+func (e *VocabSizeError) Need() int { return alphaBase + e.Alphabet }
+
+func (e *VocabSizeError) Error() string {
+	return fmt.Sprintf("bpe: TrainOptions.VocabSize %d is below the %d tokens needed for the %d special, 256 byte and %d alphabet tokens; raise VocabSize or MinFrequency",
+		e.VocabSize, e.Need(), numSpecial, e.Alphabet)
+}
+
 // Train learns a tokenizer from texts, the training split of a corpus (one
 // sentence or line per string is typical; texts are never joined, so no word
 // spans two of them). See the package doc for the algorithm.
@@ -76,8 +93,7 @@ func TrainContext(ctx context.Context, texts []string, opt TrainOptions) (*Token
 	}
 	slices.Sort(chars)
 	if alphaBase+len(chars) > opt.VocabSize {
-		return nil, fmt.Errorf("bpe: TrainOptions.VocabSize %d is below the %d tokens needed for the %d special, 256 byte and %d alphabet tokens; raise VocabSize or MinFrequency",
-			opt.VocabSize, alphaBase+len(chars), numSpecial, len(chars))
+		return nil, &VocabSizeError{VocabSize: opt.VocabSize, Alphabet: len(chars)}
 	}
 	tokens := baseTokens()
 	for _, c := range chars {

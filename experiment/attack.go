@@ -49,7 +49,7 @@ func (c *AttackConfig) Validate() error {
 	if c.Method != MethodRandom && c.Method != MethodPGD {
 		bad("method %q: want %s or %s", c.Method, MethodRandom, MethodPGD)
 	}
-	if err := checkEps(c.Eps); err != nil {
+	if err := checkEps(c.Eps, c.Model.D64.Input()); err != nil {
 		errs = append(errs, err)
 	}
 	s := &c.Settings

@@ -365,6 +365,16 @@ func TestShards(t *testing.T) {
 		{map[string]string{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "10"}, Shard{2, 10}, true, false},
 		{map[string]string{"SLURM_ARRAY_TASK_ID": "10", "SLURM_ARRAY_TASK_COUNT": "10", "SLURM_ARRAY_TASK_MIN": "1"}, Shard{10, 10}, true, false},
 		{map[string]string{"SLURM_ARRAY_TASK_ID": "x", "SLURM_ARRAY_TASK_COUNT": "10"}, Shard{}, false, true},
+		{map[string]string{"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "4"}, Shard{3, 4}, true, false},
+		{map[string]string{"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "3"}, Shard{4, 4}, true, false},
+		// Some tasks of an array rerun as a new job (sbatch --array=2, 2-3,
+		// 1): the new array's count and first index are not the run's, and
+		// would name another shard (--array=2: the whole run).
+		{map[string]string{"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_COUNT": "1", "SLURM_ARRAY_TASK_MIN": "2", "SLURM_ARRAY_TASK_MAX": "2"}, Shard{}, false, true},
+		{map[string]string{"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "2", "SLURM_ARRAY_TASK_MIN": "2", "SLURM_ARRAY_TASK_MAX": "3"}, Shard{}, false, true},
+		{map[string]string{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "1", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "1"}, Shard{}, false, true},
+		// Not consecutive (--array=1-7:2): task 3 would be shard 3 of 4.
+		{map[string]string{"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "7"}, Shard{}, false, true},
 	} {
 		s, ok, err := ShardFromEnv(func(k string) string { return c.env[k] })
 		if (err != nil) != c.bad || ok != c.ok || (!c.bad && s != c.want) {

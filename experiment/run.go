@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/lenspec/lenspec/multimnist"
 	"github.com/lenspec/lenspec/results"
 	"github.com/lenspec/lenspec/safetensors"
+	"github.com/lenspec/lenspec/spec"
 	"github.com/lenspec/lenspec/train"
 )
 
@@ -127,14 +127,15 @@ func shardUnits(eps []float64, samples []int, shard Shard, key func(sample int, 
 	return us
 }
 
-// checkEps validates a radius grid.
-func checkEps(eps []float64) error {
+// checkEps validates a radius grid for a model's inputs (spec.CheckRadius:
+// the same check a spec file's radius gets).
+func checkEps(eps []float64, in model.InputSpec) error {
 	if len(eps) == 0 {
 		return errors.New("no radius given")
 	}
 	for _, e := range eps {
-		if !(e >= 0) || math.IsInf(e, 0) {
-			return fmt.Errorf("radius %v must be finite and non-negative", e)
+		if err := spec.CheckRadius(e, in.Min, in.Max); err != nil {
+			return fmt.Errorf("eps: %w", err)
 		}
 	}
 	return nil

@@ -29,9 +29,17 @@ func ParseShard(s string) (Shard, error) {
 
 // ShardFromEnv reads the shard a batch system assigned this process:
 // JOB_COMPLETION_INDEX (0-based) and JOB_COMPLETIONS for a Kubernetes
-// Indexed Job, or SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT and
-// SLURM_ARRAY_TASK_MIN (the array's first index, 0 if unset) for a Slurm
-// job array. ok is false when neither is set.
+// Indexed Job, or SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT,
+// SLURM_ARRAY_TASK_MIN (the array's first index, 0 if unset) and
+// SLURM_ARRAY_TASK_MAX (its last) for a Slurm job array. ok is false when
+// neither is set.
+//
+// A Slurm array gives its shards only when it is the whole run: at least
+// two consecutive indices from 0 or 1. Some tasks of a run resubmitted as
+// a new job (sbatch --array=7, or 7-9) form an array of their own whose
+// count and first index are not the run's and would silently name other
+// shards (--array=7 alone: the whole run); such an array is refused, and
+// --shard k/n names the shard instead.
 func ShardFromEnv(getenv func(string) string) (s Shard, ok bool, err error) {
 	num := func(name string) (int, error) {
 		v, err := strconv.Atoi(strings.TrimSpace(getenv(name)))
@@ -56,11 +64,20 @@ func ShardFromEnv(getenv func(string) string) (s Shard, ok bool, err error) {
 		if n, err = num("SLURM_ARRAY_TASK_COUNT"); err != nil {
 			return Shard{}, false, fmt.Errorf("Slurm array: %w", err)
 		}
-		lo := 0
+		lo, hi := 0, n-1
 		if getenv("SLURM_ARRAY_TASK_MIN") != "" {
 			if lo, err = num("SLURM_ARRAY_TASK_MIN"); err != nil {
 				return Shard{}, false, err
 			}
+			hi = lo + n - 1
+		}
+		if getenv("SLURM_ARRAY_TASK_MAX") != "" {
+			if hi, err = num("SLURM_ARRAY_TASK_MAX"); err != nil {
+				return Shard{}, false, err
+			}
+		}
+		if n < 2 || lo < 0 || lo > 1 || hi-lo+1 != n {
+			return Shard{}, false, fmt.Errorf("Slurm array %d-%d (task count %d) is not a whole run, whose task IDs are two or more consecutive numbers from 0 or 1: to rerun some tasks of a run, give each its shard with --shard K/N", lo, hi, n)
 		}
 		idx -= lo
 	default:

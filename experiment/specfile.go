@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 
 	"github.com/lenspec/lenspec/internal/fileio"
@@ -65,8 +64,6 @@ func ReadSpecFile(path string) (*SpecFile, error) {
 		return nil, bad(`give exactly one of "eps" or "lower" and "upper"`)
 	case sp.Eps == nil && (sp.Lower == nil || sp.Upper == nil):
 		return nil, bad(`"lower" and "upper" go together`)
-	case sp.Eps != nil && (!(*sp.Eps >= 0) || math.IsInf(*sp.Eps, 0)):
-		return nil, bad(`"eps" %v must be finite and non-negative`, *sp.Eps)
 	case sp.MaxLen != nil && (*sp.MaxLen < 0 || *sp.MaxLen > verify.MaxK):
 		return nil, bad(`"max_len" %d must be in 0..%d`, *sp.MaxLen, verify.MaxK)
 	}

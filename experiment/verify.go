@@ -24,13 +24,28 @@ const (
 	SolverNone     = "none"
 )
 
-// DefaultVerifySettings are the CLI's defaults: CROWN bounds, a 300-step
-// PGD warm start of 2 runs and, where the bounds do not prove, one of 32,
-// branch and bound, the abstraction phases and the token search, CBC in
-// process, 60 s per sample, K̂ the label's length.
+// DefaultVerifySettings are the CLI's defaults: verify.DefaultOptions (CROWN
+// bounds, branch and bound, the abstraction phases, 60 s per sample) with
+// what verify leaves to its callers — CBC in process and its LP for the
+// token search, a 300-step PGD warm start of 2 runs and the wide falsifier
+// of 32 — and K̂ the label's length.
 func DefaultVerifySettings() VerifySettings {
-	return VerifySettings{MaxLen: -1, Bounds: string(verify.BoundCROWN), Timeout: 60, Solver: SolverCBC, Threads: 1, Safety: 1e-3,
-		Tokens: true, Abstract: true, BaB: true, AttackSteps: 300, AttackRestarts: 2, SearchRestarts: 32, AttackLR: 0.01, Seed: 1}
+	o := verify.DefaultOptions()
+	return VerifySettings{MaxLen: -1, Bounds: string(o.Bounds), Timeout: o.TimeLimit.Seconds(), Solver: SolverCBC, Threads: o.Threads,
+		Safety: o.Safety, Optimize: !o.Decision, Tokens: true, Abstract: o.Abstract, RelaxGap: o.RelaxGap, BaB: o.BaB,
+		AttackSteps: 300, AttackRestarts: 2, SearchRestarts: 32, AttackLR: 0.01, Seed: 1}
+}
+
+// DefaultVerifyOptions is the verifier lenspec verify runs on m when given
+// no flags: verify.DefaultOptions with the CBC solver, its LP relaxation
+// for the token search, the PGD warm start and the wide falsifier wired in
+// (DefaultVerifySettings), which verify.DefaultOptions cannot hold since
+// verify imports neither mip/cbc nor attack. Its time limit is per sample,
+// and its step cap m's.
+func DefaultVerifyOptions(m *Model) verify.Options {
+	c := VerifyConfig{Model: m, Settings: DefaultVerifySettings()}
+	c.Settings.MaxSteps = m.D64.MaxSteps()
+	return c.options()
 }
 
 // VerifyConfig is one verification run over samples × radii.
@@ -62,7 +77,7 @@ func (c *VerifyConfig) Validate() error {
 	if c.Model == nil {
 		return errors.New("no model")
 	}
-	if err := checkEps(c.Eps); err != nil {
+	if err := checkEps(c.Eps, c.Model.D64.Input()); err != nil {
 		errs = append(errs, err)
 	}
 	s := &c.Settings

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/mip"
+	"github.com/lenspec/lenspec/mip/cbc"
+	"github.com/lenspec/lenspec/verify"
 )
 
 // failingSolver fails every solve: with an error, or with a panic.
@@ -149,5 +152,32 @@ func TestSummariseBound(t *testing.T) {
 	recs = append(recs, VerifyRecord{Sample: 4, Eps: 0.05, Verdict: "robust"})
 	if _, err := SummariseBound(recs, dir, "t"); err == nil {
 		t.Error("SummariseBound took a verification record")
+	}
+}
+
+// TestDefaultVerifyOptions: the CLI's settings are verify.DefaultOptions
+// for what verify holds (one copy of those defaults), and
+// DefaultVerifyOptions, built from them, wires what verify cannot import:
+// CBC, its LP for the token search, the 300-step warm start of 2 runs and
+// the wide falsifier of 32.
+func TestDefaultVerifyOptions(t *testing.T) {
+	lib := verify.DefaultOptions()
+	s := DefaultVerifySettings()
+	if s.Bounds != string(lib.Bounds) || s.Timeout != lib.TimeLimit.Seconds() || s.Threads != lib.Threads || s.Safety != lib.Safety ||
+		s.Optimize == lib.Decision || s.Abstract != lib.Abstract || s.RelaxGap != lib.RelaxGap || s.BaB != lib.BaB {
+		t.Fatalf("settings %+v differ from verify.DefaultOptions %+v", s, lib)
+	}
+	m := loadModel(t, tinyModelDir(t, 6))
+	o := DefaultVerifyOptions(m)
+	if _, ok := o.Solver.(cbc.Solver); !ok || o.NewLP == nil || !o.BaB || !o.Abstract || !o.Decision || o.TimeLimit != lib.TimeLimit || o.MaxSteps != m.D64.MaxSteps() {
+		t.Fatalf("DefaultVerifyOptions %+v", o)
+	}
+	warm, ok1 := o.Falsifier.(attack.Falsifier)
+	wide, ok2 := o.Search.(attack.Falsifier)
+	if !ok1 || !ok2 || warm.PGD.Steps != 300 || warm.PGD.Restarts != 2 || warm.PGD.LR != 0.01 || wide.PGD.Steps != 300 || wide.PGD.Restarts != 32 {
+		t.Fatalf("falsifiers %+v, %+v", o.Falsifier, o.Search)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

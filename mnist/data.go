@@ -43,15 +43,16 @@ type pinnedFile struct {
 	name string
 	size int64
 	sum  string // hex SHA-256
+	from string // the package that ships it, for error messages
 }
 
 // pinnedFiles returns the expected files in the order they are checked.
 func pinnedFiles() [4]pinnedFile {
 	return [4]pinnedFile{
-		{TrainImagesFile, imagesHeaderLen + 60000*Pixels, "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db"},
-		{TrainLabelsFile, labelsHeaderLen + 60000, "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5"},
-		{TestImagesFile, imagesHeaderLen + 10000*Pixels, "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7"},
-		{TestLabelsFile, labelsHeaderLen + 10000, "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2"},
+		{TrainImagesFile, imagesHeaderLen + 60000*Pixels, "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db", NPMPackage},
+		{TrainLabelsFile, labelsHeaderLen + 60000, "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5", NPMPackage},
+		{TestImagesFile, imagesHeaderLen + 10000*Pixels, "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7", NPMPackage},
+		{TestLabelsFile, labelsHeaderLen + 10000, "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2", NPMPackage},
 	}
 }
 
@@ -144,9 +145,9 @@ func copyPinned(w io.Writer, r io.Reader, pf pinnedFile) error {
 	}
 	if n != pf.size {
 		if n > pf.size {
-			return &mismatchError{fmt.Sprintf("more than %d bytes, want %d", pf.size, pf.size)}
+			return &mismatchError{fmt.Sprintf("more than %d bytes, want %d", pf.size, pf.size), pf.from}
 		}
-		return &mismatchError{fmt.Sprintf("%d bytes, want %d", n, pf.size)}
+		return &mismatchError{fmt.Sprintf("%d bytes, want %d", n, pf.size), pf.from}
 	}
 	return nil
 }
@@ -154,7 +155,7 @@ func copyPinned(w io.Writer, r io.Reader, pf pinnedFile) error {
 // checkSum compares a SHA-256 with the pinned one.
 func checkSum(sum []byte, pf pinnedFile) error {
 	if got := hex.EncodeToString(sum); got != pf.sum {
-		return &mismatchError{fmt.Sprintf("sha256 %s, want %s", got, pf.sum)}
+		return &mismatchError{fmt.Sprintf("sha256 %s, want %s", got, pf.sum), pf.from}
 	}
 	return nil
 }
@@ -164,10 +165,11 @@ func checkSum(sum []byte, pf pinnedFile) error {
 // wrong file, which it must not replace, from one it could not read.
 type mismatchError struct {
 	what string // "sha256 <got>, want <want>" or the sizes
+	from string // the package that ships the pinned file
 }
 
 func (e *mismatchError) Error() string {
-	return e.what + " (not the file from " + NPMPackage + ")"
+	return e.what + " (not the file from " + e.from + ")"
 }
 
 // DefaultDir returns where lenspec keeps MNIST: $LENSPEC_DATA/mnist if

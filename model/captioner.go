@@ -12,16 +12,6 @@ import (
 // ArchCaptioner names the CNN-RNN image captioner in config.json.
 const ArchCaptioner = "cnn-rnn-captioner"
 
-// Captioner cells (config.json "cell").
-const (
-	// CellReLU is the vanilla RNN cell with ReLU (PyTorch nn.RNNCell with
-	// nonlinearity "relu"): only affine maps and ReLU, which the verifier
-	// encodes exactly.
-	CellReLU = "rnn_relu"
-	// CellLSTM is PyTorch's nn.LSTMCell (gates i, f, g, o).
-	CellLSTM = "lstm"
-)
-
 // ConvConfig describes one convolution layer of the encoder.
 type ConvConfig struct {
 	OutChannels int `json:"out_channels"`
@@ -113,8 +103,8 @@ func (a *CaptionerConfig) Validate(c *Config) error {
 			bad("%s %d must be in 1..%d", d.name, d.v, maxDim)
 		}
 	}
-	if a.Cell != CellReLU && a.Cell != CellLSTM {
-		bad("cell %q is not supported (want %q or %q)", a.Cell, CellReLU, CellLSTM)
+	if _, ok := cellKinds[a.Cell]; !ok {
+		bad("cell %q is not supported (want one of %q)", a.Cell, cellNames())
 	}
 	return errors.Join(errs...)
 }
@@ -128,10 +118,7 @@ func (a *CaptionerConfig) ParamCount(c *Config) float64 {
 	}
 	ch, h, w := a.FeatureShape()
 	v, e, hd := float64(len(c.Vocab)), float64(a.Embedding), float64(a.Hidden)
-	gates := 1.0
-	if a.Cell == CellLSTM {
-		gates = 4
-	}
+	gates := float64(cellKinds[a.Cell])
 	n += float64(ch)*float64(h)*float64(w)*float64(a.FCHidden) + float64(a.FCHidden)*(e+1) + e
 	return n + v*e + gates*hd*(e+hd+2) + v*(hd+1)
 }
@@ -173,9 +160,8 @@ func init() {
 //	h_{t+1} = cell(i_t, h_t)
 //	o_t = W_out·h_{t+1} + b_out,  y_t = argmax o_t,  i_{t+1} = emb[y_t]
 //
-// with cell the ReLU RNN, h' = ReLU(W_ih·i + b_ih + W_hh·h + b_hh), or an
-// LSTM. With the ReLU cell only affine maps and ReLU appear, so the
-// verifier can encode it exactly.
+// with cell the ReLU RNN, h' = ReLU(W_ih·i + b_ih + W_hh·h + b_hh), an
+// LSTM or a GRU. Every cell lowers into the verifier (Lower*).
 type Captioner[T ad.Float] struct {
 	Cfg  *Config
 	Arch *CaptionerConfig
@@ -183,10 +169,12 @@ type Captioner[T ad.Float] struct {
 	FC1  *nn.Linear[T]
 	FC2  *nn.Linear[T]
 	Emb  *nn.Embedding[T]
-	// Exactly one of RNN and LSTM is set, as the config's cell says.
+	// Exactly one of RNN, LSTM and GRU is set, as the config's cell says.
 	RNN  *nn.RNNCell[T]
 	LSTM *nn.LSTMCell[T]
+	GRU  *nn.GRUCell[T]
 	Out  *nn.Linear[T]
+	cell cell[T]
 }
 
 // NewCaptioner builds a captioner for cfg with weights drawn from rng (nil:
@@ -209,10 +197,17 @@ func NewCaptioner[T ad.Float](cfg *Config, rng *rand.Rand) (*Captioner[T], error
 	m.FC1 = nn.NewLinear[T]("encoder.fc1", c*h*w, a.FCHidden, rng)
 	m.FC2 = nn.NewLinear[T]("encoder.fc2", a.FCHidden, a.Embedding, rng)
 	m.Emb = nn.NewEmbedding[T]("decoder.embedding", len(cfg.Vocab), a.Embedding, rng)
-	if a.Cell == CellLSTM {
-		m.LSTM = nn.NewLSTMCell[T]("decoder.cell", a.Embedding, a.Hidden, rng)
-	} else {
-		m.RNN = nn.NewRNNCell[T]("decoder.cell", a.Embedding, a.Hidden, rng)
+	var err error
+	if m.cell, err = newCell[T](a.Cell, "decoder.cell", a.Embedding, a.Hidden, rng); err != nil {
+		return nil, err
+	}
+	switch c := m.cell.(type) {
+	case rnnCell[T]:
+		m.RNN = c.RNNCell
+	case lstmCell[T]:
+		m.LSTM = c.LSTMCell
+	case gruCell[T]:
+		m.GRU = c.GRUCell
 	}
 	m.Out = nn.NewLinear[T]("decoder.out", a.Hidden, len(cfg.Vocab), rng)
 	return m, nil
@@ -227,11 +222,7 @@ func (m *Captioner[T]) Params() []*ad.Param[T] {
 	ps = append(ps, m.FC1.Params()...)
 	ps = append(ps, m.FC2.Params()...)
 	ps = append(ps, m.Emb.Params()...)
-	if m.LSTM != nil {
-		ps = append(ps, m.LSTM.Params()...)
-	} else {
-		ps = append(ps, m.RNN.Params()...)
-	}
+	ps = append(ps, m.cell.params()...)
 	return append(ps, m.Out.Params()...)
 }
 
@@ -250,19 +241,21 @@ func (m *Captioner[T]) MaxSteps() int { return m.Cfg.MaxSteps }
 // Vocab is the number of output tokens.
 func (m *Captioner[T]) Vocab() int { return len(m.Cfg.Vocab) }
 
-// captionerState is the decoder state: h (and c for the LSTM), and i₀,
-// the input of the first step, until that step has run.
+// captionerState is the decoder state: the cell's (h first, an LSTM's c
+// second), and i₀, the input of the first step, until that step has run.
 type captionerState[T ad.Float] struct {
-	h, c, i0 *ad.Node[T]
+	s  []*ad.Node[T]
+	i0 *ad.Node[T]
 }
 
 // Rows gathers the given rows of every part of the state.
 func (s *captionerState[T]) Rows(tp *ad.Tape[T], idx []int) State[T] {
-	out := &captionerState[T]{}
-	for _, p := range []struct{ dst, src **ad.Node[T] }{{&out.h, &s.h}, {&out.c, &s.c}, {&out.i0, &s.i0}} {
-		if *p.src != nil {
-			*p.dst = tp.Gather(*p.src, idx)
-		}
+	out := &captionerState[T]{s: make([]*ad.Node[T], len(s.s))}
+	for k, v := range s.s {
+		out.s[k] = tp.Gather(v, idx)
+	}
+	if s.i0 != nil {
+		out.i0 = tp.Gather(s.i0, idx)
 	}
 	return out
 }
@@ -282,9 +275,9 @@ func (m *Captioner[T]) Start(tp *ad.Tape[T], in Input[T]) (State[T], error) {
 	}
 	i0 := m.encode(tp, in.X, in.Dropout, rng)
 	b := in.X.Value.Shape[0]
-	s := &captionerState[T]{h: tp.Const(ad.New[T](b, m.Arch.Hidden)), i0: i0}
-	if m.LSTM != nil {
-		s.c = tp.Const(ad.New[T](b, m.Arch.Hidden))
+	s := &captionerState[T]{s: make([]*ad.Node[T], m.cell.states()), i0: i0}
+	for k := range s.s {
+		s.s[k] = tp.Const(ad.New[T](b, m.Arch.Hidden))
 	}
 	return s, nil
 }
@@ -345,63 +338,8 @@ func (m *Captioner[T]) Step(tp *ad.Tape[T], st State[T], prev []int) (*ad.Node[T
 	if in == nil {
 		panic("model: captioner step after the first needs the previous tokens")
 	}
-	next := &captionerState[T]{}
-	if m.LSTM != nil {
-		next.h, next.c = m.LSTM.Forward(tp, in, s.h, s.c)
-	} else {
-		next.h = m.RNN.Forward(tp, in, s.h)
-	}
-	return m.Out.Forward(tp, next.h), next
-}
-
-// EncoderLayer is one layer of a ReLU encoder, as the verifier lowers it:
-// a convolution over an input of shape InShape [C, H, W], or a dense
-// layer, optionally followed by ReLU.
-type EncoderLayer struct {
-	Name    string
-	Conv    *nn.Conv2D[float64]
-	Linear  *nn.Linear[float64]
-	InShape []int
-	ReLU    bool
-}
-
-// ReLUDecoder is implemented by decoders made only of affine maps and
-// ReLUs around a ReLU RNN, which the verifier encodes exactly.
-type ReLUDecoder interface {
-	Decoder[float64]
-	// EncoderLayers lists the encoder from the input to i₀, in order.
-	EncoderLayers() []EncoderLayer
-	// ReLURNN returns the token embedding, the ReLU cell and the output
-	// layer, or an error saying why the decoder is not a ReLU RNN.
-	ReLURNN() (*nn.Embedding[float64], *nn.RNNCell[float64], *nn.Linear[float64], error)
-}
-
-// EncoderLayers lists the encoder's layers (float64 models only).
-func (m *Captioner[T]) EncoderLayers() []EncoderLayer {
-	m64, ok := any(m).(*Captioner[float64])
-	if !ok {
-		return nil
-	}
-	var ls []EncoderLayer
-	in := m.Arch.Input
-	shape := []int{in.Channels, in.Height, in.Width}
-	for i, c := range m64.Conv {
-		ls = append(ls, EncoderLayer{Name: fmt.Sprintf("conv%d", i+1), Conv: c, InShape: shape, ReLU: true})
-		shape = []int{c.Out, c.Geom.Out(shape[1]), c.Geom.Out(shape[2])}
-	}
-	return append(ls, EncoderLayer{Name: "fc1", Linear: m64.FC1, ReLU: true}, EncoderLayer{Name: "fc2", Linear: m64.FC2})
-}
-
-// ReLURNN returns the decoder's layers when its cell is the ReLU RNN.
-func (m *Captioner[T]) ReLURNN() (*nn.Embedding[float64], *nn.RNNCell[float64], *nn.Linear[float64], error) {
-	m64, ok := any(m).(*Captioner[float64])
-	if !ok {
-		return nil, nil, nil, errors.New("model: the verifier lowers float64 models")
-	}
-	if m.RNN == nil {
-		return nil, nil, nil, fmt.Errorf("%s with cell %q: the verifier has no bound rules for it yet (only %q cells are verified)", ArchCaptioner, m.Arch.Cell, CellReLU)
-	}
-	return m64.Emb, m64.RNN, m64.Out, nil
+	next := &captionerState[T]{s: m.cell.step(tp, in, s.s)}
+	return m.Out.Forward(tp, next.s[0]), next
 }
 
 // Cost counts a model's floating-point operations per input (2 per
@@ -433,10 +371,7 @@ func (m *Captioner[T]) Cost() Cost {
 		in = cv.OutChannels
 	}
 	c.Start += 2 * float64(h*w*in*a.FCHidden+a.FCHidden*a.Embedding)
-	gates := 1
-	if a.Cell == CellLSTM {
-		gates = 4
-	}
+	gates := cellKinds[a.Cell]
 	c.Step = 2 * float64(gates*(a.Embedding*a.Hidden+a.Hidden*a.Hidden)+a.Hidden*len(m.Cfg.Vocab))
 	return c
 }

@@ -15,6 +15,9 @@ import (
 // the margins are bounded.
 type Certifier[T ad.Float] interface {
 	CertifiedLoss(tp *ad.Tape[T], x *ad.Node[T], labels [][]int, eps float64, bound Bound) (loss *ad.Node[T], certified int, err error)
+	// CheckBound returns an error naming the problem if the model's
+	// certified loss does not take bound, nil if it does.
+	CheckBound(bound Bound) error
 }
 
 // Bound selects how a certified loss bounds the label's margins over the
@@ -44,8 +47,8 @@ func (b Bound) Valid() bool { return b == BoundInterval || b == BoundCROWNIBP }
 // CertifiedLoss is interval bound propagation (IBP; Gowal et al., "On the
 // effectiveness of interval bound propagation for training verifiably
 // robust models", 2018) along the label's path: the box of the ball
-// S(x, eps) ∩ [min, max] goes through the encoder and the ReLU cell by
-// the interval rule of each layer, the fed-back tokens being the label's
+// S(x, eps) ∩ [min, max] goes through the encoder and the cell (ReLU RNN,
+// LSTM or GRU) by the interval rule of each layer, the fed-back tokens being the label's
 // (exact: an embedding row), and at each step the cross-entropy is taken
 // of the worst-case logits — the output layer applied to the hidden box
 // per margin (Gowal et al.'s elision of the last layer: the upper bound of
@@ -68,8 +71,9 @@ func (b Bound) Valid() bool { return b == BoundInterval || b == BoundCROWNIBP }
 // the loss and the count are taken on it. It costs a few back-substitution
 // passes of width 2·hidden per step, small beside the encoder's intervals.
 //
-// Only the ReLU cell propagates boxes; a model with another cell gets an
-// error.
+// CROWN's linear relaxations are ReLU's: BoundCROWNIBP needs the ReLU
+// cell and refuses a model with another; the intervals go through every
+// cell.
 func (m *Captioner[T]) CertifiedLoss(tp *ad.Tape[T], x *ad.Node[T], labels [][]int, eps float64, bound Bound) (*ad.Node[T], int, error) {
 	worst, err := m.worstLogits(tp, x, labels, eps, bound)
 	if err != nil {
@@ -117,16 +121,25 @@ func (m *Captioner[T]) CertifiedLoss(tp *ad.Tape[T], x *ad.Node[T], labels [][]i
 	return total, n, nil
 }
 
+// CheckBound implements Certifier: every cell takes the interval bound,
+// the ReLU cell CROWN-IBP as well.
+func (m *Captioner[T]) CheckBound(bound Bound) error {
+	switch {
+	case !bound.Valid():
+		return fmt.Errorf("unknown bound %q (want one of %v)", bound, Bounds)
+	case bound == BoundCROWNIBP && m.RNN == nil:
+		return fmt.Errorf("the %s bound relaxes the %s cell's ReLU, not the %s cell (use the %s bound)", bound, CellReLU, m.Arch.Cell, BoundInterval)
+	}
+	return nil
+}
+
 // worstLogits returns, for every step of the longest label, logits [B, V]
 // whose differences row[j] − row[y] bound the margins z_j − z_y of the
 // step's target y (the label's token, then eos; 0 for a finished row)
 // from above over the ball, by the bound CertifiedLoss describes.
 func (m *Captioner[T]) worstLogits(tp *ad.Tape[T], x *ad.Node[T], labels [][]int, eps float64, bound Bound) ([]*ad.Node[T], error) {
-	if m.RNN == nil {
-		return nil, fmt.Errorf("%s: certified training propagates boxes through the %s cell only, not %s", ArchCaptioner, CellReLU, m.Arch.Cell)
-	}
-	if !bound.Valid() {
-		return nil, fmt.Errorf("certified loss: unknown bound %q", bound)
+	if err := m.CheckBound(bound); err != nil {
+		return nil, fmt.Errorf("certified loss: %w", err)
 	}
 	b := x.Value.Shape[0]
 	if len(labels) != b {
@@ -157,24 +170,27 @@ func (m *Captioner[T]) headLogits(tp *ad.Tape[T], zc, zr *ad.Node[T], labels [][
 	if bound == BoundCROWNIBP {
 		head = m.newCROWNHead(tp, zc, zr)
 	}
-	hc, hr := tp.Const(ad.New[T](b, m.Arch.Hidden)), tp.Const(ad.New[T](b, m.Arch.Hidden))
+	state := make([]box[T], m.cell.states())
+	for k := range state {
+		state[k] = box[T]{tp.Const(ad.New[T](b, m.Arch.Hidden)), tp.Const(ad.New[T](b, m.Arch.Hidden))}
+	}
 	targets, next := make([]int, b), make([]int, b)
 	out := make([]*ad.Node[T], steps)
 	for t := range out {
-		var pc, pr *ad.Node[T]
-		if t == 0 {
-			pc, pr = m.RNN.PreInterval(tp, c, r, hc, hr)
-		} else {
-			pc, pr = m.RNN.PreInterval(tp, m.Emb.Forward(tp, next), nil, hc, hr)
+		xc, xr := c, r
+		if t > 0 {
+			xc, xr = m.Emb.Forward(tp, next), nil
 		}
 		stepTargets(targets, labels, t, m.EOS())
 		if head == nil {
-			hc, hr = nn.ReLUInterval(tp, pc, pr)
-			out[t] = tp.Add(m.Out.Forward(tp, hc), m.marginSpread(tp, hr, targets))
+			state = m.cell.interval(tp, xc, xr, state)
+			out[t] = tp.Add(m.Out.Forward(tp, state[0].c), m.marginSpread(tp, state[0].r, targets))
 		} else {
+			pc, pr := m.RNN.PreInterval(tp, xc, xr, state[0].c, state[0].r)
 			lo, hi := head.step(tp, t, pc, pr, next)
 			hlo, hhi := tp.ReLU(lo), tp.ReLU(hi)
-			hc, hr = tp.Scale(tp.Add(hlo, hhi), 0.5), tp.Scale(tp.Sub(hhi, hlo), 0.5)
+			hc, hr := tp.Scale(tp.Add(hlo, hhi), 0.5), tp.Scale(tp.Sub(hhi, hlo), 0.5)
+			state[0] = box[T]{hc, hr}
 			// Margins rather than logits: the interval bound's, elided
 			// as above, and back-substitution's, whichever is smaller.
 			out[t] = minimum(tp, m.intervalMargins(tp, hc, hr, targets), head.margins(tp, t, targets))

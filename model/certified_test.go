@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lenspec/lenspec/ad"
@@ -47,25 +48,38 @@ func greedyLabel(t testing.TB, m *Captioner[float64], x []float64) ([]int, bool)
 // to every parameter against central finite differences, over a ball wide
 // enough that ReLUs straddle zero.
 func TestCertifiedLossGradient(t *testing.T) {
-	for _, bound := range Bounds {
-		t.Run(string(bound), func(t *testing.T) {
-			m := tinyModel(t, CellReLU, 5)
-			rng := rand.New(rand.NewPCG(6, 7))
-			const b, eps = 3, 0.2
-			x := randInput(rng, b*size(m))
-			labels := [][]int{{0, 2}, {1}, {}}
-			tp := ad.NewTrainingTape[float64]()
-			l, _, err := m.CertifiedLoss(tp, tp.Const(ad.FromSlice(x, b, size(m))), labels, eps, bound)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := tp.Backward(l); err != nil {
-				t.Fatal(err)
-			}
-			for _, p := range m.Params() {
-				checkFD(t, p.Name, p.W.Data, p.G.Data, func() float64 { v, _ := certifiedLoss(t, m, x, labels, eps, bound); return v })
-			}
-		})
+	for _, cell := range []string{CellReLU, CellLSTM, CellGRU} {
+		for _, bound := range cellBounds(cell) {
+			t.Run(cell+"/"+string(bound), func(t *testing.T) { testCertifiedLossGradient(t, cell, bound) })
+		}
+	}
+}
+
+// cellBounds lists the bounds a cell's certified loss takes: CROWN-IBP
+// relaxes the ReLU cell only.
+func cellBounds(cell string) []Bound {
+	if cell == CellReLU {
+		return Bounds
+	}
+	return []Bound{BoundInterval}
+}
+
+func testCertifiedLossGradient(t *testing.T, cell string, bound Bound) {
+	m := tinyModel(t, cell, 5)
+	rng := rand.New(rand.NewPCG(6, 7))
+	const b, eps = 3, 0.2
+	x := randInput(rng, b*size(m))
+	labels := [][]int{{0, 2}, {1}, {}}
+	tp := ad.NewTrainingTape[float64]()
+	l, _, err := m.CertifiedLoss(tp, tp.Const(ad.FromSlice(x, b, size(m))), labels, eps, bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Backward(l); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range m.Params() {
+		checkFD(t, p.Name, p.W.Data, p.G.Data, func() float64 { v, _ := certifiedLoss(t, m, x, labels, eps, bound); return v })
 	}
 }
 
@@ -95,11 +109,21 @@ func ballPoint(rng *rand.Rand, xs, x []float64, eps float64, s int) {
 // intersected with back-substitution's bounds, and its margins are the
 // smaller of the two) and is strictly tighter on some trials.
 func TestCertifiedLossBoundsEveryInput(t *testing.T) {
-	m := tinyModel(t, CellReLU, 9)
+	for _, cell := range []string{CellReLU, CellLSTM, CellGRU} {
+		t.Run(cell, func(t *testing.T) { testCertifiedLossBoundsEveryInput(t, cell) })
+	}
+}
+
+func testCertifiedLossBoundsEveryInput(t *testing.T, cell string) {
+	m := tinyModel(t, cell, 9)
 	rng := rand.New(rand.NewPCG(10, 10))
 	n := size(m)
 	type seen struct{ certified, open int }
-	saw := map[Bound]*seen{BoundInterval: {}, BoundCROWNIBP: {}}
+	saw := map[Bound]*seen{}
+	for _, bound := range cellBounds(cell) {
+		saw[bound] = &seen{}
+	}
+	crown := cell == CellReLU
 	tighter, trials := 0, 0
 	for trial := 0; trials < 12 && trial < 1000; trial++ {
 		x := randInput(rng, n)
@@ -113,7 +137,7 @@ func TestCertifiedLossBoundsEveryInput(t *testing.T) {
 			labels = [][]int{{trial % 3, 1}} // not necessarily the decoding
 		}
 		tf := teacherForced(t, m, x, labels)
-		for _, bound := range Bounds {
+		for _, bound := range cellBounds(cell) {
 			if l0, _ := certifiedLoss(t, m, x, labels, 0, bound); math.Abs(l0-tf) > 1e-12*math.Max(1, tf) {
 				t.Fatalf("trial %d, %s: radius 0 gives %v, teacher forcing %v", trial, bound, l0, tf)
 			}
@@ -121,7 +145,10 @@ func TestCertifiedLossBoundsEveryInput(t *testing.T) {
 		prev := tf
 		for _, eps := range []float64{0.001, 0.01, 0.05, 0.2} {
 			li, ci := certifiedLoss(t, m, x, labels, eps, BoundInterval)
-			lc, cc := certifiedLoss(t, m, x, labels, eps, BoundCROWNIBP)
+			lc, cc := li, ci
+			if crown {
+				lc, cc = certifiedLoss(t, m, x, labels, eps, BoundCROWNIBP)
+			}
 			if li < prev-1e-12 {
 				t.Fatalf("trial %d: interval loss %v at radius %v below %v at a smaller one", trial, li, eps, prev)
 			}
@@ -132,11 +159,11 @@ func TestCertifiedLossBoundsEveryInput(t *testing.T) {
 			if lc < li-1e-6*math.Max(1, li) {
 				tighter++
 			}
-			for bound, got := range map[Bound]struct {
-				l    float64
-				cert int
-			}{BoundInterval: {li, ci}, BoundCROWNIBP: {lc, cc}} {
-				if got.cert == 1 {
+			for bound, cert := range map[Bound]int{BoundInterval: ci, BoundCROWNIBP: cc} {
+				if saw[bound] == nil {
+					continue
+				}
+				if cert == 1 {
 					saw[bound].certified++
 				} else {
 					saw[bound].open++
@@ -164,25 +191,33 @@ func TestCertifiedLossBoundsEveryInput(t *testing.T) {
 			t.Fatalf("%s: %d certified, %d uncertified: the test needs both", bound, s.certified, s.open)
 		}
 	}
+	if !crown {
+		return
+	}
 	if tighter == 0 {
 		t.Fatal("CROWN-IBP was never tighter than the interval bound")
 	}
 	t.Logf("certified/open: interval %v, CROWN-IBP %v; CROWN-IBP tighter on %d of %d", *saw[BoundInterval], *saw[BoundCROWNIBP], tighter, 4*trials)
 }
 
-// TestCertifiedLossNeedsReLUCell: the LSTM captioner has no interval rule
-// for its cell here, and says so.
-func TestCertifiedLossNeedsReLUCell(t *testing.T) {
-	m := tinyModel(t, CellLSTM, 3)
-	tp := ad.NewTape[float64](false)
-	x := make([]float64, size(m))
-	for _, bound := range Bounds {
-		if _, _, err := m.CertifiedLoss(tp, tp.Const(ad.FromSlice(x, 1, size(m))), [][]int{{0}}, 0.1, bound); err == nil {
-			t.Fatalf("an LSTM captioner accepted certified training (%s)", bound)
+// TestCROWNIBPNeedsReLUCell: the gated cells take the interval bound and
+// refuse CROWN-IBP, naming the cell; an unknown bound is refused.
+func TestCROWNIBPNeedsReLUCell(t *testing.T) {
+	for _, cell := range []string{CellLSTM, CellGRU} {
+		m := tinyModel(t, cell, 3)
+		tp := ad.NewTape[float64](false)
+		x := tp.Const(ad.New[float64](1, size(m)))
+		if _, _, err := m.CertifiedLoss(tp, x, [][]int{{0}}, 0.1, BoundInterval); err != nil {
+			t.Fatalf("%s, interval bound: %v", cell, err)
+		}
+		_, _, err := m.CertifiedLoss(tp, x, [][]int{{0}}, 0.1, BoundCROWNIBP)
+		if err == nil || !strings.Contains(err.Error(), "not the "+cell+" cell") {
+			t.Fatalf("%s, CROWN-IBP: error %v, want one naming the cell", cell, err)
 		}
 	}
 	r := tinyModel(t, CellReLU, 3)
-	if _, _, err := r.CertifiedLoss(tp, tp.Const(ad.FromSlice(x, 1, size(r))), [][]int{{0}}, 0.1, "zonotope"); err == nil {
+	tp := ad.NewTape[float64](false)
+	if _, _, err := r.CertifiedLoss(tp, tp.Const(ad.New[float64](1, size(r))), [][]int{{0}}, 0.1, "zonotope"); err == nil {
 		t.Fatal("an unknown bound was accepted")
 	}
 }

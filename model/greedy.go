@@ -73,8 +73,11 @@ type GreedyOptions[T ad.Float] struct {
 }
 
 // recycleEvery is how many steps a non-recording decode runs on one tape
-// before its state moves to fresh memory (Greedy).
-const recycleEvery = 16
+// before its state moves to fresh memory (Greedy). Two: a translator's
+// step over a 256-row chunk holds 14 MB (its logits over 8,000 tokens,
+// its attention and gates), and moving the state, whose memory and keys
+// are the largest part, costs a copy, small beside a step's products.
+const recycleEvery = 2
 
 // compactBelow is the fraction of live rows under which Greedy drops
 // finished rows from the batch: each step's work then follows the rows
@@ -196,8 +199,43 @@ func finite[T ad.Float](row []T) bool {
 }
 
 // decodeChunk bounds memory and is the unit of parallel work: inputs are
-// decoded this many at a time.
+// decoded at most this many at a time.
 const decodeChunk = 256
+
+// decodeTokens bounds a chunk of token inputs by its padded size, its rows
+// times its longest source: a translator's decode keeps values for every
+// source position of every row (the encoder's, the attention's memory and
+// keys), so that a chunk's memory grows with both, and a chunk of long
+// sources gets fewer rows. Translating 3,000 Multi30k sentences peaks at
+// about 1 GB with it, 1.4 GB with 256-row chunks of any length, for the
+// same CPU time within the noise of a shared machine (docs/BENCHMARKS.md).
+const decodeTokens = 2048
+
+// chunks splits the n rows of b into the chunks Decode runs: consecutive
+// rows, at most decodeChunk of them and, for token inputs, at most
+// decodeTokens padded positions (but at least one row).
+func (b Batch[T]) chunks(spec InputSpec, n int) [][2]int {
+	var out [][2]int
+	for lo := 0; lo < n; {
+		hi, longest := lo+1, 0
+		if spec.Kind != Continuous {
+			longest = len(b.Tokens[lo])
+		}
+		for hi < n && hi-lo < decodeChunk {
+			if spec.Kind != Continuous {
+				l := max(longest, len(b.Tokens[hi]))
+				if (hi-lo+1)*l > decodeTokens {
+					break
+				}
+				longest = l
+			}
+			hi++
+		}
+		out = append(out, [2]int{lo, hi})
+		lo = hi
+	}
+	return out
+}
 
 // Decode greedily decodes a batch of inputs with at most maxSteps steps
 // (≤ 0: the decoder's MaxSteps), in chunks spread over all cores. Each
@@ -213,14 +251,14 @@ func Decode[T ad.Float](ctx context.Context, d Decoder[T], b Batch[T], maxSteps 
 		return nil, fmt.Errorf("decode: step cap %d exceeds the supported %d", maxSteps, MaxStepCap)
 	}
 	out := make([]Result, n)
-	chunks := (n + decodeChunk - 1) / decodeChunk
-	workers := min(runtime.GOMAXPROCS(0), chunks)
-	next := make(chan int, chunks)
-	for c := 0; c < chunks; c++ {
+	chunks := b.chunks(spec, n)
+	workers := min(runtime.GOMAXPROCS(0), len(chunks))
+	next := make(chan int, len(chunks))
+	for c := range chunks {
 		next <- c
 	}
 	close(next)
-	errs := make([]error, chunks)
+	errs := make([]error, len(chunks))
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -231,7 +269,7 @@ func Decode[T ad.Float](ctx context.Context, d Decoder[T], b Batch[T], maxSteps 
 				if ctx.Err() != nil {
 					return
 				}
-				lo, hi := c*decodeChunk, min(n, (c+1)*decodeChunk)
+				lo, hi := chunks[c][0], chunks[c][1]
 				arena.Reset()
 				tp := ad.NewTape[T](false).Use(arena)
 				res, err := Greedy(tp, d, b.slice(spec, lo, hi).input(tp, spec, hi-lo), GreedyOptions[T]{MaxSteps: maxSteps})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/bpe"
@@ -28,6 +29,11 @@ type Translation struct {
 	// MinRelMargin is the smallest relative top-2 logit margin along the
 	// greedy path (model.Result).
 	MinRelMargin float64 `json:"min_rel_margin"`
+	// InvalidUTF8 is set when the text is not valid UTF-8: it was
+	// translated, its invalid bytes read as the tokenizer's byte tokens,
+	// but what it says is unknown, so the caller should say so
+	// (translate warns on stderr).
+	InvalidUTF8 bool `json:"invalid_utf8,omitempty"`
 	// Err, if not nil, is why this text was not translated (a
 	// *SourceTooLongError); only Source is then set. One text the model
 	// cannot read must not cost the others their translations, so
@@ -48,9 +54,13 @@ func (e *SourceTooLongError) Error() string {
 // Translate decodes texts greedily with d, which must have a tokenizer
 // (Config.Tokenizer): each text is encoded (EncodeText), the batch is
 // decoded on all cores in order of source length (so that batches pad
-// little) and every output is decoded back to text (DecodeText). The
-// result has one Translation per text, in order. An empty text has an
-// empty translation (Stopped, Length 0) and is not run. A text whose
+// little; Decode bounds each chunk's rows and padded source tokens, so
+// memory does not grow with the number of texts) and every output is
+// decoded back to text (DecodeText). The result has one Translation per
+// text, in order. A blank text (empty, or white space alone: Blank) has
+// an empty translation (Stopped, Length 0, no source ids) and is not run:
+// a model given only spaces invents a sentence. A text that is not valid
+// UTF-8 is translated, with InvalidUTF8 set. A text whose
 // source is longer than the model reads (InputSpec.MaxLen) is not run
 // either: its Translation's Err says so, and the other texts are
 // translated exactly as they would be alone. The error is for what fails
@@ -72,7 +82,12 @@ func Translate[T ad.Float](ctx context.Context, d Decoder[T], texts []string, ma
 	var order []int // texts to run, shortest source first
 	for i, s := range texts {
 		t := &out[i]
-		t.Source, t.IDs, t.Tokens = EncodeText(tok, s), []int{}, []string{}
+		t.IDs, t.Tokens, t.InvalidUTF8 = []int{}, []string{}, !utf8.ValidString(s)
+		if Blank(s) {
+			t.Source, t.Stopped = []int{}, true
+			continue
+		}
+		t.Source = EncodeText(tok, s)
 		switch {
 		case len(t.Source) == 0:
 			t.Source, t.Stopped = []int{}, true
@@ -108,10 +123,24 @@ func Translate[T ad.Float](ctx context.Context, d Decoder[T], texts []string, ma
 	return out, nil
 }
 
+// Blank reports whether s holds nothing to translate: it is empty or
+// white space alone (unicode.IsSpace: spaces, tabs, no-break spaces…).
+// Translate gives a blank text an empty translation without running the
+// model.
+func Blank(s string) bool { return strings.TrimSpace(s) == "" }
+
 // TokenizerText is the string a text model's tokenizer reads for s: s in
 // Unicode NFC, with a space put in front; "" stays "". EncodeText encodes
 // it and training learns the tokenizer from it, so that inference,
 // evaluation, attacks and training see one text the same way.
+//
+// The normalisation is norm.NFC's, which is NFC in the Stream-Safe Text
+// Format (Unicode UAX #15): where more than 30 non-starters (combining
+// marks, counted in canonical decompositions in the text's own order, and
+// Hangul conjoining vowels and final consonants) follow each other, U+034F
+// COMBINING GRAPHEME JOINER goes before the 31st, and counting starts
+// again. Plain NFC does not do this; docs/models.md gives the rule in
+// Python for other implementations. Invalid UTF-8 bytes pass through.
 //
 // NFC because one text has several code point spellings ("ä" is U+00E4,
 // or "a" and U+0308 in NFD, as macOS file names and some input methods

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/lenspec/lenspec/bpe"
 	"golang.org/x/text/unicode/norm"
@@ -122,6 +123,68 @@ func TestTranslateEmptyText(t *testing.T) {
 	want := Translation{Source: []int{}, IDs: []int{}, Tokens: []string{}, Stopped: true}
 	if !reflect.DeepEqual(ts[0], want) {
 		t.Fatalf("empty text: %+v, want %+v", ts[0], want)
+	}
+}
+
+// TestTranslateBlankAndInvalidUTF8: a text of white space alone (spaces,
+// tabs, a no-break space, a line break) is translated as the empty text
+// is, without running the model, which given spaces alone invents a
+// sentence; a text that is not valid UTF-8 is translated as it would be
+// without the flag, and flagged; valid texts are not.
+func TestTranslateBlankAndInvalidUTF8(t *testing.T) {
+	m := textTranslator(t)
+	empty := Translation{Source: []int{}, IDs: []int{}, Tokens: []string{}, Stopped: true}
+	blanks := []string{" ", "   ", "\t", " \t \u00a0 ", "\r", "\u3000"}
+	// The model does decode something for spaces alone: the case tests
+	// that Translate does not ask it.
+	spaces, err := Decode(context.Background(), Decoder[float64](m), Batch[float64]{Tokens: [][]int{EncodeText(m.Config().Tokenizer, "   ")}}, 0)
+	if err != nil || len(spaces[0].Tokens) == 0 {
+		t.Fatalf("the model decodes %+v (%v) for spaces: the case tests nothing", spaces, err)
+	}
+	texts := append(append([]string{}, blanks...), "das haus\xff", "das haus", "\xc3")
+	ts, err := Translate(context.Background(), Decoder[float64](m), texts, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range blanks {
+		if !Blank(s) || !reflect.DeepEqual(ts[i], empty) {
+			t.Errorf("blank %q: %+v, want %+v", s, ts[i], empty)
+		}
+	}
+	for i, s := range texts[len(blanks):] {
+		tr := ts[len(blanks)+i]
+		if tr.InvalidUTF8 != !utf8.ValidString(s) || len(tr.Source) == 0 {
+			t.Errorf("%q: invalid_utf8 %v, source %v", s, tr.InvalidUTF8, tr.Source)
+		}
+		alone, err := Decode(context.Background(), Decoder[float64](m), Batch[float64]{Tokens: [][]int{EncodeText(m.Config().Tokenizer, s)}}, 0)
+		if err != nil || !slices.Equal(alone[0].Tokens, tr.IDs) {
+			t.Errorf("%q: translated to %v, decoded alone %v (%v)", s, tr.IDs, alone, err)
+		}
+	}
+	if Blank("a") || Blank(" \u200b ") {
+		t.Error("a letter or a zero-width space is blank")
+	}
+}
+
+// TestTokenizerTextStreamSafe: the normalisation is NFC plus the
+// Stream-Safe Text Format (Unicode UAX #15), as docs/models.md says for
+// re-implementers: a run of more than 30 non-starters, counted in
+// canonical decompositions, gets U+034F COMBINING GRAPHEME JOINER before
+// the 31st; invalid bytes pass through.
+func TestTokenizerTextStreamSafe(t *testing.T) {
+	marks := func(r string, n int) string { return strings.Repeat(r, n) }
+	for _, c := range []struct{ in, want string }{
+		{"e\u0301", " \u00e9"},
+		{"a" + marks("\u0316", 30), " a" + marks("\u0316", 30)},
+		{"a" + marks("\u0316", 31), " a" + marks("\u0316", 30) + "\u034f\u0316"},
+		{marks("\u0316", 61), " " + marks("\u0316", 30) + "\u034f" + marks("\u0316", 30) + "\u034f\u0316"},
+		// The first acute composes with a, and still counts.
+		{"a" + marks("\u0301", 31), " \u00e1" + marks("\u0301", 29) + "\u034f\u0301"},
+		{"haus\xff", " haus\xff"},
+	} {
+		if got := TokenizerText(c.in); got != c.want {
+			t.Errorf("%+q: %+q, want %+q", c.in, got, c.want)
+		}
 	}
 }
 

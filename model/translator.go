@@ -363,6 +363,12 @@ func (m *Translator[T]) Start(tp *ad.Tape[T], in Input[T]) (State[T], error) {
 // the forward direction ends on each row's last token and the backward
 // direction starts on it. It returns the outputs per step, in time order,
 // and the state after the last step taken.
+//
+// On a tape that records nothing (decoding), each step runs on a scratch
+// tape and only its state is copied back: a step's gates and products are
+// four times its state, and kept for every step of a 256-row chunk they
+// were most of a decode's memory (docs/BENCHMARKS.md). The values are the
+// same either way.
 func (m *Translator[T]) encodeLayer(tp *ad.Tape[T], cell *nn.LSTMCell[T], x *ad.Node[T], valid []bool, b, s int, reverse bool) ([]*ad.Node[T], *ad.Node[T]) {
 	xw := tp.Linear(x, tp.Param(cell.Wih), tp.Param(cell.Bih))
 	h := tp.Const(tp.Zeros(b, cell.Hidden))
@@ -373,15 +379,28 @@ func (m *Translator[T]) encodeLayer(tp *ad.Tape[T], cell *nn.LSTMCell[T], x *ad.
 		if reverse {
 			t = s - 1 - k
 		}
-		hn, cn := cell.Step(tp, tp.Slice(xw, 0, t*b, (t+1)*b), h, c)
-		if v := valid[t*b : (t+1)*b]; allTrue(v) {
-			h, c = hn, cn
-		} else {
-			h, c = tp.Where(v, hn, h), tp.Where(v, cn, c)
+		st := tp
+		if !tp.Recording() {
+			st = tp.Scratch()
 		}
+		hn, cn := cell.Step(st, st.Slice(xw, 0, t*b, (t+1)*b), h, c)
+		if v := valid[t*b : (t+1)*b]; !allTrue(v) {
+			hn, cn = st.Where(v, hn, h), st.Where(v, cn, c)
+		}
+		if st != tp {
+			hn, cn = keep(tp, hn), keep(tp, cn)
+		}
+		h, c = hn, cn
 		out[t] = h
 	}
 	return out, h
+}
+
+// keep copies a scratch tape's value onto tp, which records nothing.
+func keep[T ad.Float](tp *ad.Tape[T], n *ad.Node[T]) *ad.Node[T] {
+	v := tp.Zeros(n.Value.Shape...)
+	copy(v.Data, n.Value.Data)
+	return tp.Const(v)
 }
 
 func allTrue(v []bool) bool {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -384,4 +385,101 @@ func TestLongDecodeRecycles(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDecodeChunksBoundTokens: Decode's chunks cover the batch in order,
+// none has more than decodeChunk rows or (unless it is one row) more than
+// decodeTokens padded source tokens, and a batch decoded across chunks of
+// every size gives each row what it gives alone.
+func TestDecodeChunksBoundTokens(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	m := tinyTranslator(t, 1, 21)
+	var srcs [][]int
+	for i := 0; i < 700; i++ {
+		n := 1 + rng.IntN(3)
+		if i > 400 {
+			n = 1 + rng.IntN(12) // long and short mixed
+		}
+		src := make([]int, n)
+		for j := range src {
+			src[j] = 3 + rng.IntN(8)
+		}
+		srcs = append(srcs, src)
+	}
+	b := Batch[float64]{Tokens: srcs}
+	chunks := b.chunks(m.Input(), len(srcs))
+	next, bounded := 0, 0
+	for _, c := range chunks {
+		rows, longest := c[1]-c[0], 0
+		for _, s := range srcs[c[0]:c[1]] {
+			longest = max(longest, len(s))
+		}
+		if c[0] != next || rows < 1 || rows > decodeChunk || (rows > 1 && rows*longest > decodeTokens) {
+			t.Fatalf("chunk %v (longest source %d) after row %d", c, longest, next)
+		}
+		if rows < decodeChunk && c[1] < len(srcs) {
+			bounded++
+		}
+		next = c[1]
+	}
+	if next != len(srcs) || bounded == 0 {
+		t.Fatalf("chunks %v: cover %d of %d rows, %d bounded by tokens", chunks, next, len(srcs), bounded)
+	}
+	res, err := Decode(context.Background(), Decoder[float64](m), b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, src := range srcs {
+		alone, err := Greedy(ad.NewTape[float64](false), Decoder[float64](m), Input[float64]{Tokens: [][]int{src}}, GreedyOptions[float64]{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(alone[0].Tokens, res[i].Tokens) || alone[0].Stopped != res[i].Stopped {
+			t.Fatalf("row %d: %+v in the batch, %+v alone", i, res[i], alone[0])
+		}
+	}
+}
+
+// TestEncoderKeepsOnlyState: on a tape that records nothing, the encoder
+// keeps each step's state and drops its gates, so it allocates well under
+// half what a recording tape keeps, and computes exactly the same values.
+func TestEncoderKeepsOnlyState(t *testing.T) {
+	cfg := DefaultTranslatorConfig(50, 0, 1, 2, 3)
+	a := cfg.Arch.(*TranslatorConfig)
+	a.Embedding, a.EncoderHidden, a.DecoderHidden, a.Attention, a.Combine, a.MaxSourceLen = 16, 64, 16, 16, 16, 40
+	m, err := NewTranslator[float32](&cfg, rand.New(rand.NewPCG(9, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(9, 2))
+	var srcs [][]int
+	for i := 0; i < 64; i++ {
+		src := make([]int, 20+rng.IntN(20))
+		for j := range src {
+			src[j] = 4 + rng.IntN(46)
+		}
+		srcs = append(srcs, src)
+	}
+	start := func(record bool) (*translatorState[float32], uint64) {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s, err := m.Start(ad.NewTape[float32](record), Input[float32]{Tokens: srcs})
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.(*translatorState[float32]), after.TotalAlloc - before.TotalAlloc
+	}
+	kept, recorded := start(true)
+	plain, used := start(false)
+	for name, pair := range map[string][2]*ad.Node[float32]{"memory": {kept.mem, plain.mem}, "keys": {kept.keys, plain.keys}, "h": {kept.h, plain.h}} {
+		if !slices.Equal(pair[0].Value.Data, pair[1].Value.Data) {
+			t.Fatalf("%s differs between the recording and the plain encoder", name)
+		}
+	}
+	if used > recorded/2 {
+		t.Fatalf("the plain encoder allocated %d bytes, the recording one %d: want under half", used, recorded)
+	}
+	t.Logf("encoder allocations: %d bytes plain, %d recording", used, recorded)
 }

@@ -1,8 +1,10 @@
 // Package nn holds lenspec's layers. A layer owns its parameters (as
 // ad.Params with PyTorch-style names and layouts, so safetensors files map
 // one to one onto PyTorch state dicts) and composes ad operations in its
-// forward pass; the gradient comes from the ops. The verifier's bound rules
-// for a layer live beside its forward pass.
+// forward pass; the gradient comes from the ops. Beside its forward pass a
+// layer describes itself to the verifier (Lower, through a Builder), so
+// that what it computes and what the verifier is told it computes are read
+// together; the verifier owns the operators' bound rules.
 package nn
 
 import (

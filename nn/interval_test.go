@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -82,6 +83,86 @@ func TestIntervalContainsForward(t *testing.T) {
 			for j := range reachedLo {
 				if !reachedLo[j] || !reachedHi[j] {
 					t.Errorf("%s: output %d's bounds were not reached by any corner: not tight", l.name, j)
+				}
+			}
+		}
+	}
+}
+
+// TestGatedIntervals: the product's box contains the product of every
+// corner and of random points of its factors' boxes (centres of either
+// sign, and 0), and an increasing function's box contains its values; the
+// LSTM and GRU steps' boxes contain the step of random points of their
+// input and state boxes.
+func TestGatedIntervals(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	tp := ad.NewTape[float64](false)
+	vec := func(n int, scale float64) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = scale * rng.NormFloat64()
+		}
+		return v
+	}
+	const n = 400
+	cx, cy, rx, ry := vec(n, 1), vec(n, 1), vec(n, 1), vec(n, 1)
+	for i := range rx {
+		rx[i], ry[i] = math.Abs(rx[i]), math.Abs(ry[i])
+		if i%4 == 0 {
+			cx[i], cy[i] = 0, 0
+		}
+	}
+	node := func(v []float64) *ad.Node[float64] { return tp.Const(ad.FromSlice(v, 1, len(v))) }
+	mc, mr := MulInterval(tp, node(cx), node(rx), node(cy), node(ry))
+	sc, sr := MonotoneInterval(tp, tp.Sigmoid, node(cx), node(rx))
+	for i := range cx {
+		for k := 0; k < 12; k++ {
+			u, v := 2*rng.Float64()-1, 2*rng.Float64()-1
+			if k < 4 {
+				u, v = float64(2*(k&1)-1), float64(2*(k>>1)-1)
+			}
+			x, y := cx[i]+u*rx[i], cy[i]+v*ry[i]
+			if p := x * y; math.Abs(p-mc.Value.Data[i]) > mr.Value.Data[i]+1e-12 {
+				t.Fatalf("%v·%v = %v outside %v ± %v", x, y, p, mc.Value.Data[i], mr.Value.Data[i])
+			}
+			if s := 1 / (1 + math.Exp(-x)); math.Abs(s-sc.Value.Data[i]) > sr.Value.Data[i]+1e-12 {
+				t.Fatalf("σ(%v) = %v outside %v ± %v", x, s, sc.Value.Data[i], sr.Value.Data[i])
+			}
+		}
+	}
+	// Whole steps.
+	const in, h = 3, 4
+	lstm := NewLSTMCell[float64]("l", in, h, rng)
+	gru := NewGRUCell[float64]("g", in, h, rng)
+	xc, xr, hc, hr, c0, r0 := vec(in, 1), vec(in, 0.3), vec(h, 0.5), vec(h, 0.2), vec(h, 1), vec(h, 0.3)
+	for _, v := range [][]float64{xr, hr, r0} {
+		for i := range v {
+			v[i] = math.Abs(v[i])
+		}
+	}
+	lh, lhr, lc, lcr := lstm.Interval(tp, node(xc), node(xr), node(hc), node(hr), node(c0), node(r0))
+	gh, ghr := gru.Interval(tp, node(xc), node(xr), node(hc), node(hr))
+	point := func(c, r []float64) []float64 {
+		p := make([]float64, len(c))
+		for i := range p {
+			p[i] = c[i] + r[i]*(2*rng.Float64()-1)
+			if rng.IntN(3) == 0 {
+				p[i] = c[i] + r[i]*float64(2*rng.IntN(2)-1)
+			}
+		}
+		return p
+	}
+	for k := 0; k < 2000; k++ {
+		x, hh, cc := point(xc, xr), point(hc, hr), point(c0, r0)
+		h1, c1 := lstm.Forward(tp, node(x), node(hh), node(cc))
+		g1 := gru.Forward(tp, node(x), node(hh))
+		for j := 0; j < h; j++ {
+			for _, ck := range []struct {
+				name    string
+				v, c, r float64
+			}{{"lstm h", h1.Value.Data[j], lh.Value.Data[j], lhr.Value.Data[j]}, {"lstm c", c1.Value.Data[j], lc.Value.Data[j], lcr.Value.Data[j]}, {"gru h", g1.Value.Data[j], gh.Value.Data[j], ghr.Value.Data[j]}} {
+				if math.Abs(ck.v-ck.c) > ck.r+1e-12 {
+					t.Fatalf("%s[%d] = %v outside %v ± %v", ck.name, j, ck.v, ck.c, ck.r)
 				}
 			}
 		}

@@ -73,3 +73,39 @@ func (c *LSTMCell[T]) Step(tp *ad.Tape[T], xw, h, cell *ad.Node[T]) (hNext, cNex
 
 // Params lists the layer's parameters.
 func (c *LSTMCell[T]) Params() []*ad.Param[T] { return []*ad.Param[T]{c.Wih, c.Whh, c.Bih, c.Bhh} }
+
+// Lower describes one step of the cell to b and returns (h', c'): the
+// gates as one operator over all four (the recurrent term, then the input
+// term: W_ih·x, or the token fed back, W_ih·Emb[y]), sliced into i, f, g,
+// o; c' = σ(f)⊙c + σ(i)⊙tanh(g) and h' = σ(o)⊙tanh(c') as products. With
+// h and cell the zero Value (the first step) the recurrent and forget
+// terms are left out.
+func (c *LSTMCell[T]) Lower(b Builder, in CellInput, h, cell Value) (hNext, cNext Value) {
+	H := c.Hidden
+	wih, bias := Float64s(c.Wih.W.Data), sumBias(c.Bih, c.Bhh)
+	var gates Value
+	if !h.Valid() {
+		gates = b.Dense("gates", in.X, wih, bias, 4*H)
+	} else {
+		rec := b.Dense("rec", h, Float64s(c.Whh.W.Data), bias, 4*H)
+		var x Value
+		if in.Emb != nil {
+			x = b.Token("token", fold(wih, 4*H, c.In, in.Emb, nil))
+		} else {
+			x = b.Dense("in", in.X, wih, nil, 4*H)
+		}
+		gates = b.Add("gates", rec, x)
+	}
+	gate := func(name string, k int, a Activation) Value {
+		return b.Act(name, a, b.Slice(name+".pre", gates, k*H, (k+1)*H))
+	}
+	i, g := gate("i", 0, Sigmoid), gate("g", 2, Tanh)
+	if cell.Valid() {
+		f := gate("f", 1, Sigmoid)
+		cNext = b.Add("c", b.Mul("fc", f, cell), b.Mul("ig", i, g))
+	} else {
+		cNext = b.Mul("c", i, g)
+	}
+	o := gate("o", 3, Sigmoid)
+	return b.Mul("", o, b.Act("tanhc", Tanh, cNext)), cNext
+}

@@ -58,3 +58,22 @@ func (c *RNNCell[T]) PreInterval(tp *ad.Tape[T], ci, ri, ch, rh *ad.Node[T]) (mi
 	}
 	return mid, rad
 }
+
+// Lower describes one step of the cell to b, h' = ReLU(W_ih·x + W_hh·h +
+// b_ih + b_hh), and returns h'. With h the zero Value (the first step) the
+// recurrent term is left out; the token fed back (in.Emb) is one
+// operator, W_ih·Emb[y], after the recurrent term's.
+func (c *RNNCell[T]) Lower(b Builder, in CellInput, h Value) Value {
+	wih, bias := Float64s(c.Wih.W.Data), sumBias(c.Bih, c.Bhh)
+	if !h.Valid() {
+		return b.Act("", ReLU, b.Dense("pre", in.X, wih, bias, c.Hidden))
+	}
+	rec := b.Dense("rec", h, Float64s(c.Whh.W.Data), bias, c.Hidden)
+	var x Value
+	if in.Emb != nil {
+		x = b.Token("token", fold(wih, c.Hidden, c.In, in.Emb, nil))
+	} else {
+		x = b.Dense("in", in.X, wih, nil, c.Hidden)
+	}
+	return b.Act("", ReLU, b.Add("pre", rec, x))
+}

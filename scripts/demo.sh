@@ -21,6 +21,10 @@ echo "== Decoding a PNG file"
 $bin decode --model "$model" --image "$out/test-00000.png"
 
 echo
+echo "== The Show-and-Tell stand-in models/showtell-lstm (CNN + LSTM word captioner) on 4 test canvases of the captions data set (PNG + caption in $out/captions/)"
+$bin data captions --model models/showtell-lstm --count 4 --out "$out/captions"
+
+echo
 echo "== PGD attack (paper's proxy J̃) at δ = 0.1 on 10 random test images, 1,000 steps"
 $bin attack --model "$model" --method pgd --eps 0.1 --images 10 --budget 1000 --lr 0.005 \
   --out "$out/attack.jsonl"

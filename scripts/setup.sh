@@ -4,7 +4,7 @@
 # Run as root (CI is root) or with sudo available.
 set -euo pipefail
 
-pkgs=(libopenblas-dev coinor-libcbc-dev coinor-libclp-dev coinor-cbc pkg-config g++ trans-de-en "$@")
+pkgs=(libopenblas-dev coinor-libcbc-dev coinor-libclp-dev coinor-cbc pkg-config g++ trans-de-en dataset-fashion-mnist "$@")
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 
 missing=()
@@ -19,5 +19,5 @@ if [[ $(id -u) -ne 0 ]]; then
   sudo=sudo
 fi
 echo "setup: installing ${missing[*]}" >&2
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+$sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -54,13 +54,30 @@ type Ball struct {
 
 var _ Region = Ball{}
 
-// NewBall validates and returns S(center, delta) ∩ [min, max]ⁿ.
-func NewBall(center []float64, delta, min, max float64) (Ball, error) {
+// CheckRadius checks an L∞ radius for inputs in [min, max]: finite,
+// non-negative, and at most max − min. Around any point of the range, a
+// ball of radius max − min is the whole range already, so a larger radius
+// says nothing more, and is far more often a slip (5 for 5/255) than an
+// intent. Every radius lenspec takes — the CLI's --eps, a spec file's
+// "eps", certified and verification-friendly training's — is checked
+// here, so that one is refused wherever another is.
+func CheckRadius(delta, min, max float64) error {
 	if !(delta >= 0) || math.IsInf(delta, 0) {
-		return Ball{}, fmt.Errorf("spec: radius %v must be finite and non-negative", delta)
+		return fmt.Errorf("radius %v must be finite and non-negative", delta)
 	}
 	if !(min < max) || math.IsInf(min, 0) || math.IsInf(max, 0) {
-		return Ball{}, fmt.Errorf("spec: input range [%v, %v] is empty or unbounded", min, max)
+		return fmt.Errorf("input range [%v, %v] is empty or unbounded", min, max)
+	}
+	if w := max - min; delta > w {
+		return fmt.Errorf("radius %v is wider than the input range [%v, %v]: at most %v, the whole range", delta, min, max, w)
+	}
+	return nil
+}
+
+// NewBall validates and returns S(center, delta) ∩ [min, max]ⁿ.
+func NewBall(center []float64, delta, min, max float64) (Ball, error) {
+	if err := CheckRadius(delta, min, max); err != nil {
+		return Ball{}, fmt.Errorf("spec: %w", err)
 	}
 	for i, v := range center {
 		if !(v >= min && v <= max) {

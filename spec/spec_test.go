@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lenspec/lenspec/model"
@@ -26,9 +27,31 @@ func TestBallBounds(t *testing.T) {
 		delta  float64
 	}{
 		{[]float64{0}, -0.1}, {[]float64{0}, math.NaN()}, {[]float64{0}, math.Inf(1)}, {[]float64{1.5}, 0.1}, {[]float64{math.NaN()}, 0.1},
+		{[]float64{0}, 2.5}, // wider than the range [−1, 1]
 	} {
 		if _, err := NewBall(c.center, c.delta, -1, 1); err == nil {
 			t.Errorf("NewBall(%v, %v) accepted", c.center, c.delta)
+		}
+	}
+}
+
+// TestCheckRadius: a radius is finite, non-negative and at most the
+// width of the input range (the whole range), on one rule for every
+// caller; the message says the limit.
+func TestCheckRadius(t *testing.T) {
+	for _, c := range []struct {
+		delta, min, max float64
+		want            string // "" accepted
+	}{
+		{0, -1, 1, ""}, {0.1, -1, 1, ""}, {2, -1, 1, ""}, {1, 0, 1, ""},
+		{2.5, -1, 1, "radius 2.5 is wider than the input range [-1, 1]: at most 2"},
+		{1.0000001, 0, 1, "at most 1"},
+		{-0.1, -1, 1, "finite and non-negative"}, {math.NaN(), -1, 1, "finite"}, {math.Inf(1), -1, 1, "finite"},
+		{0.1, 1, 1, "empty or unbounded"}, {0.1, math.Inf(-1), 1, "empty or unbounded"},
+	} {
+		err := CheckRadius(c.delta, c.min, c.max)
+		if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("CheckRadius(%v, %v, %v) = %v, want %q", c.delta, c.min, c.max, err, c.want)
 		}
 	}
 }
@@ -43,7 +66,7 @@ func TestProjectAndSampleStayInside(t *testing.T) {
 		for i := range c {
 			c[i] = 2*rng.Float64() - 1
 		}
-		delta := []float64{0, 0.001, 0.1, 0.3, 2}[trial%5] * (1 + rng.Float64()*1e-3)
+		delta := []float64{0, 0.001, 0.1, 0.3, 1.99}[trial%5] * (1 + rng.Float64()*1e-3) // at most 2, the whole range
 		b, err := NewBall(c, delta, -1, 1)
 		if err != nil {
 			t.Fatal(err)

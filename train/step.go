@@ -39,17 +39,11 @@ type Trainer struct {
 
 // NewTrainer prepares steps on d with opt (validated).
 func NewTrainer(d model.Decoder[float32], opt Options) (*Trainer, error) {
-	if err := opt.Validate(); err != nil {
+	if err := opt.ValidateFor(d); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	stab, ok := d.(model.Stabilizer[float32])
-	if opt.Stability > 0 && !ok {
-		return nil, fmt.Errorf("train: architecture %s has no ReLU-stability regulariser", d.Config().Architecture)
-	}
-	cert, ok := d.(model.Certifier[float32])
-	if opt.IBP > 0 && !ok {
-		return nil, fmt.Errorf("train: architecture %s has no certified-training loss", d.Config().Architecture)
-	}
+	stab, _ := d.(model.Stabilizer[float32])
+	cert, _ := d.(model.Certifier[float32])
 	t := &Trainer{d: d, stab: stab, cert: cert, opt: opt, params: d.Params()}
 	t.Adam = ad.NewAdam(t.params, opt.LR)
 	t.Adam.WeightDecay = opt.WeightDecay
@@ -150,8 +144,9 @@ func (t *Trainer) shard(b Batch, lo, hi, rows, n, k, step int, eps, ibp float64)
 		clean = tp.Const(ad.FromSlice(b.X[lo*size:hi*size], hi-lo, size))
 		in.X = clean
 		if opt.IBPAttack && w > 0 {
-			rng := rand.New(rand.NewPCG(opt.Seed, attackStream|uint64(step)<<16|uint64(k)))
-			xa, err := attackPoint(arena, t.d, b.X[lo*size:hi*size], b.Labels[lo:hi], opt.IBPEps*ibp, rng)
+			xa, err := attackPoint(arena, t.d, b.X[lo*size:hi*size], b.Labels[lo:hi], opt.IBPEps*ibp, func(i int) *rand.Rand {
+				return rand.New(rand.NewPCG(opt.Seed, attackStream|uint64(step)<<24|uint64(lo+i)))
+			})
 			if err != nil {
 				return nil, StepResult{}, err
 			}
@@ -203,14 +198,20 @@ func rampAt(ramp float64, step, total int) float64 {
 // gradient step of 1.25·eps up the teacher-forced loss, projected back
 // onto the ball and the range — FGSM with a random start (Wong et al.,
 // "Fast is better than free", 2020). The gradient is the input's only:
-// the weights are constants on its tape.
-func attackPoint(arena *ad.Arena[float32], d model.Decoder[float32], x []float32, labels [][]int, eps float64, rng *rand.Rand) ([]float32, error) {
+// the weights are constants on its tape. Row i's random start comes from
+// rng(i), a stream of its own, so that the point does not depend on how
+// the batch is sharded.
+func attackPoint(arena *ad.Arena[float32], d model.Decoder[float32], x []float32, labels [][]int, eps float64, rng func(row int) *rand.Rand) ([]float32, error) {
 	spec := d.Input()
 	lo, hi := func(v float32) float64 { return max(float64(v)-eps, spec.Min) }, func(v float32) float64 { return min(float64(v)+eps, spec.Max) }
 	start := make([]float32, len(x))
-	for i, v := range x {
-		l, h := lo(v), hi(v)
-		start[i] = float32(min(max(l+rng.Float64()*(h-l), l), h))
+	size := len(x) / len(labels)
+	for r := range labels {
+		g := rng(r)
+		for i := r * size; i < (r+1)*size; i++ {
+			l, h := lo(x[i]), hi(x[i])
+			start[i] = float32(min(max(l+g.Float64()*(h-l), l), h))
+		}
 	}
 	tp := ad.NewTape[float32](true).Use(arena)
 	xv := tp.Var(ad.FromSlice(start, len(labels), len(x)/len(labels)))

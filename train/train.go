@@ -21,6 +21,7 @@ import (
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/safetensors"
+	"github.com/lenspec/lenspec/spec"
 )
 
 // Source is a training or evaluation set whose examples are addressed by
@@ -211,10 +212,43 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ValidateFor checks the options for training d: Validate, then what
+// needs the model — an architecture with the regulariser or the certified
+// loss they turn on, and their radii against its input range
+// (spec.CheckRadius, the check every radius gets). NewTrainer and Fit call
+// it; a command line calls it before reading any data.
+func (o Options) ValidateFor(d model.Decoder[float32]) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	var errs []error
+	arch := d.Config().Architecture
+	if _, ok := d.(model.Stabilizer[float32]); o.Stability > 0 && !ok {
+		errs = append(errs, fmt.Errorf("architecture %s has no ReLU-stability regulariser", arch))
+	}
+	if c, ok := d.(model.Certifier[float32]); o.IBP > 0 && !ok {
+		errs = append(errs, fmt.Errorf("architecture %s has no certified-training loss", arch))
+	} else if o.IBP > 0 {
+		if err := c.CheckBound(o.bound()); err != nil {
+			errs = append(errs, fmt.Errorf("architecture %s: %w", arch, err))
+		}
+	}
+	in := d.Input()
+	if in.Kind == model.Continuous {
+		if err := spec.CheckRadius(o.StabilityEps, in.Min, in.Max); err != nil {
+			errs = append(errs, fmt.Errorf("stability %w", err))
+		}
+		if err := spec.CheckRadius(o.IBPEps, in.Min, in.Max); err != nil {
+			errs = append(errs, fmt.Errorf("IBP %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Fit trains d on src in place and returns the mean loss of the last
 // epoch.
 func Fit(ctx context.Context, d model.Decoder[float32], src Source[float32], opt Options) (float64, error) {
-	if err := opt.Validate(); err != nil {
+	if err := opt.ValidateFor(d); err != nil {
 		return 0, fmt.Errorf("train: %w", err)
 	}
 	if src.Len() < opt.BatchSize {

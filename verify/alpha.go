@@ -33,16 +33,16 @@ var babFinalAlpha = alphaOptions{iters: 300, lr: 0.2, betaLR: 0.5}
 // from its parent's.
 var babChildAlpha = alphaOptions{iters: 5, lr: 0.2, betaLR: 0.5}
 
-// defaultRelaxation returns CROWN's slopes for the rows on their domains,
-// for every activation node up to start, and no β.
+// defaultRelaxation returns CROWN's parameters for the rows on their
+// domains, for every activation node up to start, and no β.
 func (g *graph) defaultRelaxation(dom []*Bounds, start int) *relaxation {
-	rx := &relaxation{alpha: make([]*block, len(g.nodes)), beta: make([]*block, len(g.nodes))}
+	rx := newRelaxation(len(g.nodes))
 	for _, n := range g.nodes[:start+1] {
 		if n.act == nil {
 			continue
 		}
-		a := newBlock(len(dom), n.width)
-		_, isReLU := n.act.(relu)
+		np := n.act.params()
+		a := newBlock(len(dom), n.width*np)
 		for r, b := range dom {
 			ar := a.row(r)
 			if r > 0 && dom[r-1].Val[n.in[0]] != nil && &dom[r-1].Val[n.in[0]][0] == &b.Val[n.in[0]][0] {
@@ -50,13 +50,7 @@ func (g *graph) defaultRelaxation(dom []*Bounds, start int) *relaxation {
 				continue
 			}
 			for i, iv := range b.Val[n.in[0]] {
-				if isReLU {
-					if iv.Hi >= -iv.Lo {
-						ar[i] = 1
-					}
-				} else {
-					ar[i] = n.act.slope(iv)
-				}
+				n.act.initParams(iv, ar[i*np:(i+1)*np])
 			}
 		}
 		rx.alpha[n.id] = a
@@ -64,12 +58,21 @@ func (g *graph) defaultRelaxation(dom []*Bounds, start int) *relaxation {
 	return rx
 }
 
+// betaSides are the split constraints of a batch of rows on one node's
+// pre-activations: lo[i], hi[i] the cut of entry i (row-major, rows ×
+// width; ±Inf where a side is not cut), and whether any cut lies off 0
+// (a constant term, betaK).
+type betaSides struct {
+	lo, hi  []float64
+	offZero bool
+}
+
 // optimise bounds the rows c·a_start + k from above, row r over its
 // domain dom[r] whose splits are splits[r] (nil: none), by projected Adam on
-// the rows' slopes and split multipliers, starting from init (nil:
-// CROWN's slopes, β = 0; its blocks are read, not changed). It returns the
-// rows' bounds (padded: sound), the vertices that attain them and the
-// parameters that gave them.
+// the rows' relaxation parameters and split multipliers, starting from
+// init (nil: CROWN's parameters, β = 0; its blocks are read, not changed).
+// It returns the rows' bounds (padded: sound), the vertices that attain
+// them and the parameters that gave them.
 func (g *graph) optimise(dom []*Bounds, start int, c *block, k []float64, splits []splitSet, init *relaxation, opt alphaOptions) (ub []float64, xs *block, best *relaxation, final *backState) {
 	R := len(dom)
 	rx := g.defaultRelaxation(dom, start)
@@ -80,49 +83,67 @@ func (g *graph) optimise(dom []*Bounds, start int, c *block, k []float64, splits
 			}
 			p := g.nodes[id].in[0]
 			act := g.nodes[id].act
+			np := act.params()
 			for r := 0; r < R; r++ {
 				for i, iv := range dom[r].Val[p] {
 					if act.unstable(iv) {
-						rx.alpha[id].v[r*a.cols+i] = a.v[r*a.cols+i]
+						j := r*a.cols + i*np
+						copy(rx.alpha[id].v[j:j+np], a.v[j:j+np])
 					}
 				}
 			}
 		}
 	}
-	// β ≥ 0 per split, sign[n] its side: rx.beta = sign·β.
-	sign := make([]*block, len(g.nodes))
-	beta := make([]*block, len(g.nodes))
+	// β ≥ 0 per side of each split: z ≥ lo with βlo, z ≤ hi with βhi.
+	sides := make([]*betaSides, len(g.nodes))
 	for r, s := range splits {
-		for nu, active := range s {
+		for nu, ct := range s {
 			if nu.node > start {
 				continue
 			}
-			if sign[nu.node] == nil {
-				w := g.nodes[nu.node].width
-				sign[nu.node], beta[nu.node], rx.beta[nu.node] = newBlock(R, w), newBlock(R, w), newBlock(R, w)
+			w := g.nodes[nu.node].width
+			sd := sides[nu.node]
+			if sd == nil {
+				sd = &betaSides{lo: make([]float64, R*w), hi: make([]float64, R*w)}
+				for i := range sd.lo {
+					sd.lo[i], sd.hi[i] = math.Inf(-1), math.Inf(1)
+				}
+				sides[nu.node] = sd
+				rx.betaLo[nu.node], rx.betaHi[nu.node], rx.beta[nu.node] = newBlock(R, w), newBlock(R, w), newBlock(R, w)
 			}
-			i := r*sign[nu.node].cols + nu.index
-			sign[nu.node].v[i] = -1
-			if active {
-				sign[nu.node].v[i] = 1
+			i := r*w + nu.index
+			sd.lo[i], sd.hi[i] = ct.lo, ct.hi
+			sd.offZero = sd.offZero || !math.IsInf(ct.lo, -1) && ct.lo != 0 || !math.IsInf(ct.hi, 1) && ct.hi != 0
+			if init != nil {
+				for _, pair := range [][2]*block{{init.betaLo[nu.node], rx.betaLo[nu.node]}, {init.betaHi[nu.node], rx.betaHi[nu.node]}} {
+					if pair[0] != nil {
+						pair[1].v[i] = pair[0].v[i]
+					}
+				}
 			}
-			if init != nil && init.beta[nu.node] != nil {
-				beta[nu.node].v[i] = math.Abs(init.beta[nu.node].v[i])
-			}
-			rx.beta[nu.node].v[i] = sign[nu.node].v[i] * beta[nu.node].v[i]
 		}
 	}
-	best = &relaxation{alpha: make([]*block, len(g.nodes)), beta: make([]*block, len(g.nodes))}
-	for id := range rx.alpha {
-		best.alpha[id], best.beta[id] = rx.alpha[id].clone(), rx.beta[id].clone()
+	for id, sd := range sides {
+		if sd != nil {
+			rx.setBeta(id, sd)
+		}
 	}
-	mA, vA, mB, vB := zerosLike(rx.alpha), zerosLike(rx.alpha), zerosLike(beta), zerosLike(beta)
+	best = newRelaxation(len(g.nodes))
+	for k, part := range rx.parts() {
+		for id, b := range part {
+			best.parts()[k][id] = b.clone()
+		}
+	}
+	mA, vA := zerosLike(rx.alpha), zerosLike(rx.alpha)
+	mL, vL, mH, vH := zerosLike(rx.betaLo), zerosLike(rx.betaLo), zerosLike(rx.betaHi), zerosLike(rx.betaHi)
 	bestUB := make([]float64, R)
 	for r := range bestUB {
 		bestUB[r] = math.Inf(1)
 	}
 	const beta1, beta2 = 0.9, 0.999
-	adam := func(p, gr, m, v []float64, lr, hi float64, it int) {
+	// adam takes a step on the entries with a gradient, each then kept
+	// feasible by keep (its entry index).
+	adam := func(p, gr, m, v []float64, lr float64, it int, keep func(i int)) {
 		bc1, bc2 := 1-math.Pow(beta1, float64(it)), 1-math.Pow(beta2, float64(it))
 		for i, gi := range gr {
 			if gi == 0 {
@@ -131,7 +152,7 @@ func (g *graph) optimise(dom []*Bounds, start int, c *block, k []float64, splits
 			m[i] = beta1*m[i] + (1-beta1)*gi
 			v[i] = beta2*v[i] + (1-beta2)*gi*gi
 			p[i] -= lr * (m[i] / bc1) / (math.Sqrt(v[i]/bc2) + 1e-12)
-			p[i] = min(max(p[i], 0), hi)
+			keep(i)
 		}
 	}
 	inW := g.nodes[0].width
@@ -143,8 +164,9 @@ func (g *graph) optimise(dom []*Bounds, start int, c *block, k []float64, splits
 		for r, v := range vals {
 			if v < bestUB[r] {
 				bestUB[r] = v
-				copyRow(best.alpha, rx.alpha, r)
-				copyRow(best.beta, rx.beta, r)
+				for k, part := range rx.parts() {
+					copyRow(best.parts()[k], part, r)
+				}
 			}
 		}
 		if it == opt.iters {
@@ -155,27 +177,38 @@ func (g *graph) optimise(dom []*Bounds, start int, c *block, k []float64, splits
 		ga := g.alphaGrad(s, zeta, start)
 		s.release()
 		for id, a := range rx.alpha {
-			if a != nil && ga[id] != nil {
-				adam(a.v, ga[id].v, mA[id].v, vA[id].v, opt.lr, 1, it)
-			}
-		}
-		for id, sg := range sign {
-			if sg == nil {
+			if a == nil || ga[id] == nil {
 				continue
 			}
-			// ∂bound/∂β = sign·ζ: the split neuron's pre-activation in the
-			// relaxed network at the maximising vertex.
+			act, np, pre := g.nodes[id].act, g.nodes[id].act.params(), g.nodes[id].in[0]
+			w := g.nodes[id].width
+			adam(a.v, ga[id].v, mA[id].v, vA[id].v, opt.lr, it, func(j int) {
+				r, i := j/(w*np), (j%(w*np))/np
+				q := r*w*np + i*np
+				act.project(dom[r].Val[pre][i], a.v[q:q+np])
+			})
+		}
+		for id, sd := range sides {
+			if sd == nil {
+				continue
+			}
+			// ∂bound/∂βlo = ζ − lo and ∂bound/∂βhi = hi − ζ: ζ the split
+			// neuron's pre-activation in the relaxed network at the
+			// maximising vertex.
 			z := zeta[g.nodes[id].in[0]]
-			gb := make([]float64, len(sg.v))
-			for i, sv := range sg.v {
-				if sv != 0 {
-					gb[i] = sv * z.v[i]
+			gl, gh := make([]float64, len(sd.lo)), make([]float64, len(sd.hi))
+			for i, lo := range sd.lo {
+				if !math.IsInf(lo, -1) {
+					gl[i] = z.v[i] - lo
+				}
+				if hi := sd.hi[i]; !math.IsInf(hi, 1) {
+					gh[i] = hi - z.v[i]
 				}
 			}
-			adam(beta[id].v, gb, mB[id].v, vB[id].v, opt.betaLR, math.Inf(1), it)
-			for i, sv := range sg.v {
-				rx.beta[id].v[i] = sv * beta[id].v[i]
-			}
+			bl, bh := rx.betaLo[id].v, rx.betaHi[id].v
+			adam(bl, gl, mL[id].v, vL[id].v, opt.betaLR, it, func(i int) { bl[i] = max(bl[i], 0) })
+			adam(bh, gh, mH[id].v, vH[id].v, opt.betaLR, it, func(i int) { bh[i] = max(bh[i], 0) })
+			rx.setBeta(id, sd)
 		}
 		g.pool.put(zeta...)
 		g.pool.put(ga...)
@@ -186,6 +219,37 @@ func (g *graph) optimise(dom []*Bounds, start int, c *block, k []float64, splits
 	final.run(start, c, k)
 	xs = newBlock(R, inW)
 	return final.concretize(xs), xs, best, final
+}
+
+// setBeta derives node id's β terms, beta = βlo − βhi and, where a cut
+// lies off 0, the constants betaK = Σ βhi·hi − βlo·lo per row with the sum
+// of their absolute values, from its multipliers.
+func (rx *relaxation) setBeta(id int, sd *betaSides) {
+	bl, bh, net := rx.betaLo[id], rx.betaHi[id], rx.beta[id]
+	for i := range net.v {
+		net.v[i] = bl.v[i] - bh.v[i]
+	}
+	if !sd.offZero {
+		return
+	}
+	if rx.betaK[id] == nil {
+		rx.betaK[id] = newBlock(net.rows, 2)
+	}
+	k := rx.betaK[id]
+	for r := 0; r < net.rows; r++ {
+		var sum, abs float64
+		for i := r * net.cols; i < (r+1)*net.cols; i++ {
+			if v := bl.v[i]; v != 0 {
+				sum -= v * sd.lo[i]
+				abs += math.Abs(v * sd.lo[i])
+			}
+			if v := bh.v[i]; v != 0 {
+				sum += v * sd.hi[i]
+				abs += math.Abs(v * sd.hi[i])
+			}
+		}
+		k.v[2*r], k.v[2*r+1] = sum, abs
+	}
 }
 
 // copyRow copies row r of every block of src into dst.
@@ -227,6 +291,8 @@ func (g *graph) relaxedForward(s *backState, xs *block, upto int) []*block {
 			if s.rx != nil {
 				alpha = s.rx.alpha[n.id]
 			}
+			np := n.act.params()
+			def := make([]float64, np)
 			for r := 0; r < R; r++ {
 				pre := s.dom[r].Val[p]
 				zr, or := z.row(r), out.row(r)
@@ -235,11 +301,13 @@ func (g *graph) relaxedForward(s *backState, xs *block, upto int) []*block {
 						or[i] = slope.v[r*n.width+i]*zi + shift.v[r*n.width+i]
 						continue
 					}
-					al := n.act.slope(pre[i])
+					pv := def
 					if alpha != nil {
-						al = alpha.v[r*n.width+i]
+						pv = alpha.v[(r*n.width+i)*np : (r*n.width+i+1)*np]
+					} else {
+						n.act.initParams(pre[i], def)
 					}
-					sl, d := n.act.relax(-1, pre[i], al)
+					sl, d := n.act.relax(-1, pre[i], pv)
 					or[i] = sl*zi - d
 				}
 			}
@@ -255,19 +323,11 @@ func (g *graph) relaxedForward(s *backState, xs *block, upto int) []*block {
 	return vals
 }
 
-func firstAllowed(al []bool) int {
-	for z, ok := range al {
-		if ok {
-			return z
-		}
-	}
-	return 0
-}
-
-// alphaGrad is the gradient of the rows' bounds in their slopes: the
-// bound is linear in the coefficient on each activation's output, which
-// the slope scales, with slope the pre-activation ζ in the relaxed network
-// at the maximising vertex (the operator's gradAlpha).
+// alphaGrad is the gradient of the rows' bounds in their relaxation
+// parameters: the bound is linear in the coefficient on each activation's
+// output, times the line the parameters choose, evaluated at the
+// pre-activation ζ in the relaxed network at the maximising vertex (the
+// operator's gradParams).
 func (g *graph) alphaGrad(s *backState, zeta []*block, upto int) []*block {
 	grad := make([]*block, len(g.nodes))
 	for _, n := range g.nodes[:upto+1] {
@@ -276,15 +336,16 @@ func (g *graph) alphaGrad(s *backState, zeta []*block, upto int) []*block {
 			continue
 		}
 		p := n.in[0]
-		gb := g.pool.dirty(coef.rows, coef.cols)
+		np := n.act.params()
 		al := s.rx.alpha[n.id]
+		gb := g.pool.dirty(coef.rows, coef.cols*np)
+		clear(gb.v)
 		for r := 0; r < coef.rows; r++ {
 			pre := s.dom[r].Val[p]
 			for i, c := range coef.row(r) {
-				j := r*coef.cols + i
-				gb.v[j] = 0
 				if c != 0 {
-					gb.v[j] = n.act.gradAlpha(c, pre[i], al.v[j], zeta[p].v[j])
+					j := (r*coef.cols + i) * np
+					n.act.gradParams(c, pre[i], al.v[j:j+np], zeta[p].v[r*coef.cols+i], gb.v[j:j+np])
 				}
 			}
 		}

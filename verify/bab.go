@@ -213,8 +213,7 @@ func (bd *bounder) examine(doms, init []*domain, opt alphaOptions, maxTokens int
 			for r, ro := range rows {
 				if p := init[ro.d]; p != nil && p.rx != nil && p.step == t {
 					if pr := slices.Index(p.toks, ro.tok); pr >= 0 {
-						copyRowFrom(rx0.alpha, p.rx.alpha, r, pr)
-						copyRowInto(rx0.beta, p.rx.beta, r, pr, len(rows))
+						rx0.copyRow(p.rx, r, pr, len(rows))
 					}
 				}
 			}
@@ -226,10 +225,11 @@ func (bd *bounder) examine(doms, init []*domain, opt alphaOptions, maxTokens int
 			// inherit it); a token it rules out is no longer allowed here.
 			tightenMargin(d.b, t, ro.tok, ub[r])
 			if d.rx == nil {
-				d.rx = &relaxation{alpha: make([]*block, len(g.nodes)), beta: make([]*block, len(g.nodes))}
+				d.rx = newRelaxation(len(g.nodes))
 			}
-			appendRow(d.rx.alpha, best.alpha, r)
-			appendRow(d.rx.beta, best.beta, r)
+			for k, part := range best.parts() {
+				appendRow(d.rx.parts()[k], part, r)
+			}
 			if ub[r] > d.bound {
 				d.bound, d.vertex, d.worst = ub[r], append([]float64(nil), xs.row(r)...), ro.tok
 				d.cands = g.candidates(final, r)
@@ -272,12 +272,17 @@ func tightenMargin(b *Bounds, t, z int, ub float64) {
 	}
 }
 
-// copyRowFrom copies row sr of every block of src into row r of dst.
-func copyRowFrom(dst, src []*block, r, sr int) {
-	for id, b := range src {
-		if b != nil && dst[id] != nil {
-			copy(dst[id].row(r), b.row(sr))
+// copyRow copies row sr of src's parameters into row r of rx's: the
+// relaxation parameters where rx has them (the same nodes), the β
+// multipliers and terms into blocks of rows rows made where missing.
+func (rx *relaxation) copyRow(src *relaxation, r, sr, rows int) {
+	for id, b := range src.alpha {
+		if b != nil && rx.alpha[id] != nil {
+			copy(rx.alpha[id].row(r), b.row(sr))
 		}
+	}
+	for k, part := range src.parts()[1:] {
+		copyRowInto(rx.parts()[k+1], part, r, sr, rows)
 	}
 }
 
@@ -317,6 +322,47 @@ func (g *graph) candidates(s *backState, r int) []neuron {
 			}
 			if sc := n.act.score(c, pre[i]); sc > 0 {
 				all = append(all, scored{neuron{n.id, i}, sc})
+			}
+		}
+	}
+	// An operator whose relaxation loosens with its inputs' ranges (a
+	// product) credits what narrowing each input can remove to the
+	// activation that produces it: splitting that activation narrows it.
+	var at map[neuron]int
+	for _, n := range g.nodes {
+		sc, ok := n.op.(inputScorer)
+		coef := s.rec.coef[n.id]
+		if !ok || coef == nil {
+			continue
+		}
+		if at == nil {
+			at = map[neuron]int{}
+			for k, c := range all {
+				at[c.nu] = k
+			}
+		}
+		ins := make([][]Interval, len(n.in))
+		for k, p := range n.in {
+			ins[k] = s.dom[r].Val[p]
+		}
+		out := make([]float64, len(n.in))
+		for i, c := range coef.row(r) {
+			if c == 0 {
+				continue
+			}
+			sc.inputScores(c, ins, i, out)
+			for k, p := range n.in {
+				a := g.nodes[p]
+				if a.act == nil || out[k] <= 0 || !a.act.unstable(s.dom[r].Val[a.in[0]][i]) {
+					continue
+				}
+				nu := neuron{p, i}
+				if j, ok := at[nu]; ok {
+					all[j].score += out[k]
+				} else {
+					at[nu] = len(all)
+					all = append(all, scored{nu, out[k]})
+				}
 			}
 		}
 	}
@@ -371,8 +417,7 @@ func (br *brancher) choose(doms []*domain) {
 		for r, ro := range rows {
 			d := doms[ro.d]
 			nu := d.cands[ro.cand]
-			active := r%2 == 0
-			cut, ok := cutBounds(g, d.b, nu, active)
+			cut, ok := cutBounds(g, d.b, nu, d.splits.of(nu), r%2 == 0)
 			dom[r], toks[r], keep[r] = cut, d.worst, ok
 		}
 		c, k := g.head.marginRows(toks, 1)
@@ -380,8 +425,7 @@ func (br *brancher) choose(doms []*domain) {
 		for r, ro := range rows {
 			d := doms[ro.d]
 			if pr := slices.Index(d.toks, d.worst); pr >= 0 {
-				copyRowFrom(rx.alpha, d.rx.alpha, r, pr)
-				copyRowInto(rx.beta, d.rx.beta, r, pr, len(rows))
+				rx.copyRow(d.rx, r, pr, len(rows))
 			}
 		}
 		s := g.newBack(dom, rx, false, false)
@@ -421,22 +465,24 @@ func copyRowInto(dst, src []*block, r, sr, rows int) {
 	}
 }
 
-// cutBounds returns b with neuron nu's pre-activation cut at its split
-// point on one side, nothing else changed (sound for the child: its other
-// bounds hold on a sub-domain); ok false when the side is empty.
-func cutBounds(g *graph, b *Bounds, nu neuron, active bool) (*Bounds, bool) {
+// childCut is the cut of neuron nu in the child of a domain with bounds
+// b and cut c on side up of nu's split point.
+func childCut(g *graph, b *Bounds, nu neuron, c cut, up bool) cut {
 	n := g.nodes[nu.node]
-	p := n.in[0]
+	return c.side(n.act.splitAt(b.Val[n.in[0]][nu.index]), up)
+}
+
+// cutBounds returns b with neuron nu's pre-activation cut on side up of
+// its split point (c its cut in b's domain), nothing else changed (sound
+// for the child: its other bounds hold on a sub-domain); ok false when
+// the side is empty.
+func cutBounds(g *graph, b *Bounds, nu neuron, c cut, up bool) (*Bounds, bool) {
+	p := g.nodes[nu.node].in[0]
 	cb := *b
 	cb.Val = slices.Clone(b.Val)
 	cb.Val[p] = slices.Clone(b.Val[p])
 	iv := &cb.Val[p][nu.index]
-	at := n.act.splitAt(*iv)
-	if active {
-		iv.Lo = math.Max(iv.Lo, at)
-	} else {
-		iv.Hi = math.Min(iv.Hi, at)
-	}
+	*iv = childCut(g, b, nu, c, up).apply(*iv)
 	return &cb, iv.Lo <= iv.Hi
 }
 
@@ -447,9 +493,9 @@ func cutBounds(g *graph, b *Bounds, nu neuron, active bool) (*Bounds, bool) {
 func (g *graph) branch(d *domain) []*domain {
 	if d.ok {
 		var out []*domain
-		for _, active := range []bool{true, false} {
+		for _, up := range []bool{true, false} {
 			s := maps.Clone(d.splits)
-			s[d.next] = active
+			s[d.next] = childCut(g, d.b, d.next, d.splits.of(d.next), up)
 			out = append(out, &domain{splits: s, tokens: d.tokens, start: g.nodes[d.next.node].in[0], fixed: -1})
 		}
 		return out
@@ -476,10 +522,7 @@ func (g *graph) branchTokens(d *domain) []*domain {
 					tk = tokenSet{}
 				}
 				tk[t] = z
-				start := len(g.nodes)
-				if t+1 < len(g.fb) {
-					start = g.fb[t+1]
-				}
+				start := g.tokenNode(t + 1)
 				out = append(out, &domain{splits: d.splits, tokens: tk, fixed: t, start: start})
 			}
 		}
@@ -524,7 +567,7 @@ func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, b
 		return true, out.bound, nil
 	case babNoSplit:
 		ph.Status = "no split left"
-		res.Reason = fmt.Sprintf("branch and bound: a domain with every ReLU on its worst margin split and every token fixed stays open (margin ≤ %.3g)", out.bound)
+		res.Reason = fmt.Sprintf("branch and bound: a domain with every activation on its worst margin split and every token fixed stays open (margin ≤ %.3g)", out.bound)
 	default:
 		// Closed domains have no counterexample: the open ones' largest
 		// margin bound bounds M* over the whole box.

@@ -14,9 +14,26 @@ import (
 	"github.com/lenspec/lenspec/model"
 )
 
-func tinyConfig(convs int) *model.Config {
+// testCells are the decoder cells the verifier's tests run on.
+var testCells = []string{model.CellReLU, model.CellLSTM, model.CellGRU}
+
+// seeds is how many seeds a test runs for a cell: n for the ReLU RNN, a
+// third of them for a gated cell, whose graphs (four or three gates, and
+// their products, per step) take longer to bound; their rules are
+// sampled on their own in ops_test.go.
+func seeds(cell string, n uint64) uint64 {
+	if cell == model.CellReLU {
+		return n
+	}
+	return max(n/3, 6)
+}
+
+func tinyConfig(convs int, cell ...string) *model.Config {
 	c := model.DefaultCaptionerConfig()
 	a := c.Arch.(*model.CaptionerConfig)
+	if len(cell) > 0 {
+		a.Cell = cell[0]
+	}
 	a.Input = model.InputConfig{Channels: 1, Height: 4, Width: 6, Min: -1, Max: 1}
 	a.Conv = []model.ConvConfig{{OutChannels: 3, Kernel: 3, Stride: 2, Padding: 1}, {OutChannels: 2, Kernel: 3, Stride: 1, Padding: 1}}[:convs]
 	a.FCHidden, a.Embedding, a.Hidden = 6, 4, 5
@@ -36,9 +53,11 @@ func decode(t testing.TB, m model.Decoder[float64], xs []float64, steps int) []m
 	return res
 }
 
-func tinyNet(t testing.TB, seed uint64, convs int) (*model.Captioner[float64], *Net) {
+// tinyNet is a random captioner on a 4×6 input with convs convolutions
+// and the given cell (default the ReLU RNN), lowered.
+func tinyNet(t testing.TB, seed uint64, convs int, cell ...string) (*model.Captioner[float64], *Net) {
 	t.Helper()
-	m, err := model.NewCaptioner[float64](tinyConfig(convs), rand.New(rand.NewPCG(seed, 21)))
+	m, err := model.NewCaptioner[float64](tinyConfig(convs, cell...), rand.New(rand.NewPCG(seed, 21)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +134,14 @@ func modelLogits(t testing.TB, m model.Decoder[float64], x []float64, steps int)
 // forward pass: the same logits at every step (to rounding: the IR sums in
 // another order) and the same tokens.
 func TestLowerMatchesModel(t *testing.T) {
+	for _, cell := range testCells {
+		t.Run(cell, func(t *testing.T) { testLowerMatchesModel(t, cell) })
+	}
+}
+
+func testLowerMatchesModel(t *testing.T, cell string) {
 	for _, convs := range []int{0, 1, 2} {
-		m, n := tinyNet(t, 3, convs)
+		m, n := tinyNet(t, 3, convs, cell)
 		rng := rand.New(rand.NewPCG(1, 1))
 		for trial := 0; trial < 50; trial++ {
 			x := make([]float64, n.InputSize)
@@ -147,10 +172,16 @@ func TestLowerMatchesModel(t *testing.T) {
 // short by their context's end, as long as the path is still a
 // counterexample candidate (no eos yet).
 func TestBoundsContainSamples(t *testing.T) {
+	for _, cell := range testCells {
+		t.Run(cell, func(t *testing.T) { testBoundsContainSamples(t, cell) })
+	}
+}
+
+func testBoundsContainSamples(t *testing.T, cell string) {
 	const K = 3
-	for seed := uint64(1); seed <= 30; seed++ {
+	for seed := uint64(1); seed <= seeds(cell, 30); seed++ {
 		convs := int(seed % 3)
-		_, n := tinyNet(t, seed, convs)
+		_, n := tinyNet(t, seed, convs, cell)
 		rng := rand.New(rand.NewPCG(seed, 9))
 		center := make([]float64, n.InputSize)
 		for i := range center {
@@ -185,6 +216,9 @@ func TestBoundsContainSamples(t *testing.T) {
 				}
 				val, logits, toks := greedy(n, x, K+1)
 				checkPath(t, fmt.Sprintf("%s seed %d", method, seed), s, b, val, logits, toks)
+				if b.Empty {
+					t.Fatalf("%s seed %d: the box called empty, but %v is in it", method, seed, x)
+				}
 				if b.Proven && len(toks) > b.ProvenAt && toks[b.ProvenAt] != n.EOS {
 					// A proof that eos wins at ProvenAt for paths without earlier eos.
 					early := false
@@ -286,10 +320,16 @@ func TestCROWNTighter(t *testing.T) {
 // parent's equal those computed from scratch (or, inheriting the parent's
 // intermediate bounds, contain the samples too).
 func TestSplitBoundsContainSamples(t *testing.T) {
+	for _, cell := range testCells {
+		t.Run(cell, func(t *testing.T) { testSplitBoundsContainSamples(t, cell) })
+	}
+}
+
+func testSplitBoundsContainSamples(t *testing.T, cell string) {
 	const K = 3
 	inside, emptied := 0, 0
-	for seed := uint64(1); seed <= 24; seed++ {
-		_, n := tinyNet(t, seed, int(seed%3))
+	for seed := uint64(1); seed <= seeds(cell, 24); seed++ {
+		_, n := tinyNet(t, seed, int(seed%3), cell)
 		rng := rand.New(rand.NewPCG(seed, 19))
 		lo, hi := randomBox(rng, n.InputSize, 0.5)
 		g := newGraph(n, K)
@@ -304,7 +344,7 @@ func TestSplitBoundsContainSamples(t *testing.T) {
 		if c.node < a.node {
 			a, c = c, a
 		}
-		s1 := splitSet{a: rng.IntN(2) == 0}
+		s1 := splitSet{a: childCut(g, root, a, uncut, rng.IntN(2) == 0)}
 		parent := computeSplitBounds(context.Background(), g, lo, hi, method, s1, nil, root, g.nodes[a.node].in[0], false)
 		if parent.Proven {
 			continue
@@ -312,10 +352,10 @@ func TestSplitBoundsContainSamples(t *testing.T) {
 		// Odd seeds bound the child from its parent's intermediate bounds
 		// (inherit), even ones by CROWN, which must equal a bound from scratch.
 		inherit := seed%2 == 1
+		// A neuron split again (c = a) is cut again at its new split point:
+		// a sigmoid's or tanh's interval narrows.
 		s2 := maps.Clone(s1)
-		if _, ok := s2[c]; !ok {
-			s2[c] = rng.IntN(2) == 0
-		}
+		s2[c] = childCut(g, parent, c, s2.of(c), rng.IntN(2) == 0)
 		b := computeSplitBounds(context.Background(), g, lo, hi, method, s2, nil, parent, g.nodes[c.node].in[0], inherit)
 		if again := computeSplitBounds(context.Background(), g, lo, hi, method, s2, nil, nil, 0, false); !inherit && (!reflect.DeepEqual(again.Val, b.Val) || !reflect.DeepEqual(again.Margin, b.Margin)) {
 			t.Fatalf("seed %d: a child's bounds from its parent differ from its bounds from scratch", seed)
@@ -365,12 +405,12 @@ func randomBox(rng *rand.Rand, n int, r float64) (lo, hi []float64) {
 // inDomain reports whether a decoding's node values val satisfy every
 // split of s (on its activation's pre-activation).
 func inDomain(g *graph, val [][]float64, s splitSet) bool {
-	for nu, active := range s {
+	for nu, c := range s {
 		p := g.nodes[nu.node].in[0]
 		if p >= len(val) {
 			return false
 		}
-		if v := val[p][nu.index]; (active && v < 0) || (!active && v > 0) {
+		if v := val[p][nu.index]; v < c.lo || v > c.hi {
 			return false
 		}
 	}
@@ -399,10 +439,16 @@ func unstableNeurons(g *graph, b *Bounds) []neuron {
 // eos by the proven step. The sequences are sampled decodings (which some
 // inputs follow) and random ones (which may be empty).
 func TestTokenBoundsContainSamples(t *testing.T) {
+	for _, cell := range testCells {
+		t.Run(cell, func(t *testing.T) { testTokenBoundsContainSamples(t, cell) })
+	}
+}
+
+func testTokenBoundsContainSamples(t *testing.T, cell string) {
 	const K = 3
 	following, proven := 0, 0
-	for seed := uint64(1); seed <= 24; seed++ {
-		_, n := tinyNet(t, seed, int(seed%3))
+	for seed := uint64(1); seed <= seeds(cell, 24); seed++ {
+		_, n := tinyNet(t, seed, int(seed%3), cell)
 		rng := rand.New(rand.NewPCG(seed, 29))
 		lo, hi := randomBox(rng, n.InputSize, []float64{0.1, 0.5, 1}[seed%3])
 		g := newGraph(n, K)

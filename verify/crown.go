@@ -92,15 +92,6 @@ const maxAlphaNeurons = 512
 // optimised reports whether the method optimises the margins' slopes.
 func (m BoundMethod) optimised() bool { return m == BoundAlphaCROWN || m == BoundAlphaCROWNFull }
 
-// neuron names one neuron of an activation node: a split fixes the sign
-// of its pre-activation (the activation's input).
-type neuron struct{ node, index int }
-
-// splitSet fixes the side of the split point of some activations'
-// pre-activations, a branch-and-bound domain: true means z ≥ split point
-// (for a ReLU: active), false z ≤ it. A neuron's two sides cover the box.
-type splitSet map[neuron]bool
-
 // tokenSet fixes the token emitted at some decoder steps (step → token),
 // the other kind of domain: a counterexample emits at each step one of
 // the tokens the bounds allow there, so one domain per allowed token
@@ -200,8 +191,8 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 			ins[k] = b.Val[p]
 		}
 		var allowed []bool
-		if _, ok := n.op.(*feedback); ok {
-			allowed = b.Allowed[n.step-1]
+		if n.token >= 0 {
+			allowed = b.Allowed[n.token]
 		}
 		var val []Interval
 		switch {
@@ -229,13 +220,7 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 				g.tightenPre(ctx, b, id, val, method)
 			}
 			for _, nu := range cuts[id] {
-				iv := &val[nu.index]
-				at := g.nodes[a].act.splitAt(*iv)
-				if splits[nu] {
-					iv.Lo = math.Max(iv.Lo, at)
-				} else {
-					iv.Hi = math.Min(iv.Hi, at)
-				}
+				val[nu.index] = splits[nu].apply(val[nu.index])
 			}
 			for j := range val {
 				if val[j].Lo > val[j].Hi {
@@ -443,40 +428,6 @@ func (g *graph) crownUpper(dom []*Bounds, start int, c *block, k []float64) []fl
 	return s.concretize(nil)
 }
 
-// backState is one batched back-substitution: rows objectives, row r a
-// linear function of one node's output over its domain dom[r], carried to
-// the input through every operator's backward rule.
-type backState struct {
-	g   *graph
-	dom []*Bounds
-	rx  *relaxation
-	rec *backRecord
-	// padded tracks the absolute values of every term (abs, kabs), from
-	// which the rounding allowance is computed; an optimiser's iterates
-	// skip it.
-	padded    bool
-	coef, abs []*block // per node, the rows' coefficients on its output
-	k, kabs   []float64
-}
-
-// relaxation holds the free parameters of a batched back-substitution,
-// per activation node: alpha[n] the rows' lower slopes (nil: CROWN's
-// choice), beta[n] the rows' signed β-CROWN multipliers of split
-// constraints on n's pre-activations (+β for z ≥ split point, −β for
-// z ≤ it; nil: none).
-type relaxation struct {
-	alpha, beta []*block
-}
-
-// backRecord is what a back-substitution chose, per activation node: the
-// coefficients on its output before the relaxation and the line
-// (slope·z + shift) each row's relaxation took; per token feedback node,
-// each row's token.
-type backRecord struct {
-	coef, slope, shift []*block
-	token              [][]int
-}
-
 func (g *graph) newBack(dom []*Bounds, rx *relaxation, padded, record bool) *backState {
 	s := &backState{g: g, dom: dom, rx: rx, padded: padded,
 		coef: make([]*block, len(g.nodes)), k: make([]float64, len(dom))}
@@ -487,49 +438,8 @@ func (g *graph) newBack(dom []*Bounds, rx *relaxation, padded, record bool) *bac
 	if record {
 		s.rec = &backRecord{coef: make([]*block, len(g.nodes)), slope: make([]*block, len(g.nodes)),
 			shift: make([]*block, len(g.nodes)), token: make([][]int, len(g.nodes))}
-		for _, n := range g.nodes {
-			if _, ok := n.op.(*feedback); ok {
-				s.rec.token[n.id] = make([]int, len(dom))
-				for r := range dom {
-					s.rec.token[n.id][r] = -1
-				}
-			}
-		}
 	}
 	return s
-}
-
-// into returns the coefficient block of node p, created at zero.
-func (s *backState) into(p int) *block {
-	if s.coef[p] == nil {
-		s.coef[p] = s.g.pool.get(len(s.dom), s.g.nodes[p].width)
-	}
-	return s.coef[p]
-}
-
-// fresh reports whether node p has no coefficients yet: an operator that
-// writes every value may then take intoDirty's block.
-func (s *backState) fresh(p int) bool { return s.coef[p] == nil }
-
-// intoDirty is into for an operator that overwrites every value of a
-// fresh block (no zeroing).
-func (s *backState) intoDirty(p int) *block {
-	s.coef[p] = s.g.pool.dirty(len(s.dom), s.g.nodes[p].width)
-	return s.coef[p]
-}
-
-// absIntoDirty is intoDirty for the absolute coefficients.
-func (s *backState) absIntoDirty(p int) *block {
-	s.abs[p] = s.g.pool.dirty(len(s.dom), s.g.nodes[p].width)
-	return s.abs[p]
-}
-
-// absInto is into for the absolute coefficients.
-func (s *backState) absInto(p int) *block {
-	if s.abs[p] == nil {
-		s.abs[p] = s.g.pool.get(len(s.dom), s.g.nodes[p].width)
-	}
-	return s.abs[p]
 }
 
 // run back-substitutes the rows c·a_start + k to the input; c is not kept.
@@ -565,14 +475,16 @@ func (s *backState) run(start int, c *block, k []float64) {
 
 // relaxActivation is the driver's step through an activation node: each
 // row's coefficients are relaxed by the operator's rule on its domain's
-// pre-activation bounds, with the row's α, and its β terms are added.
+// pre-activation bounds, with the row's parameters (CROWN's where it has
+// none), and its β terms are added. An operator with a row loop of its
+// own (rowRelaxer) relaxes a whole row at a time.
 func (s *backState) relaxActivation(n *node) {
 	act, p := n.act, n.in[0]
 	c := s.coef[n.id]
-	_, isReLU := act.(relu)
-	fresh := isReLU && s.fresh(p)
+	rr, fast := act.(rowRelaxer)
+	fresh := fast && s.fresh(p)
 	var in, a, ain *block
-	if fresh { // reluRow writes every value
+	if fresh { // the row loop writes every value
 		in = s.intoDirty(p)
 		if s.padded {
 			a, ain = s.abs[n.id], s.absIntoDirty(p)
@@ -583,9 +495,9 @@ func (s *backState) relaxActivation(n *node) {
 			a, ain = s.abs[n.id], s.absInto(p)
 		}
 	}
-	var alpha, beta *block
+	var alpha, beta, betaK *block
 	if s.rx != nil {
-		alpha, beta = s.rx.alpha[n.id], s.rx.beta[n.id]
+		alpha, beta, betaK = s.rx.alpha[n.id], s.rx.beta[n.id], s.rx.betaK[n.id]
 	}
 	var slope, shift *block
 	if s.rec != nil {
@@ -596,13 +508,11 @@ func (s *backState) relaxActivation(n *node) {
 		slope, shift = s.g.pool.dirty(c.rows, c.cols), s.g.pool.dirty(c.rows, c.cols)
 		s.rec.slope[n.id], s.rec.shift[n.id] = slope, shift
 	}
+	np := act.params()
+	def := make([]float64, np)
 	for r := 0; r < c.rows; r++ {
 		pre := s.dom[r].Val[p]
 		cr, ir := c.row(r), in.row(r)
-		if isReLU {
-			s.reluRow(r, cr, ir, pre, alpha, beta, a, ain, slope, shift, fresh)
-			continue
-		}
 		var ar, air, alr, sr, dr []float64
 		if a != nil {
 			ar, air = a.row(r), ain.row(r)
@@ -613,30 +523,44 @@ func (s *backState) relaxActivation(n *node) {
 		if slope != nil {
 			sr, dr = slope.row(r), shift.row(r)
 		}
-		for i, ci := range cr {
-			if ci == 0 {
-				continue
-			}
-			iv := pre[i]
-			var al float64
-			if alr != nil {
-				al = alr[i]
-			} else {
-				al = act.slope(iv)
-			}
-			sl, d := act.relax(ci, iv, al)
-			ir[i] += ci * sl
-			s.k[r] += d
+		if fast {
+			k, kabs := rr.relaxRow(cr, ir, pre, alr, ar, air, sr, dr, fresh)
+			s.k[r] += k
 			if ar != nil {
-				air[i] += ar[i] * math.Abs(sl)
-				s.kabs[r] += math.Abs(d)
+				s.kabs[r] += kabs
 			}
-			if sr != nil {
-				sr[i], dr[i] = sl, d/ci
+		} else {
+			for i, ci := range cr {
+				if ci == 0 {
+					continue
+				}
+				iv := pre[i]
+				pv := def
+				if alr != nil {
+					pv = alr[i*np : (i+1)*np]
+				} else {
+					act.initParams(iv, def)
+				}
+				sl, d := act.relax(ci, iv, pv)
+				ir[i] += ci * sl
+				s.k[r] += d
+				if ar != nil {
+					air[i] += ar[i] * math.Abs(sl)
+					s.kabs[r] += math.Abs(d)
+				}
+				if sr != nil {
+					sr[i], dr[i] = sl, d/ci
+				}
 			}
 		}
 		if beta != nil {
 			addBeta(ir, air, beta.row(r))
+		}
+		if betaK != nil {
+			s.k[r] += betaK.v[2*r]
+			if ar != nil {
+				s.kabs[r] += betaK.v[2*r+1]
+			}
 		}
 	}
 }
@@ -728,92 +652,17 @@ func (g *graph) alphaStart(b *Bounds) int {
 	return end
 }
 
-// reluRow is relaxActivation's loop for one row of a ReLU node: the rule
-// of relu.relax written out, with no call per neuron (branch and bound
-// spends a fifth of its time here).
-func (s *backState) reluRow(r int, cr, ir []float64, pre []Interval, alpha, beta, a, ain, slope, shift *block, fresh bool) {
-	var alr, ar, air, sr, dr []float64
-	if alpha != nil {
-		alr = alpha.row(r)
-	}
-	if a != nil {
-		ar, air = a.row(r), ain.row(r)
-	}
-	if slope != nil {
-		sr, dr = slope.row(r), shift.row(r)
-	}
-	if fresh {
-		clearZeros(cr, ir, air)
-	}
-	var k, kabs float64
-	for i, ci := range cr {
-		if ci == 0 {
-			continue
-		}
-		iv := pre[i]
-		var sl, d float64
-		switch {
-		case iv.Hi <= 0:
-		case iv.Lo >= 0:
-			sl = 1
-		case ci > 0:
-			sl = iv.Hi / (iv.Hi - iv.Lo)
-			d = -ci * sl * iv.Lo
-		case alr != nil:
-			sl = min(max(alr[i], 0), 1)
-		case iv.Hi >= -iv.Lo:
-			sl = 1
-		}
-		if fresh {
-			ir[i] = ci * sl
-		} else {
-			ir[i] += ci * sl
-		}
-		k += d
-		if ar != nil {
-			if fresh {
-				air[i] = ar[i] * sl // sl ≥ 0
-			} else {
-				air[i] += ar[i] * sl
-			}
-			kabs += math.Abs(d)
-		}
-		if sr != nil {
-			sr[i], dr[i] = sl, d/ci
-		}
-	}
-	s.k[r] += k
-	if ar != nil {
-		s.kabs[r] += kabs
-	}
-	if beta != nil {
-		addBeta(ir, air, beta.row(r))
-	}
-}
-
-// addBeta adds a row's β-CROWN terms (+β·z for a split z ≥ its point,
-// −β·z for z ≤ it; signed in bv), which are ≥ 0 on the domain and so
-// keep the bound, to its pre-activation coefficients ir (and their
-// absolute values to air, when padded).
+// addBeta adds a row's β-CROWN terms on its pre-activations (βlo − βhi
+// for the splits z ≥ lo and z ≤ hi, in bv; their constants are in betaK),
+// which are ≥ 0 on the domain and so keep the bound, to its
+// pre-activation coefficients ir (and their absolute values to air, when
+// padded).
 func addBeta(ir, air, bv []float64) {
 	for i, b := range bv {
 		if b != 0 {
 			ir[i] += b
 			if air != nil {
 				air[i] += math.Abs(b)
-			}
-		}
-	}
-}
-
-// clearZeros sets ir (and air) to 0 where cr is 0: the values a fresh
-// block's loop skips.
-func clearZeros(cr, ir, air []float64) {
-	for i, c := range cr {
-		if c == 0 {
-			ir[i] = 0
-			if air != nil {
-				air[i] = 0
 			}
 		}
 	}

@@ -3,7 +3,6 @@ package verify
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/mip"
@@ -30,106 +29,12 @@ type encodeOptions struct {
 	box bool
 }
 
-// encoding is the MIP of "some input of the set decodes more than K
-// tokens" (docs/verification.md): the unrolled network node by node, each
-// operator adding its own variables and rows (big-M ReLUs), a one-hot
-// argmax over the non-eos tokens that can win at each step, the fed-back
-// embedding as a linear function of the one-hot, and the margin
-// m ≤ max_{z≠eos} o_t[z] − o_t[eos] for t = 0..K. The objective minimises
-// −m.
-type encoding struct {
-	m        *mip.Model
-	g        *graph
-	b        *Bounds
-	K        int
-	relaxGap float64
-	x        []int   // input variables
-	vars     [][]int // per node, the variable of each output (−1: none)
-	on       map[neuron]int
-	logit    [][]int // per step, per token: variable or −1
-	delta    [][]int // per step, per token: one-hot binary, −1 if not allowed, loneToken if the only one
-	omax     []int   // per step: max non-eos logit variable, −1 if a single token is allowed
-	mvar     int
-	// Binaries counts the binary variables (ReLUs and argmax).
-	Binaries, ReLUBinaries int
-	// Relaxed counts unstable ReLUs encoded by their triangle relaxation.
-	Relaxed    int
-	abstractAt int
-}
-
-// lin is a linear expression Σ coef·var + c.
-type lin struct {
-	idx  []int
-	coef []float64
-	c    float64
-}
-
-func (l *lin) add(v int, w float64) {
-	if v >= 0 && w != 0 {
-		l.idx = append(l.idx, v)
-		l.coef = append(l.coef, w)
-	}
-}
-
-// addExpr adds w·ex (repeated variables are summed by the model).
-func (l *lin) addExpr(ex lin, w float64) {
-	if w == 0 {
-		return
-	}
-	for k, v := range ex.idx {
-		l.add(v, w*ex.coef[k])
-	}
-	l.c += w * ex.c
-}
-
-// scaled is s·l.
-func (l lin) scaled(s float64) lin {
-	out := lin{idx: slices.Clone(l.idx), c: s * l.c, coef: make([]float64, len(l.coef))}
-	for k, c := range l.coef {
-		out.coef[k] = s * c
-	}
-	return out
-}
-
-func varExpr(v int) lin { return lin{idx: []int{v}, coef: []float64{1}} }
-
-// affineExpr is Σ w·in + b.
-func affineExpr(w []float64, b float64, in []lin) lin {
-	ex := lin{c: b}
-	for i, wi := range w {
-		ex.addExpr(in[i], wi)
-	}
-	return ex
-}
-
-// rowVar adds the constraint a·v − ex (sense) rhs + extras.
-func (e *encoding) rowVar(name string, v int, a float64, ex lin, extra []int, extraCoef []float64, sense mip.Sense, rhs float64) {
-	idx := append([]int{v}, extra...)
-	coef := append([]float64{a}, extraCoef...)
-	for k, j := range ex.idx {
-		idx = append(idx, j)
-		coef = append(coef, -ex.coef[k])
-	}
-	e.m.AddRow(name, idx, coef, sense, rhs+ex.c)
-}
-
-// name names output j of node n.
-func (e *encoding) name(n *node, j int) string { return fmt.Sprintf("%s_%d", n.name, j) }
-
-// materialise gives ex a variable of its own, bounded by iv: a node read
-// by an affine node would otherwise multiply out into long rows.
-func (e *encoding) materialise(name string, ex lin, iv Interval) lin {
-	v := e.m.AddVar(name, iv.Lo, iv.Hi, mip.Continuous)
-	e.rowVar(name+"_def", v, 1, ex, nil, nil, mip.EQ, 0)
-	return varExpr(v)
-}
-
 // encode builds the MIP from the graph and its bounds. With relaxations
 // (see encodeOptions) the model over-approximates: a robustness proof
 // stays sound, but a counterexample it finds may be spurious (it is
 // replayed anyway).
 func encode(g *graph, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
-	e := &encoding{m: mip.NewModel("lenspec"), g: g, b: b, K: K, relaxGap: eo.relaxGap, on: map[neuron]int{},
+	e := &encoding{m: mip.NewModel("lenspec"), g: g, b: b, K: K, relaxGap: eo.relaxGap,
 		vars: make([][]int, len(g.nodes)), abstractAt: -1}
 	exprs := make([][]lin, len(g.nodes))
 	if !eo.box {
@@ -143,8 +48,7 @@ func encode(g *graph, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
 	}
 	readByAffine := make([]bool, len(g.nodes))
 	for _, n := range g.nodes {
-		switch n.op.(type) {
-		case *dense, *conv:
+		if _, ok := n.op.(wideReader); ok {
 			readByAffine[n.in[0]] = true
 		}
 	}
@@ -165,7 +69,9 @@ func encode(g *graph, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
 			out := n.op.encode(e, n, ins)
 			if n.act == nil && readByAffine[n.id] {
 				for j, ex := range out {
-					out[j] = e.materialise(e.name(n, j), ex, b.Val[n.id][j])
+					if varsOf(out[j : j+1])[0] < 0 { // a variable already (a product's) needs none
+						out[j] = e.materialise(e.name(n, j), ex, b.Val[n.id][j])
+					}
 				}
 			}
 			exprs[n.id] = out
@@ -308,9 +214,9 @@ func (e *encoding) assignment(d64 model.Decoder[float64], x []float64) (v []floa
 			}
 		}
 	}
-	for nu, d := range e.on {
-		if nu.node < len(tr.val) && tr.val[e.g.nodes[nu.node].in[0]][nu.index] > 0 {
-			v[d] = 1
+	for _, in := range e.ind {
+		if in.nu.node < len(tr.val) && tr.val[e.g.nodes[in.nu.node].in[0]][in.nu.index] > in.at {
+			v[in.v] = 1
 		}
 	}
 	eos := e.g.net.EOS

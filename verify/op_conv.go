@@ -237,3 +237,5 @@ func (cv *conv) encode(_ *encoding, _ *node, ins [][]lin) []lin {
 	}
 	return out
 }
+
+func (*conv) readsWide() {}

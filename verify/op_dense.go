@@ -114,3 +114,5 @@ func dot(a, b []float64) float64 {
 	}
 	return s
 }
+
+func (*dense) readsWide() {}

@@ -3,30 +3,18 @@ package verify
 import "math"
 
 // feedback is the token-feedback operator of decoder steps t ≥ 1: the
-// term W_ih·emb[y_{t−1}] a step adds to its hidden pre-activations, where
-// y_{t−1} is the token step t − 1 emitted (its argmax). It has no input
-// node: over a set it ranges over the tokens the bounds allow at step
-// t − 1 (Bounds.Allowed), and in the MIP it is linear in that step's
-// one-hot.
+// term tokens[y_{t−1}] a step adds to its pre-activations (a cell's input
+// weights times the embedding of y_{t−1}, the token step t − 1 emitted,
+// folded into one table by the lowering). It has no input node: over a
+// set it ranges over the tokens the bounds allow at step t − 1
+// (Bounds.Allowed), and in the MIP it is linear in that step's one-hot.
 type feedback struct {
-	tokens [][]float64 // tokens[z][j] = (W_ih·emb[z])_j
+	tokens [][]float64 // tokens[z][j]: coordinate j of token z's term
 }
 
-// newFeedback precomputes W_ih·emb[z] for every token z (W_ih [h × e],
-// emb [vocab × e], both row-major).
-func newFeedback(wih, emb []float64, h, e, vocab int) *feedback {
-	f := &feedback{}
-	for z := 0; z < vocab; z++ {
-		p := make([]float64, h)
-		for j := range p {
-			for k := 0; k < e; k++ {
-				p[j] += wih[j*e+k] * emb[z*e+k]
-			}
-		}
-		f.tokens = append(f.tokens, p)
-	}
-	return f
-}
+// newFeedback returns the operator of a token table (its rows are kept,
+// not copied).
+func newFeedback(table [][]float64) *feedback { return &feedback{tokens: table} }
 
 // eval is the term for token tok.
 func (f *feedback) eval(_ [][]float64, tok int) []float64 {
@@ -52,10 +40,11 @@ func (f *feedback) interval(_ [][]Interval, allowed []bool) []Interval {
 // gradient's forward pass.
 func (f *feedback) back(s *backState, n *node) {
 	c := s.coef[n.id]
+	rec := s.tokens(n)
 	for r := 0; r < c.rows; r++ {
 		cr := c.row(r)
 		best, arg := math.Inf(-1), -1
-		for z, ok := range s.dom[r].Allowed[n.step-1] {
+		for z, ok := range s.dom[r].Allowed[n.token] {
 			if ok {
 				if v := dot(cr, f.tokens[z]); v > best {
 					best, arg = v, z
@@ -66,13 +55,13 @@ func (f *feedback) back(s *backState, n *node) {
 			best = 0
 		}
 		s.k[r] += best
-		if s.rec != nil {
-			s.rec.token[n.id][r] = arg
+		if rec != nil {
+			rec[r] = arg
 		}
 		if s.padded {
 			ar := s.abs[n.id].row(r)
 			var worst float64
-			for z, ok := range s.dom[r].Allowed[n.step-1] {
+			for z, ok := range s.dom[r].Allowed[n.token] {
 				if ok {
 					var v float64
 					for j, a := range ar {
@@ -90,10 +79,14 @@ func (f *feedback) back(s *backState, n *node) {
 // took (a token nothing above depends on: the first allowed).
 func (f *feedback) forward(s *backState, n *node, _ []*block) *block {
 	out := newBlock(len(s.dom), len(f.tokens[0]))
+	rec := s.rec.token[n.id]
 	for r := range s.dom {
-		z := s.rec.token[n.id][r]
+		z := -1
+		if rec != nil {
+			z = rec[r]
+		}
 		if z < 0 {
-			z = firstAllowed(s.dom[r].Allowed[n.step-1])
+			z = firstAllowed(s.dom[r].Allowed[n.token])
 		}
 		copy(out.row(r), f.tokens[z])
 	}
@@ -103,7 +96,7 @@ func (f *feedback) forward(s *backState, n *node, _ []*block) *block {
 // encode: Σ_z δ[z]·tokens[z][j] over the previous step's one-hot δ (a lone
 // allowed token is a constant).
 func (f *feedback) encode(e *encoding, n *node, _ [][]lin) []lin {
-	delta := e.delta[n.step-1]
+	delta := e.delta[n.token]
 	out := make([]lin, len(f.tokens[0]))
 	for j := range out {
 		for z, d := range delta {
@@ -116,4 +109,14 @@ func (f *feedback) encode(e *encoding, n *node, _ [][]lin) []lin {
 		}
 	}
 	return out
+}
+
+// firstAllowed is the lowest token allowed (0 when none is).
+func firstAllowed(al []bool) int {
+	for z, ok := range al {
+		if ok {
+			return z
+		}
+	}
+	return 0
 }

@@ -21,16 +21,17 @@ type head struct {
 }
 
 func newHead(net *Net) *head {
-	hd := &head{eos: net.EOS, vocab: net.Vocab, hidden: net.Hidden, logit: net.out}
-	w := make([]float64, net.Vocab*net.Hidden)
+	h := net.width
+	hd := &head{eos: net.EOS, vocab: net.Vocab, hidden: h, logit: newDense(net.outW, net.outB, h, net.Vocab)}
+	w := make([]float64, net.Vocab*h)
 	b := make([]float64, net.Vocab)
 	for z := 0; z < net.Vocab; z++ {
-		for k := 0; k < net.Hidden; k++ {
-			w[z*net.Hidden+k] = net.out.w[z*net.Hidden+k] - net.out.w[net.EOS*net.Hidden+k]
+		for k := 0; k < h; k++ {
+			w[z*h+k] = net.outW[z*h+k] - net.outW[net.EOS*h+k]
 		}
-		b[z] = net.out.b[z] - net.out.b[net.EOS]
+		b[z] = net.outB[z] - net.outB[net.EOS]
 	}
-	hd.margin = newDense(w, b, net.Hidden, net.Vocab)
+	hd.margin = newDense(w, b, h, net.Vocab)
 	return hd
 }
 

@@ -16,7 +16,8 @@ import (
 //
 // which are the convex and concave envelopes of the product on the box,
 // so the relaxation tightens as its inputs' bounds do (it has no split
-// point of its own: splits on the activations feeding it tighten it).
+// point of its own: splits on the activations feeding it tighten it, and
+// its branching scores go to them).
 type mul struct{}
 
 func (mul) eval(ins [][]float64, _ int) []float64 {
@@ -62,6 +63,15 @@ func plane(x, y Interval, upper bool) (a, b, d float64) {
 	return p1.a, p1.b, p1.d
 }
 
+// inputScores: McCormick's planes are off the product by up to
+// (xu − xl)·(yu − yl)/4 on the box; halving either input's range halves
+// it.
+func (mul) inputScores(c float64, ins [][]Interval, i int, out []float64) {
+	x, y := ins[0][i], ins[1][i]
+	g := math.Abs(c) * (x.Hi - x.Lo) * (y.Hi - y.Lo) / 8
+	out[0], out[1] = g, g
+}
+
 // back: c·xy ≤ c·(a·x + b·y + d) with the upper plane for c > 0 and the
 // lower for c < 0; the plane each row took is recorded (its coefficient's
 // sign) for the relaxed forward pass.
@@ -100,11 +110,12 @@ func (mul) back(s *backState, n *node) {
 func (mul) forward(s *backState, n *node, ins []*block) *block {
 	x, y := ins[0], ins[1]
 	out := newBlock(x.rows, x.cols)
+	rec := s.rec.coef[n.id]
 	for r := 0; r < x.rows; r++ {
 		xs, ys := s.dom[r].Val[n.in[0]], s.dom[r].Val[n.in[1]]
 		for i := range out.row(r) {
 			j := r*x.cols + i
-			pa, pb, pd := plane(xs[i], ys[i], s.rec.coef[n.id].v[j] > 0)
+			pa, pb, pd := plane(xs[i], ys[i], rec != nil && rec.v[j] > 0)
 			out.v[j] = pa*x.v[j] + pb*y.v[j] + pd
 		}
 	}

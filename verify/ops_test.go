@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/lenspec/lenspec/ad"
@@ -14,53 +15,131 @@ import (
 // The rule tests: one row per operator. Adding an operator adds a row
 // here (its rules sampled against its evaluation), and nothing else.
 
-// TestActivationRules samples every activation's rules: the interval rule
-// contains the function's values, the CROWN relaxation bounds c·f from
-// above for coefficients of either sign and every α, and the gradient in
-// α matches finite differences.
+// ruleBox draws a pre-activation box of one of five kinds: narrow, wide
+// (|z| up to 50), one side of 0, degenerate (a point) and nearly so.
+func ruleBox(rng *rand.Rand, kind int) Interval {
+	c := 12*rng.Float64() - 6
+	switch kind {
+	case 0:
+		w := 4 * rng.Float64()
+		return Interval{c - w/2, c + w/2}
+	case 1:
+		a, b := 100*rng.Float64()-50, 100*rng.Float64()-50
+		return Interval{min(a, b), max(a, b)}
+	case 2:
+		a, w := rng.Float64(), 5*rng.Float64()
+		if rng.IntN(2) == 0 {
+			return Interval{a, a + w}
+		}
+		return Interval{-a - w, -a}
+	case 3:
+		return Interval{c, c}
+	default:
+		return Interval{c, c + 1e-9*rng.Float64()}
+	}
+}
+
+// ruleActivations are the activations the rule tests sample.
+var ruleActivations = []struct {
+	name string
+	act  activation
+}{{"relu", relu{}}, {"sigmoid", newSigmoid()}, {"tanh", newTanh()}}
+
+// TestActivationRules samples every activation's rules on 10⁵ points of
+// random boxes (narrow, wide up to |z| = 50, one-sided, degenerate): the
+// interval rule contains the function's values, and the relaxation bounds
+// c·f from above for coefficients of either sign and every parameter the
+// projection admits (CROWN's, random ones, the range's ends); the
+// gradient in the parameters matches finite differences.
 func TestActivationRules(t *testing.T) {
-	rng := rand.New(rand.NewPCG(4, 4))
-	for _, tc := range []struct {
-		name string
-		act  activation
-	}{{"relu", relu{}}} {
-		for _, iv := range []Interval{{-3, -1}, {-2, 0}, {0, 2}, {1, 4}, {-1, 3}, {-3, 1}, {-1, 1}, {-1e-9, 1e-9}} {
+	for _, tc := range ruleActivations {
+		rng := rand.New(rand.NewPCG(4, 4))
+		np := tc.act.params()
+		points, grads := 0, 0
+		for box := 0; box < 1000; box++ {
+			iv := ruleBox(rng, box%5)
 			out := tc.act.outInterval(iv)
+			def := make([]float64, np)
+			tc.act.initParams(iv, def)
+			ps := [][]float64{def}
+			for range 2 {
+				p := make([]float64, np)
+				for k := range p {
+					p[k] = iv.Lo + (iv.Hi-iv.Lo)*(1.4*rng.Float64()-0.2) // also outside: projected
+					if np == 1 && tc.name == "relu" {
+						p[k] = 1.4*rng.Float64() - 0.2
+					}
+				}
+				tc.act.project(iv, p)
+				ps = append(ps, p)
+			}
 			for _, c := range []float64{2.5, -0.7} {
-				for _, alpha := range []float64{tc.act.slope(iv), 0, 0.3, 1} {
-					s, d := tc.act.relax(c, iv, alpha)
-					for trial := 0; trial < 200; trial++ {
+				for _, p := range ps {
+					s, d := tc.act.relax(c, iv, p)
+					for trial := 0; trial < 17; trial++ {
 						z := iv.Lo + (iv.Hi-iv.Lo)*rng.Float64()
-						if trial == 0 {
+						switch trial {
+						case 0:
 							z = iv.Lo
-						} else if trial == 1 {
+						case 1:
 							z = iv.Hi
+						case 2:
+							z = min(max(0, iv.Lo), iv.Hi)
 						}
+						points++
 						a := tc.act.apply(z)
 						if a < out.Lo || a > out.Hi {
 							t.Fatalf("%s on %+v: value %v at %v outside interval %+v", tc.name, iv, a, z, out)
 						}
-						if c*a > c*s*z+d+1e-12 {
-							t.Fatalf("%s on %+v, c = %v, α = %v: c·a = %v above the relaxation %v at z = %v", tc.name, iv, c, alpha, c*a, c*s*z+d, z)
+						if rel := c * (s*z - a); c*a > c*s*z+d+1e-12*(1+math.Abs(rel)) {
+							t.Fatalf("%s on %+v, c = %v, p = %v: c·f = %v above the relaxation %v at z = %v", tc.name, iv, c, p, c*a, c*s*z+d, z)
 						}
-						// The gradient in α of c·(s·z + d), by finite differences.
-						const h = 1e-6
-						if alpha-h < 0 || alpha+h > 1 {
+						if trial > 4 {
 							continue
 						}
-						su, du := tc.act.relax(c, iv, alpha+h)
-						sd, dd := tc.act.relax(c, iv, alpha-h)
-						fd := (c*(su*z+du) - c*(sd*z+dd)) / (2 * h)
-						if g := tc.act.gradAlpha(c, iv, alpha, z); math.Abs(g-fd) > 1e-6*(1+math.Abs(fd)) {
-							t.Fatalf("%s on %+v, c = %v, α = %v, z = %v: gradient %v, finite difference %v", tc.name, iv, c, alpha, z, g, fd)
+						// The gradient in each parameter of c·(s·z + d), by
+						// finite differences inside the feasible range.
+						g := make([]float64, np)
+						tc.act.gradParams(c, iv, p, z, g)
+						for k := range p {
+							h := 1e-6 * (1 + math.Abs(p[k]))
+							up, down := slices.Clone(p), slices.Clone(p)
+							up[k] += h
+							down[k] -= h
+							tc.act.project(iv, up)
+							tc.act.project(iv, down)
+							hu, hd := up[k]-p[k], p[k]-down[k]
+							if hu < h/2 || hd < h/2 {
+								continue // at the range's end
+							}
+							su, du := tc.act.relax(c, iv, up)
+							sd, dd := tc.act.relax(c, iv, down)
+							fu, fm, fl := c*su*z+du, c*s*z+d, c*sd*z+dd
+							if r, l := (fu-fm)/hu, (fm-fl)/hd; math.Abs(r-l) > 1e-4*(1+math.Abs(r)) {
+								continue // a kink (a line's case changes at p): no derivative
+							}
+							fd := (fu - fl) / (hu + hd)
+							if math.Abs(g[k]-fd) > 1e-4*(1+math.Abs(fd)) {
+								t.Fatalf("%s on %+v, c = %v, p = %v, z = %v: gradient %v in parameter %d, finite difference %v", tc.name, iv, c, p, z, g[k], k, fd)
+							}
+							if g[k] != 0 {
+								grads++
+							}
 						}
 					}
 				}
 			}
-			// The score is 0 where a split removes nothing.
+			// The score is 0 where a split removes nothing, and the split
+			// point lies in the box.
 			if !tc.act.unstable(iv) && tc.act.score(1, iv) != 0 {
 				t.Fatalf("%s on %+v: stable, but score %v", tc.name, iv, tc.act.score(1, iv))
 			}
+			if at := tc.act.splitAt(iv); tc.act.unstable(iv) && (at < iv.Lo || at > iv.Hi) {
+				t.Fatalf("%s on %+v: split point %v outside", tc.name, iv, at)
+			}
+		}
+		if points < 100000 || grads < 500 {
+			t.Fatalf("%s: only %d points and %d gradient entries checked", tc.name, points, grads)
 		}
 	}
 }
@@ -68,7 +147,7 @@ func TestActivationRules(t *testing.T) {
 // linearCase is an affine operator with the shapes of its inputs.
 type linearCase struct {
 	name string
-	op   linearOp
+	op   backOp
 	ins  []int // input widths (none: a source, the token feedback)
 	out  int
 }
@@ -93,7 +172,10 @@ func linearCases(rng *rand.Rand) []linearCase {
 		cv := newConv(randn(o*c*g.Kernel*g.Kernel), randn(o), []int{c, h, w}, o, g)
 		cs = append(cs, linearCase{"conv", cv, []int{c * h * w}, cv.outSize()})
 	}
-	cs = append(cs, linearCase{"add", add{}, []int{4, 4, 4}, 4})
+	cs = append(cs, linearCase{"add", add{}, []int{4, 4, 4}, 4},
+		linearCase{"sub", add{w: []float64{1, -1}}, []int{5, 5}, 5},
+		linearCase{"slice", slice{from: 2, to: 5}, []int{7}, 3},
+		linearCase{"const", constant{v: randn(4)}, nil, 4})
 	return cs
 }
 
@@ -233,6 +315,7 @@ func TestFeedbackRules(t *testing.T) {
 	allowed := [][]bool{{true, false, true, true, false}, {false, true, false, false, false}}
 	g := &graph{}
 	id := g.add("token", f, 4, 1)
+	g.nodes[id].token = 0
 	dom := []*Bounds{{Allowed: [][]bool{allowed[0]}}, {Allowed: [][]bool{allowed[1]}}}
 	c := &block{rows: 2, cols: 4, v: []float64{0.3, -1, 2, 0, -0.5, 0.2, 0, 1}}
 	s := g.newBack(dom, nil, true, true)
@@ -297,9 +380,15 @@ func boundWith(g *graph, dom []*Bounds, L int, c *block, k []float64, rx *relaxa
 // optimised bound is sound (above every sampled margin) and no looser
 // than CROWN's.
 func TestAlphaGradient(t *testing.T) {
+	for _, cell := range testCells {
+		t.Run(cell, func(t *testing.T) { testAlphaGradient(t, cell) })
+	}
+}
+
+func testAlphaGradient(t *testing.T, cell string) {
 	checked := 0
 	for seed := uint64(1); seed <= 12; seed++ {
-		_, n := tinyNet(t, seed, int(seed%3))
+		_, n := tinyNet(t, seed, int(seed%3), cell)
 		rng := rand.New(rand.NewPCG(seed, 77))
 		lo, hi := randomBox(rng, n.InputSize, 0.3)
 		const K = 1
@@ -311,11 +400,26 @@ func TestAlphaGradient(t *testing.T) {
 		c, k := g.head.marginRows(toks, 1)
 		dom := sameDomain(b, len(toks))
 		rx := g.defaultRelaxation(dom, L)
-		for _, a := range rx.alpha {
-			if a != nil {
-				for i := range a.v {
-					a.v[i] = 0.2 + 0.6*rng.Float64()
+		// Random parameters the projection admits: a ReLU's slope in
+		// [0.2, 0.8], a tangent point inside its pre-activation's interval.
+		neuronOf := func(id, i int) (Interval, []float64) {
+			nd := g.nodes[id]
+			np, a := nd.act.params(), rx.alpha[id]
+			r, j := i/a.cols, (i%a.cols)/np
+			return dom[r].Val[nd.in[0]][j], a.v[r*a.cols+j*np : r*a.cols+(j+1)*np]
+		}
+		for id, a := range rx.alpha {
+			if a == nil {
+				continue
+			}
+			for i := range a.v {
+				iv, p := neuronOf(id, i)
+				u := 0.2 + 0.6*rng.Float64()
+				a.v[i] = u
+				if _, ok := g.nodes[id].act.(relu); !ok {
+					a.v[i] = iv.Lo + (iv.Hi-iv.Lo)*u
 				}
+				g.nodes[id].act.project(iv, p)
 			}
 		}
 		_, xs, s := boundWith(g, dom, L, c, k, rx)
@@ -327,6 +431,18 @@ func TestAlphaGradient(t *testing.T) {
 			for i := range a.v {
 				const h = 1e-6
 				r := i / a.cols
+				iv, p := neuronOf(id, i)
+				q := (i % a.cols) % len(p)
+				inside := true
+				for _, step := range []float64{h, -h} {
+					moved := slices.Clone(p)
+					moved[q] += step
+					g.nodes[id].act.project(iv, moved)
+					inside = inside && moved[q] == p[q]+step
+				}
+				if !inside {
+					continue // at the end of its range: no two-sided difference
+				}
 				a.v[i] += h
 				up, _, _ := boundWith(g, dom, L, c, k, rx)
 				a.v[i] -= 2 * h
@@ -371,9 +487,15 @@ func TestAlphaGradient(t *testing.T) {
 // optimised bound of a split domain is never below a sampled margin of an
 // input in that domain.
 func TestBetaGradient(t *testing.T) {
+	for _, cell := range testCells {
+		t.Run(cell, func(t *testing.T) { testBetaGradient(t, cell) })
+	}
+}
+
+func testBetaGradient(t *testing.T, cell string) {
 	checked, sampled := 0, 0
 	for seed := uint64(1); seed <= 16; seed++ {
-		_, n := tinyNet(t, seed, int(seed%3))
+		_, n := tinyNet(t, seed, int(seed%3), cell)
 		rng := rand.New(rand.NewPCG(seed, 78))
 		lo, hi := randomBox(rng, n.InputSize, 0.4)
 		const K = 1
@@ -392,7 +514,8 @@ func TestBetaGradient(t *testing.T) {
 		}
 		splits := splitSet{}
 		for range 2 {
-			splits[unstable[rng.IntN(len(unstable))]] = rng.IntN(2) == 0
+			nu := unstable[rng.IntN(len(unstable))]
+			splits[nu] = childCut(g, b, nu, splits.of(nu), rng.IntN(2) == 0)
 		}
 		sb := computeSplitBounds(context.Background(), g, lo, hi, BoundCROWN, splits, nil, nil, 0, false)
 		if sb.Proven {
@@ -402,35 +525,62 @@ func TestBetaGradient(t *testing.T) {
 		c, k := g.head.marginRows(toks, 1)
 		dom := sameDomain(sb, len(toks))
 		rx := g.defaultRelaxation(dom, L)
-		for nu, active := range splits {
-			if rx.beta[nu.node] == nil {
-				rx.beta[nu.node] = newBlock(len(toks), g.nodes[nu.node].width)
+		sides := map[int]*betaSides{}
+		for nu, ct := range splits {
+			w := g.nodes[nu.node].width
+			sd := sides[nu.node]
+			if sd == nil {
+				sd = &betaSides{lo: make([]float64, len(toks)*w), hi: make([]float64, len(toks)*w)}
+				for i := range sd.lo {
+					sd.lo[i], sd.hi[i] = math.Inf(-1), math.Inf(1)
+				}
+				sides[nu.node] = sd
+				rx.betaLo[nu.node], rx.betaHi[nu.node], rx.beta[nu.node] = newBlock(len(toks), w), newBlock(len(toks), w), newBlock(len(toks), w)
 			}
 			for r := range toks {
-				v := 0.5 * rng.Float64()
-				if !active {
-					v = -v
+				i := r*w + nu.index
+				sd.lo[i], sd.hi[i] = ct.lo, ct.hi
+				sd.offZero = sd.offZero || !math.IsInf(ct.lo, -1) && ct.lo != 0 || !math.IsInf(ct.hi, 1) && ct.hi != 0
+				if !math.IsInf(ct.lo, -1) {
+					rx.betaLo[nu.node].v[i] = 0.5 * rng.Float64()
 				}
-				rx.beta[nu.node].v[r*g.nodes[nu.node].width+nu.index] = v
+				if !math.IsInf(ct.hi, 1) {
+					rx.betaHi[nu.node].v[i] = 0.5 * rng.Float64()
+				}
 			}
+		}
+		for id, sd := range sides {
+			rx.setBeta(id, sd)
 		}
 		_, xs, s := boundWith(g, dom, L, c, k, rx)
 		zeta := g.relaxedForward(s, xs, L)
-		for nu := range splits {
+		for nu, ct := range splits {
 			p := g.nodes[nu.node].in[0]
 			for r := range toks {
-				const h = 1e-6
 				i := r*g.nodes[nu.node].width + nu.index
-				rx.beta[nu.node].v[i] += h
-				up, _, _ := boundWith(g, dom, L, c, k, rx)
-				rx.beta[nu.node].v[i] -= 2 * h
-				down, _, _ := boundWith(g, dom, L, c, k, rx)
-				rx.beta[nu.node].v[i] += h
-				fd := (up[r] - down[r]) / (2 * h)
-				if want := zeta[p].v[r*g.nodes[p].width+nu.index]; math.Abs(fd-want) > 1e-5*(1+math.Abs(fd)) {
-					t.Fatalf("seed %d row %d split %v: gradient %v, finite difference %v", seed, r, nu, want, fd)
+				z := zeta[p].v[r*g.nodes[p].width+nu.index]
+				for _, side := range []struct {
+					b    *block
+					want float64
+				}{{rx.betaLo[nu.node], z - ct.lo}, {rx.betaHi[nu.node], ct.hi - z}} {
+					if math.IsInf(side.want, 0) {
+						continue
+					}
+					const h = 1e-6
+					side.b.v[i] += h
+					rx.setBeta(nu.node, sides[nu.node])
+					up, _, _ := boundWith(g, dom, L, c, k, rx)
+					side.b.v[i] -= 2 * h
+					rx.setBeta(nu.node, sides[nu.node])
+					down, _, _ := boundWith(g, dom, L, c, k, rx)
+					side.b.v[i] += h
+					rx.setBeta(nu.node, sides[nu.node])
+					fd := (up[r] - down[r]) / (2 * h)
+					if math.Abs(fd-side.want) > 1e-5*(1+math.Abs(fd)) {
+						t.Fatalf("seed %d row %d split %v (%+v): gradient %v, finite difference %v", seed, r, nu, ct, side.want, fd)
+					}
+					checked++
 				}
-				checked++
 			}
 		}
 		sp := make([]splitSet, len(toks))
@@ -465,9 +615,15 @@ func TestBetaGradient(t *testing.T) {
 // bounds and vertices they get bounded one at a time (to the rounding of
 // a matrix product's summation order, far inside the padding).
 func TestBatchedEqualsAlone(t *testing.T) {
+	for _, cell := range testCells {
+		t.Run(cell, func(t *testing.T) { testBatchedEqualsAlone(t, cell) })
+	}
+}
+
+func testBatchedEqualsAlone(t *testing.T, cell string) {
 	compared := 0
 	for seed := uint64(1); seed <= 10; seed++ {
-		_, n := tinyNet(t, seed, 2)
+		_, n := tinyNet(t, seed, 2, cell)
 		rng := rand.New(rand.NewPCG(seed, 91))
 		lo, hi := randomBox(rng, n.InputSize, 0.4)
 		g, root, L, ok := openStep(n, lo, hi, 1)
@@ -479,7 +635,8 @@ func TestBatchedEqualsAlone(t *testing.T) {
 		var sp []splitSet
 		var toks []int
 		for d := 0; d < 4 && len(unstable) > 0; d++ {
-			s := splitSet{unstable[rng.IntN(len(unstable))]: rng.IntN(2) == 0}
+			nu := unstable[rng.IntN(len(unstable))]
+			s := splitSet{nu: childCut(g, root, nu, uncut, rng.IntN(2) == 0)}
 			b := computeSplitBounds(context.Background(), g, lo, hi, BoundCROWN, s, nil, nil, 0, false)
 			if b.Proven {
 				continue
@@ -513,9 +670,10 @@ func TestBatchedEqualsAlone(t *testing.T) {
 	}
 }
 
-// slowReLU is relu without its fast path: relaxActivation takes the
-// generic loop over the operator's rules for it.
-type slowReLU struct{ relu }
+// slowReLU is relu without its fast path (only the activation interface's
+// methods are promoted): relaxActivation takes the generic loop over the
+// operator's rules for it.
+type slowReLU struct{ activation }
 
 // TestReLURowMatchesRule: the ReLU's fast back-substitution loop
 // (reluRow) gives what the generic loop over relu.relax gives — the
@@ -532,7 +690,7 @@ func TestReLURowMatchesRule(t *testing.T) {
 		}
 		padded, record := rng.IntN(2) == 0, rng.IntN(2) == 0
 		var out [2][]float64
-		for v, act := range []activation{relu{}, slowReLU{}} {
+		for v, act := range []activation{relu{}, slowReLU{relu{}}} {
 			g := &graph{pool: pool{}}
 			in := g.add("in", nil, w, -1)
 			id := g.add("act", act, w, -1, in)
@@ -541,7 +699,7 @@ func TestReLURowMatchesRule(t *testing.T) {
 				dom[r] = &Bounds{Val: [][]Interval{pre, nil}}
 			}
 			r2 := rand.New(rand.NewPCG(uint64(trial), 1))
-			rx := &relaxation{alpha: make([]*block, 2), beta: make([]*block, 2)}
+			rx := newRelaxation(2)
 			if trial%3 > 0 {
 				rx.alpha[id], rx.beta[id] = newBlock(rows, w), newBlock(rows, w)
 				for i := range rx.alpha[id].v {

@@ -93,10 +93,16 @@ type Falsifier interface {
 	Falsify(ctx context.Context, set spec.Region, k, maxSteps int, stream uint64) ([]float64, error)
 }
 
-// DefaultOptions: CROWN bounds, decision mode, the abstraction phases.
-// Callers add a Falsifier (the CLI: a 300-step PGD warm start).
+// DefaultOptions are lenspec verify's defaults for everything this package
+// holds: CROWN bounds, branch and bound (α,β-CROWN), decision mode, the
+// abstraction phases, 60 s per sample. What lives in packages verify does
+// not import is left unset: no MIP solver (Solver, NewLP: mip/cbc) and no
+// falsifier (Falsifier, Search: attack), so alone these options bound and
+// run branch and bound only. experiment.DefaultVerifyOptions adds them —
+// CBC, its LP for the token search, the PGD warm start and the wide
+// falsifier — and is exactly what lenspec verify runs when given no flags.
 func DefaultOptions() Options {
-	return Options{Bounds: BoundCROWN, TimeLimit: 60 * time.Second, Threads: 1, Safety: 1e-3, Decision: true, Abstract: true}
+	return Options{Bounds: BoundCROWN, TimeLimit: 60 * time.Second, Threads: 1, Safety: 1e-3, Decision: true, Abstract: true, BaB: true}
 }
 
 // Validate checks the options before any work.
@@ -142,8 +148,8 @@ type Result struct {
 	// none); in a relaxed or abstract MIP it may be spurious.
 	Incumbent float64
 	Nodes     int64
-	// Binaries in the MIP (ReLU + argmax); ReLUBinaries alone; Unstable
-	// counts unstable ReLUs under the bounds used.
+	// Binaries in the MIP (activations + argmax); ReLUBinaries those of
+	// activations (ReLUs: the only activation with an exact encoding).
 	Binaries, ReLUBinaries int
 	// Unstable counts unstable ReLUs of the unrolled network under the
 	// bounds used, UnstableInterval under interval bounds (over the layers
@@ -463,7 +469,7 @@ func solvePhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 	if err != nil {
 		return false, err
 	}
-	res.Binaries, res.ReLUBinaries, res.Relaxed = enc.Binaries, enc.ReLUBinaries, enc.Relaxed
+	res.Binaries, res.ReLUBinaries, res.Relaxed = enc.Binaries, enc.ActBinaries, enc.Relaxed
 	ph := Phase{Name: "exact", Binaries: enc.Binaries, Status: "not started"}
 	at := "i0"
 	if eo.abstractAt != g.enc {

@@ -13,6 +13,7 @@ import (
 	"github.com/lenspec/lenspec/mip"
 	"github.com/lenspec/lenspec/mip/cbc"
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/nn"
 	"github.com/lenspec/lenspec/spec"
 )
 
@@ -20,9 +21,15 @@ import (
 // counterexamples for K (ℓ(x) > K), the MIP point built from the network's
 // true activations satisfies every constraint of the encoding.
 func TestEncodingFeasibleAtTrueActivations(t *testing.T) {
+	for _, cell := range testCells {
+		t.Run(cell, func(t *testing.T) { testEncodingFeasibleAtTrueActivations(t, cell) })
+	}
+}
+
+func testEncodingFeasibleAtTrueActivations(t *testing.T, cell string) {
 	checked := 0
-	for seed := uint64(1); seed <= 40; seed++ {
-		m, n := tinyNet(t, seed, int(seed%3))
+	for seed := uint64(1); seed <= seeds(cell, 40); seed++ {
+		m, n := tinyNet(t, seed, int(seed%3), cell)
 		rng := rand.New(rand.NewPCG(seed, 3))
 		center := make([]float64, n.InputSize)
 		for i := range center {
@@ -153,7 +160,9 @@ func verifyOpts() Options {
 		return lp, nil
 	}
 	o.TimeLimit = 20 * time.Second
-	// No falsifier: the MIP must decide on its own.
+	// No falsifier and no branch and bound (on by default): the MIP
+	// stages must decide on their own; tests turn it on where they mean it.
+	o.BaB = false
 	o.MaxSteps = 12
 	return o
 }
@@ -371,19 +380,43 @@ func randomBiases(m model.Decoder[float64], seed uint64) {
 	}
 }
 
-// TestLowerRefusesLSTM: an LSTM captioner decodes and is attacked through
-// the decoder contract, but the verifier has no bound rules for its cell
-// yet and says so.
-func TestLowerRefusesLSTM(t *testing.T) {
-	c := tinyConfig(1)
-	c.Arch.(*model.CaptionerConfig).Cell = model.CellLSTM
-	m, err := model.New[float64](c, rand.New(rand.NewPCG(1, 1)))
-	if err != nil {
-		t.Fatal(err)
+// opaque hides a decoder's lowering.
+type opaque struct{ model.Decoder[float64] }
+
+// badLowering lowers a captioner's encoder and then misdescribes its step.
+type badLowering struct {
+	*model.Captioner[float64]
+	how int
+}
+
+func (b badLowering) LowerStep(bd nn.Builder, first bool, s map[string]nn.Value) (nn.Value, map[string]nn.Value, error) {
+	out, next, err := b.Captioner.LowerStep(bd, first, s)
+	switch b.how {
+	case 0: // a sum of vectors of different widths
+		bd.Add("bad", out, s["i0"], out)
+	case 1: // a state it reads but does not write back
+		if !first {
+			delete(next, "h")
+		}
+	case 2: // an activation the verifier has no rules for
+		bd.Act("bad", "softplus", out)
+	case 3: // a token at the first step
+		bd.Token("bad", [][]float64{{1}})
 	}
-	_, err = Lower(m)
-	if err == nil || !strings.Contains(err.Error(), `cell "lstm"`) || !strings.Contains(err.Error(), "no bound rules") {
-		t.Fatalf("Lower(LSTM captioner) = %v, want a refusal naming the cell", err)
+	return out, next, err
+}
+
+// TestLowerRefuses: a decoder without a lowering, and lowerings that
+// misdescribe themselves, are refused with the reason.
+func TestLowerRefuses(t *testing.T) {
+	m, _ := tinyNet(t, 1, 1)
+	if _, err := Lower(opaque{m}); err == nil || !strings.Contains(err.Error(), "does not lower itself") {
+		t.Fatalf("Lower(a decoder without a lowering) = %v", err)
+	}
+	for how, want := range []string{"width", `state "h"`, `activation "softplus"`, "only a decoder step after the first"} {
+		if _, err := Lower(badLowering{m, how}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("lowering %d: %v, want an error about %s", how, err, want)
+		}
 	}
 }
 

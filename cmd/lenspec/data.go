@@ -69,6 +69,9 @@ func (a *app) dataset(ctx context.Context, seed uint64, name string) (train, ds 
 // modelData is the named Multi-MNIST split as an experiment's data for a
 // model reading in.
 func (a *app) modelData(ctx context.Context, in model.InputSpec, seed uint64, split string) (experiment.Data, error) {
+	if experiment.CheckCaptions(in) == nil {
+		return a.captionsData(ctx, in, seed, split)
+	}
 	if err := experiment.CheckMultiMNIST(in); err != nil {
 		return experiment.Data{}, err
 	}
@@ -196,6 +199,6 @@ downloads it: point --from at a copy. Translator commands read it with
 		},
 	}
 	m30k.Flags().StringVar(&m30kFrom, "from", "", "directory holding Multi30k's raw .gz files")
-	m30k.Flags().StringVar(&m30kDir, "dir", "", "destination (default $LENSPEC_DATA/multi30k or the user cache dir)")
-	return group("data", "Prepare and inspect datasets", mn, mm, m30k)
+	m30k.Flags().StringVar(&m30kDir, "dir", "", "destination (default: $LENSPEC_DATA/multi30k or the user cache dir)")
+	return group("data", "Prepare and inspect datasets", mn, mm, m30k, newCaptionsDataCmd(a))
 }

@@ -21,7 +21,7 @@ var paperAttackEps = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5}
 var paperVerifyEps = []float64{0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5}
 
 func newExperimentCmd(a *app) *cobra.Command {
-	return group("experiment", "Reproduce the paper's experiments end to end (resumable)", newAttackExperimentCmd(a), newVerifyExperimentCmd(a), newNMTAttackExperimentCmd(a))
+	return group("experiment", "Reproduce the paper's experiments end to end (resumable)", newAttackExperimentCmd(a), newVerifyExperimentCmd(a), newNMTAttackExperimentCmd(a), newCaptionAttackCmd(a))
 }
 
 func newAttackExperimentCmd(a *app) *cobra.Command {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -38,7 +37,7 @@ type corpusFlags struct {
 func (f *corpusFlags) add(c *cobra.Command) {
 	c.Flags().StringVar(&f.name, "corpus", "", `"multi30k" (Multi30k task 1, imported by lenspec data multi30k), "ding" (the Ding dictionary) or a corpus of your own: a file of "source<TAB>target" lines (default: the model's own corpus; for training, ding)`)
 	c.Flags().StringVar(&f.ding, "ding", corpus.DingPath, "the Ding dictionary (Debian's trans-de-en, pinned by sha256)")
-	c.Flags().StringVar(&f.multi30k, "multi30k-dir", "", "where lenspec data multi30k put Multi30k (default $LENSPEC_DATA/multi30k or the user cache dir)")
+	c.Flags().StringVar(&f.multi30k, "multi30k-dir", "", "where lenspec data multi30k put Multi30k (default: $LENSPEC_DATA/multi30k or the user cache dir)")
 	c.Flags().Uint64Var(&f.seed, "split-seed", corpus.DefaultSplitSeed, "seed of the train/dev/test split (Ding and TSV corpora; Multi30k's splits are its own)")
 }
 
@@ -132,6 +131,11 @@ type nmtSummary struct {
 	UnstoppedDev int     `json:"unstopped_dev"`
 }
 
+// minVocab is the smallest --vocab checked before the corpus is read: the
+// 4 special and 256 byte tokens and one character. How many characters a
+// corpus has is known once it is read.
+const minVocab = 261
+
 func newTrainNMTCmd(a *app) *cobra.Command {
 	def := train.DefaultOptions()
 	opt := def
@@ -167,8 +171,15 @@ notice saying so.`,
 			if out == "" {
 				return usagef("--out is required")
 			}
-			if vocab < 300 || vocab > 1<<16 {
-				return usagef("--vocab %d must be in 300..65536", vocab)
+			if initDir != "" {
+				for _, name := range []string{"vocab", "embedding", "hidden", "layers", "decoder", "attention", "combine"} {
+					if c.Flags().Changed(name) {
+						return usagef("--%s conflicts with --init (the sizes and the tokenizer come from %s)", name, initDir)
+					}
+				}
+			}
+			if vocab < minVocab || vocab > 1<<16 {
+				return usagef("--vocab %d must be in %d..65536 (the special and byte tokens, and the corpus's characters)", vocab, minVocab)
 			}
 			if maxTarget < 1 || maxTarget > model.MaxStepCap {
 				return usagef("--max-target %d must be in 1..%d", maxTarget, model.MaxStepCap)
@@ -225,6 +236,12 @@ notice saying so.`,
 				a.logf("fine-tuning %s (BPE vocabulary of %d tokens)", initDir, tok.Size())
 			} else {
 				if tok, err = train.LearnTokenizer(c.Context(), trainPairs, vocab); err != nil {
+					var small *bpe.VocabSizeError
+					if errors.As(err, &small) {
+						// Known only once the corpus is read: its characters.
+						return usagef("--vocab %d is below the %d tokens %s needs (4 special, 256 byte and %d character tokens): give --vocab %d or more",
+							vocab, small.Need(), sp.Path, small.Alphabet, small.Need())
+					}
 					return err
 				}
 				arch.Vocab = tok.Size()
@@ -378,7 +395,7 @@ notice saying so.`,
 	f.Float64Var(&opt.LabelSmoothing, "label-smoothing", opt.LabelSmoothing, "move this much of each target token's probability to the uniform distribution in the loss")
 	f.Float64Var(&opt.ClipNorm, "clip-norm", opt.ClipNorm, "clip the gradient's global L2 norm (0: off)")
 	f.IntVar(&opt.Shards, "shards", opt.Shards, "split each batch into this many shards computed concurrently (the result depends on it, not on the cores)")
-	f.IntVar(&vocab, "vocab", vocab, "BPE vocabulary size (shared by German and English)")
+	f.IntVar(&vocab, "vocab", vocab, "BPE vocabulary size (shared by German and English), up to 65536: at least 260 (special and byte tokens) plus the training split's characters (Multi30k 355, Ding 367)")
 	f.IntVar(&maxTarget, "max-target", maxTarget, "leave out training pairs whose target is longer (tokens)")
 	f.DurationVar(&every, "checkpoint-every", every, "also checkpoint within an epoch this often (0: after every epoch only)")
 	f.IntVar(&arch.Embedding, "embedding", arch.Embedding, "embedding size")
@@ -492,190 +509,6 @@ func evalTranslator(c *cobra.Command, a *app, modelDir string, d model.Decoder[f
 			}
 		}
 	})
-}
-
-// translateRecord is one line of translate --json: where the text came
-// from (its stdin line or argument number, 1-based), the text, and its
-// translation or why there is none.
-type translateRecord struct {
-	Line     int    `json:"line,omitempty"`
-	Argument int    `json:"argument,omitempty"`
-	Source   string `json:"source"`
-	Error    string `json:"error,omitempty"`
-	*model.Translation
-}
-
-func newTranslateCmd(a *app) *cobra.Command {
-	var modelDir string
-	var maxSteps, batch int
-	c := &cobra.Command{
-		Use:   "translate [TEXT...]",
-		Short: "Translate text with a translator model (arguments, or one text per line on stdin)",
-		Long: `Translate each argument, or, without arguments, every line of standard input
-(one translation per line, in order, decoded in batches of --batch lines),
-greedily with the float32 model. A line break in an output (byte tokens
-<0x0A>, <0x0D>) is printed as a space, so that output line n is always
-input n's translation. --json prints one JSON object per text instead, with
-its line (stdin) or argument number, the source text and ids, and the
-output's exact text, tokens, ids, length and whether it stopped within the
-step cap.
-
-A text the model cannot read (more source tokens than its max_source_len,
-or a stdin line over 16 MiB) is reported on stderr by its line or argument
-number, and its place in the output is an empty line (with --json, an
-object with an "error" field); every other text is translated as it would
-be alone. The exit status is then 1, after all the input has been read and
-translated. See docs/models.md, "The translator's tokenizer".`,
-		RunE: func(c *cobra.Command, args []string) error {
-			if modelDir == "" {
-				return usagef("--model is required")
-			}
-			if err := checkSteps(c, maxSteps); err != nil {
-				return err
-			}
-			if batch < 1 || batch > 1<<20 {
-				return usagef("--batch %d must be in 1..%d", batch, 1<<20)
-			}
-			d, err := model.Load[float32](modelDir)
-			if err != nil {
-				return err
-			}
-			if d.Config().Tokenizer == nil {
-				return usagef("%s is a %s, which does not read text", modelDir, d.Config().Architecture)
-			}
-			failed, total := 0, 0
-			enc := json.NewEncoder(a.stdout)
-			enc.SetEscapeHTML(false) // tokens such as "<0x0A>" as they are spelt
-			// emit translates texts, which are stdin lines first+1… or
-			// arguments first+1… (fromStdin), and prints them in order.
-			// unread[i] is set for a line too long to read (texts[i] is
-			// then "").
-			emit := func(texts []string, unread []bool, first int, fromStdin bool) error {
-				ts, err := model.Translate(c.Context(), d, texts, maxSteps)
-				if err != nil {
-					return err
-				}
-				total += len(texts)
-				for i := range ts {
-					rec := translateRecord{Source: texts[i], Translation: &ts[i]}
-					where := fmt.Sprintf("argument %d", first+i+1)
-					if fromStdin {
-						rec.Line, where = first+i+1, fmt.Sprintf("stdin line %d", first+i+1)
-					} else {
-						rec.Argument = first + i + 1
-					}
-					if unread != nil && unread[i] {
-						ts[i] = model.Translation{Err: fmt.Errorf("longer than %d MiB, not read", maxLineBytes>>20)}
-					}
-					if t := ts[i]; t.Err != nil {
-						failed++
-						fmt.Fprintf(a.stderr, "lenspec: translate: %s: %v\n", where, t.Err)
-						rec.Error, rec.Translation = t.Err.Error(), nil
-					}
-					if a.jsonOut {
-						if err := enc.Encode(rec); err != nil {
-							return fmt.Errorf("translate: %s: %w", where, err)
-						}
-					} else {
-						// One line per text, whatever the output holds
-						// ("" in a failed text's place), so that output
-						// line n is input line n's translation.
-						fmt.Fprintln(a.stdout, lineBreaks.Replace(ts[i].Text))
-					}
-				}
-				return nil
-			}
-			done := func() error {
-				if failed > 0 {
-					return reportedError{fmt.Errorf("translate: %d of %d texts not translated", failed, total)}
-				}
-				return nil
-			}
-			if len(args) > 0 {
-				if err := emit(args, nil, 0, false); err != nil {
-					return err
-				}
-				return done()
-			}
-			r := bufio.NewReaderSize(c.InOrStdin(), 64<<10)
-			var lines []string
-			var unread []bool
-			read := 0 // lines before this batch
-			for {
-				line, long, err := readLine(r, maxLineBytes)
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					return fmt.Errorf("stdin line %d: %w", read+len(lines)+1, err)
-				}
-				lines, unread = append(lines, line), append(unread, long)
-				if len(lines) == batch {
-					if err := emit(lines, unread, read, true); err != nil {
-						return err
-					}
-					read += len(lines)
-					lines, unread = lines[:0], unread[:0]
-				}
-			}
-			if len(lines) > 0 {
-				if err := emit(lines, unread, read, true); err != nil {
-					return err
-				}
-			}
-			return done()
-		},
-	}
-	f := c.Flags()
-	f.StringVar(&modelDir, "model", "", "model directory (a translator)")
-	f.IntVar(&maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
-	f.IntVar(&batch, "batch", 1024, "lines of stdin translated together")
-	return c
-}
-
-// lineBreaks turns the line breaks a translation may hold (byte tokens
-// <0x0A>, <0x0D>) into spaces for translate's text output.
-var lineBreaks = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
-
-// maxLineBytes bounds a line of translate's stdin: a longer one is read
-// through and reported, not held in memory (it would be far over any
-// model's max_source_len anyway).
-const maxLineBytes = 16 << 20
-
-// readLine returns r's next line without its line ending ("\n", and any
-// "\r" before it), or io.EOF when there is none. A line of more than max
-// bytes is read to its end and dropped: long is set and line is "".
-func readLine(r *bufio.Reader, max int) (line string, long bool, err error) {
-	var buf []byte
-	n := 0 // bytes of the line so far, line ending included
-	for {
-		chunk, err := r.ReadSlice('\n')
-		n += len(chunk)
-		if !long && n > max+2 { // "\r\n" may still come off
-			long, buf = true, nil
-		}
-		if !long {
-			buf = append(buf, chunk...)
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if err == io.EOF && n > 0 {
-			break // a last line without "\n"
-		}
-		if err != nil {
-			return "", false, err
-		}
-		break
-	}
-	if long {
-		return "", true, nil
-	}
-	line = strings.TrimRight(strings.TrimSuffix(string(buf), "\n"), "\r")
-	if len(line) > max {
-		return "", true, nil
-	}
-	return line, false, nil
 }
 
 // rebuildCommand is the training command as given, with every flag set on

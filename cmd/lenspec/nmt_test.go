@@ -256,7 +256,12 @@ func TestTrainNMTAndEval(t *testing.T) {
 		{[]string{"translate", "x"}, 2, "--model"},
 		{[]string{"translate", "--model", smallModel(t), "x"}, 2, "does not read text"},
 		{[]string{"translate", "--model", out, "--batch", "0", "x"}, 2, "--batch"},
-		{[]string{"train", "nmt", "--out", t.TempDir(), "--vocab", "10"}, 2, "--vocab"},
+		{[]string{"train", "nmt", "--out", t.TempDir(), "--vocab", "10"}, 2, "--vocab 10 must be in 261..65536"},
+		// The toy corpus's characters need more than 270 tokens: known
+		// once it is read, still a usage error naming the flag.
+		{[]string{"train", "nmt", "--out", t.TempDir(), "--corpus", tsv, "--vocab", "270"}, 2, "--vocab 270 is below the"},
+		{[]string{"train", "nmt", "--out", t.TempDir(), "--corpus", tsv, "--init", out, "--vocab", "500"}, 2, "--vocab conflicts with --init"},
+		{[]string{"train", "nmt", "--out", t.TempDir(), "--corpus", tsv, "--init", out, "--decoder", "32"}, 2, "--decoder conflicts with --init"},
 		{[]string{"train", "nmt", "--out", t.TempDir(), "--epochs", "0"}, 2, "epochs"},
 		{[]string{"train", "nmt", "--out", t.TempDir(), "--sentence-repeat", "0"}, 2, "--sentence-repeat"},
 		{[]string{"train", "nmt", "--out", t.TempDir(), "--sentence-repeat", "2", "--sentences-only"}, 2, "--sentence-repeat"},

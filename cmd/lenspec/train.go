@@ -45,7 +45,8 @@ settings is refused). The defaults reproduce models/mmnist-rnn;
 models/mmnist-rnn-rs records its command in its config.json.
 
 --cell lstm trains the LSTM captioner (PyTorch nn.LSTMCell) instead of the
-ReLU RNN. --stability adds the ReLU-stability regulariser (Xiao et al., ICLR
+ReLU RNN, --cell gru the GRU captioner (nn.GRUCell); lenspec verify takes all
+three (models/mmnist-lstm records its recipe). --stability adds the ReLU-stability regulariser (Xiao et al., ICLR
 2019): verification-friendly training, with fewer unstable ReLUs for the
 verifier. --ibp trains for a radius (interval bound propagation, Gowal et
 al. 2018): the loss mixes in the interval bound of the teacher-forced loss
@@ -64,8 +65,14 @@ the run over which the certified loss's weight and radius grow: a longer ramp
 				return usagef("--out is required")
 			}
 			opt.IBPBound = model.Bound(bound)
+			if err := switchedBy(c, "ibp", opt.IBP > 0, "ibp-eps", "ibp-ramp", "ibp-bound", "ibp-attack"); err != nil {
+				return err
+			}
 			if err := opt.Validate(); err != nil {
 				return usage(err)
+			}
+			if err := switchedBy(c, "stability", opt.Stability > 0, "stability-eps", "stability-ramp"); err != nil {
+				return err
 			}
 			var d model.Decoder[float32]
 			var err error
@@ -92,8 +99,8 @@ the run over which the certified loss's weight and radius grow: a longer ramp
 			if err := experiment.CheckMultiMNIST(in); err != nil {
 				return err
 			}
-			if a, ok := d.Config().Arch.(*model.CaptionerConfig); ok && opt.IBP > 0 && a.Cell != model.CellReLU {
-				return usagef("--ibp propagates boxes through the %s cell only, not %s", model.CellReLU, a.Cell)
+			if err := opt.ValidateFor(d); err != nil {
+				return usage(err) // the radii against the model's input range
 			}
 			tr, te, err := a.loadMultiMNIST(c.Context(), dataSeed)
 			if err != nil {
@@ -195,16 +202,30 @@ the run over which the certified loss's weight and radius grow: a longer ramp
 	f.Float64Var(&opt.ClipNorm, "clip-norm", def.ClipNorm, "clip the gradient's global L2 norm (0: off)")
 	f.IntVar(&opt.Shards, "shards", def.Shards, "split each batch into this many shards computed concurrently (the result depends on it, not on the cores)")
 	f.Float64Var(&opt.Stability, "stability", def.Stability, "weight of the ReLU-stability regulariser (verification-friendly training; 0: off)")
-	f.Float64Var(&opt.StabilityEps, "stability-eps", def.StabilityEps, "L∞ radius of the regulariser's interval bounds")
-	f.Float64Var(&opt.StabilityRamp, "stability-ramp", def.StabilityRamp, "fraction of the steps over which the radius ramps up from 0")
+	f.Float64Var(&opt.StabilityEps, "stability-eps", def.StabilityEps, "L∞ radius of the regulariser's interval bounds, at most the input range's width (with --stability only)")
+	f.Float64Var(&opt.StabilityRamp, "stability-ramp", def.StabilityRamp, "fraction of the steps over which the radius ramps up from 0 (with --stability only)")
 	f.Float64Var(&opt.IBP, "ibp", def.IBP, "weight of the interval-bound (certified) loss at the end of its ramp, in [0, 1] (0: off)")
-	f.Float64Var(&opt.IBPEps, "ibp-eps", def.IBPEps, "L∞ radius the certified loss trains for")
-	f.Float64Var(&opt.IBPRamp, "ibp-ramp", def.IBPRamp, "fraction of the steps over which the certified loss's weight and radius ramp up from 0")
-	f.StringVar(&bound, "ibp-bound", string(model.BoundInterval), "the certified loss's bound: interval (IBP) or crown-ibp (tighter: linear bounds above fc1)")
-	f.BoolVar(&opt.IBPAttack, "ibp-attack", def.IBPAttack, "take the cross-entropy term at a one-step attack inside the ball (MTL-IBP) instead of at the image")
+	f.Float64Var(&opt.IBPEps, "ibp-eps", def.IBPEps, "L∞ radius the certified loss trains for, at most the input range's width (with --ibp only; required with it)")
+	f.Float64Var(&opt.IBPRamp, "ibp-ramp", def.IBPRamp, "fraction of the steps over which the certified loss's weight and radius ramp up from 0 (with --ibp only)")
+	f.StringVar(&bound, "ibp-bound", string(model.BoundInterval), "the certified loss's bound: interval (IBP) or crown-ibp (tighter: linear bounds above fc1; rnn_relu cell only; with --ibp only)")
+	f.BoolVar(&opt.IBPAttack, "ibp-attack", def.IBPAttack, "take the cross-entropy term at a one-step attack inside the ball (MTL-IBP) instead of at the image (with --ibp only)")
 	f.IntVar(&arch.Conv[0].OutChannels, "conv1", arch.Conv[0].OutChannels, "channels of the first convolution")
 	f.IntVar(&arch.Conv[1].OutChannels, "conv2", arch.Conv[1].OutChannels, "channels of the second convolution")
 	f.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the first fully connected layer")
-	f.StringVar(&arch.Cell, "cell", arch.Cell, "decoder cell: rnn_relu (verifiable) or lstm")
-	return group("train", "Train models", c, newTrainNMTCmd(a))
+	f.StringVar(&arch.Cell, "cell", arch.Cell, "decoder cell: rnn_relu, lstm or gru (PyTorch nn.RNNCell, nn.LSTMCell, nn.GRUCell; all verifiable)")
+	return group("train", "Train models", c, newTrainNMTCmd(a), newTrainShowTellCmd(a))
+}
+
+// switchedBy refuses flags that only mean something when the flag on turns
+// their feature on, set while it is off: they would be ignored.
+func switchedBy(c *cobra.Command, on string, enabled bool, flags ...string) error {
+	if enabled {
+		return nil
+	}
+	for _, f := range flags {
+		if c.Flags().Changed(f) {
+			return usagef("--%s is read only with --%s, which is off: set --%s, or drop --%s", f, on, on, f)
+		}
+	}
+	return nil
 }

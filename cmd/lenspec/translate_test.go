@@ -9,9 +9,12 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lenspec/lenspec/bpe"
 	"github.com/lenspec/lenspec/model"
@@ -20,6 +23,13 @@ import (
 // tinyTranslatorDir writes a small translator (random weights, a
 // tokenizer learnt on a few phrases, max_source_len 8) to a temp dir.
 func tinyTranslatorDir(t *testing.T) string {
+	t.Helper()
+	return tinyTranslatorReading(t, 8)
+}
+
+// tinyTranslatorReading is tinyTranslatorDir with a max_source_len of
+// maxSource tokens.
+func tinyTranslatorReading(t *testing.T, maxSource int) string {
 	t.Helper()
 	var texts []string
 	for _, s := range []string{"das haus ist klein", "die katze ist alt", "the house is small", "der hund"} {
@@ -31,7 +41,7 @@ func tinyTranslatorDir(t *testing.T) string {
 	}
 	cfg := model.DefaultTranslatorConfig(tok.Size(), bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID)
 	a := cfg.Arch.(*model.TranslatorConfig)
-	a.Embedding, a.EncoderHidden, a.DecoderHidden, a.Attention, a.Combine, a.MaxSourceLen = 8, 8, 8, 8, 8, 8
+	a.Embedding, a.EncoderHidden, a.DecoderHidden, a.Attention, a.Combine, a.MaxSourceLen = 8, 8, 8, 8, 8, maxSource
 	cfg.MaxSteps, cfg.Tokenizer = 10, tok
 	m, err := model.New[float32](&cfg, rand.New(rand.NewPCG(7, 1)))
 	if err != nil {
@@ -296,4 +306,178 @@ func sameTranslation(a, b map[string]any) bool {
 	delete(a, "min_rel_margin")
 	delete(b, "min_rel_margin")
 	return reflect.DeepEqual(a, b)
+}
+
+// pipedCLI is lenspec run in process on pipes: its standard input is
+// written, and its standard output read, while it runs.
+type pipedCLI struct {
+	in   *os.File // lenspec's stdin, the writing end
+	outF *os.File // lenspec's stdout, the reading end
+	out  *bufio.Reader
+	errb bytes.Buffer // read only after done
+	code chan int
+}
+
+func startPiped(t *testing.T, ctx context.Context, args ...string) *pipedCLI {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pipedCLI{in: inW, outF: outR, out: bufio.NewReader(outR), code: make(chan int, 1)}
+	a := &app{stdin: inR, stdout: outW, stderr: &p.errb, getenv: func(string) string { return "" }}
+	go func() { p.code <- run(ctx, a, args) }()
+	t.Cleanup(func() {
+		inW.Close() // ends a run still reading
+		outR.Close()
+		inR.Close()
+	})
+	return p
+}
+
+// answer writes line to the command's stdin and returns the line it
+// prints, failing if none comes within d while stdin stays open.
+func (p *pipedCLI) answer(t *testing.T, line string, d time.Duration) string {
+	t.Helper()
+	if _, err := p.in.WriteString(line + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	p.outF.SetReadDeadline(time.Now().Add(d))
+	got, err := p.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("no answer to %q within %v with stdin open: %v", line, d, err)
+	}
+	return strings.TrimSuffix(got, "\n")
+}
+
+// exit waits at most d for the command's exit status.
+func (p *pipedCLI) exit(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case code := <-p.code:
+		return code
+	case <-time.After(d):
+		t.Fatalf("still running after %v", d)
+		return 0
+	}
+}
+
+// TestTranslateStreams: a line written to translate's stdin gets its
+// translation (the library's, for that line alone) before the next line
+// is written, stdin staying open; blank lines get empty lines at once.
+func TestTranslateStreams(t *testing.T) {
+	dir := tinyTranslatorDir(t)
+	d, err := model.Load[float32](dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startPiped(t, context.Background(), "translate", "--model", dir)
+	for _, line := range []string{"das haus", "die katze ist alt", "  ", "klein"} {
+		want, err := model.Translate(context.Background(), d, []string{line}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.answer(t, line, time.Minute); got != want[0].Text {
+			t.Fatalf("%q: %q, want %q", line, got, want[0].Text)
+		}
+	}
+	p.in.Close()
+	if code := p.exit(t, time.Minute); code != 0 {
+		t.Fatalf("exit %d: %s", code, p.errb.String())
+	}
+}
+
+// TestTranslateInterrupted: a signal while translate waits for input
+// stops it at once, stdin still open, with 130 or 143, and the message
+// says what was translated (not that work was saved).
+func TestTranslateInterrupted(t *testing.T) {
+	dir := tinyTranslatorDir(t)
+	for _, c := range []struct {
+		sig   syscall.Signal
+		lines []string
+		code  int
+		want  string
+	}{
+		{syscall.SIGINT, []string{"das haus", "klein"}, 130, "lenspec: interrupted by interrupt; stdin lines 1–2 translated and written, none after them"},
+		{syscall.SIGTERM, []string{"das haus"}, 143, "lenspec: interrupted by terminated; stdin line 1 translated and written, none after it"},
+		{syscall.SIGINT, nil, 130, "lenspec: interrupted by interrupt; no line of stdin translated"},
+	} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		p := startPiped(t, ctx, "translate", "--model", dir)
+		for _, l := range c.lines {
+			p.answer(t, l, time.Minute)
+		}
+		cancel(signalError{c.sig})
+		if code := p.exit(t, time.Minute); code != c.code || strings.TrimSpace(p.errb.String()) != c.want {
+			t.Fatalf("%v after %d lines: exit %d, stderr %q; want %d, %q", c.sig, len(c.lines), code, p.errb.String(), c.code, c.want)
+		}
+	}
+}
+
+// TestTranslateSignal: the real signal, sent to a translate process whose
+// stdin stays open after its first line, ends it with 130 at once.
+func TestTranslateSignal(t *testing.T) {
+	dir := tinyTranslatorDir(t)
+	cmd := lenspecCmd(t, "translate", "--model", dir)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	in.Write([]byte("das haus\n"))
+	got := make(chan error, 1)
+	go func() { _, err := bufio.NewReader(out).ReadString('\n'); got <- err }()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatal("no answer to the first line with stdin open")
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	if code := waitExit(t, cmd, time.Minute); code != 130 || !strings.Contains(errb.String(), "stdin line 1 translated and written") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestTranslateBlankAndInvalidUTF8: blank lines give empty lines; a line
+// that is not valid UTF-8 is translated with a warning naming it (and,
+// with --json, "invalid_utf8" in its object), and the exit status stays 0.
+func TestTranslateBlankAndInvalidUTF8(t *testing.T) {
+	dir := tinyTranslatorDir(t)
+	code, stdout, stderr := runCLIStdin(t, "das haus\n \n\t\nklein\xff\n", "translate", "--model", dir)
+	lines := strings.Split(stdout, "\n")
+	if code != 0 || len(lines) != 5 || lines[0] == "" || lines[1] != "" || lines[2] != "" {
+		t.Fatalf("exit %d, output %q (%s)", code, stdout, stderr)
+	}
+	if want := "lenspec: warning: translate: stdin line 4 is not valid UTF-8"; !strings.HasPrefix(stderr, want) || strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("stderr %q, want one line %q…", stderr, want)
+	}
+	code, stdout, stderr = runCLIStdin(t, " \nklein\xff\n", "translate", "--model", dir, "--json")
+	var recs []map[string]any
+	for _, l := range nonEmptyLines(stdout) {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	if code != 0 || len(recs) != 2 || recs[0]["length"] != 0.0 || recs[0]["invalid_utf8"] != nil || recs[1]["invalid_utf8"] != true || !strings.Contains(stderr, "stdin line 2") {
+		t.Fatalf("exit %d, records %v, stderr %q", code, recs, stderr)
+	}
 }

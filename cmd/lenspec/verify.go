@@ -28,20 +28,20 @@ func (f *verifyFlags) register(c *cobra.Command, samples bool) {
 	fl := c.Flags()
 	fl.IntVar(&f.maxLen, "max-len", -1, fmt.Sprintf("K̂, 0..%d: prove no output is longer than this (default: the length of the image's ground-truth label)", verify.MaxK))
 	fl.Lookup("max-len").DefValue = "0" // −1 is a sentinel the usage explains; "0" hides it from the help
-	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "time limit per sample (attack + bounds + MIP)")
+	fl.DurationVar(&f.timeout, "timeout", time.Duration(f.s.Timeout*float64(time.Second)), "time limit per sample, for the warm start, the bounds and every stage after them (with bound: per K̂ tried)")
 	fl.IntVar(&f.s.Threads, "threads", f.s.Threads, "MIP solver threads")
 	fl.StringVar(&f.s.Bounds, "bounds", f.s.Bounds, "bound method: interval, crown, alpha-crown (CROWN with slopes optimised for each open margin) or alpha-crown-full (also for the bounds of each unstable intermediate neuron)")
-	fl.BoolVar(&f.noMIP, "no-mip", false, "no MIP solver: attack, bounds and branch and bound (with all the time) only; with --bab=false, attack and bounds")
-	fl.BoolVar(&f.s.Optimize, "optimize", false, "optimise the MIP (report the max-min margin) instead of deciding")
-	fl.IntVar(&f.s.AttackSteps, "attack-steps", f.s.AttackSteps, "PGD iterations of the warm start and of the wide falsifier (0: neither)")
-	fl.IntVar(&f.s.AttackRestarts, "attack-restarts", f.s.AttackRestarts, "PGD warm-start runs (the first from the image, the rest from random points)")
-	fl.IntVar(&f.s.SearchRestarts, "search-restarts", f.s.SearchRestarts, "where the bounds do not prove the property, run the warm start's PGD again with this many runs first (0: no)")
-	fl.Float64Var(&f.s.AttackLR, "attack-lr", f.s.AttackLR, "PGD warm-start learning rate")
+	fl.BoolVar(&f.noMIP, "no-mip", false, "no MIP solver: after the warm start and the bounds, branch and bound alternating with rounds of the wide falsifier takes all the time (with --bab=false: one falsifier round); --tokens, --abstract, --relax-gap, --optimize and --threads then do nothing")
+	fl.BoolVar(&f.s.Optimize, "optimize", !verify.DefaultOptions().Decision, "optimise the MIPs (report the max-min margin) instead of deciding")
+	fl.IntVar(&f.s.AttackSteps, "attack-steps", f.s.AttackSteps, "PGD iterations of the warm start and of each wide-falsifier run (0: neither runs)")
+	fl.IntVar(&f.s.AttackRestarts, "attack-restarts", f.s.AttackRestarts, "PGD warm-start runs, before the bounds (the first from the image, the rest from random points)")
+	fl.IntVar(&f.s.SearchRestarts, "search-restarts", f.s.SearchRestarts, "runs of each wide-falsifier round (the warm start's PGD, fresh random starts each round): one round once the bounds have not proved the property (with the MIP solver, within a quarter of the time left), more between slices of branch and bound whose bound is not falling fast enough to prove in the time left (0: no wide falsifier)")
+	fl.Float64Var(&f.s.AttackLR, "attack-lr", f.s.AttackLR, "PGD learning rate of the warm start and the wide falsifier")
 	fl.BoolVar(&f.s.AttackTargeted, "attack-targeted", false, "if the warm start finds no witness, also push the decoder onto each other first token (targeted continuations)")
-	fl.Float64Var(&f.s.RelaxGap, "relax-gap", f.s.RelaxGap, "first solve a MIP where unstable ReLUs with a triangle-relaxation gap below this get no binary (0: exact MIP only)")
-	fl.BoolVar(&f.s.Tokens, "tokens", f.s.Tokens, "branch and bound over the emitted tokens with LP bounds before the big MIPs")
-	fl.BoolVar(&f.s.BaB, "bab", f.s.BaB, "branch and bound over ReLU splits and tokens with α,β-CROWN bounds first, with a quarter of the time, and resumed after the token search with half of what is left (with --no-mip: all of it); --bab=false: the MIP stages alone")
-	fl.BoolVar(&f.s.Abstract, "abstract", f.s.Abstract, "solve the small abstracted MIPs (encoder replaced by bounds) before the exact one")
+	fl.Float64Var(&f.s.RelaxGap, "relax-gap", f.s.RelaxGap, "before the exact MIP, solve one where unstable ReLUs with a triangle-relaxation gap below this get no binary (0: none)")
+	fl.BoolVar(&f.s.Tokens, "tokens", f.s.Tokens, "the token search after the box MIP: branch and bound over the emitted tokens with LP bounds (needs the MIP solver)")
+	fl.BoolVar(&f.s.BaB, "bab", f.s.BaB, "branch and bound over ReLU splits and tokens with α,β-CROWN bounds: a quarter of the time after the first falsifier round, then, after the token search, half of what is left, in slices between which the wide falsifier runs again (--search-restarts > 0) whenever the bound is not falling fast enough to prove in time; with --no-mip, all the time; --bab=false: the falsifier round and the MIP stages alone")
+	fl.BoolVar(&f.s.Abstract, "abstract", f.s.Abstract, "the MIPs with the encoder abstracted by its bounds: around i₀ as a box before the token search, then by CROWN's linear bounds at i₀ and at fc1 before the exact MIP (needs the MIP solver)")
 	fl.Float64Var(&f.s.Safety, "safety", f.s.Safety, "robust needs the proven margin bound ≤ −safety")
 	fl.StringVar(&f.writeMPS, "write-mps", "", "write each sample's MIP to this directory (MPS, for SCIP, Gurobi, HiGHS…)")
 	fl.StringArrayVar(&f.s.SolverParams, "solver-param", nil, "parameter passed to the solver verbatim, repeatable (CBC: --solver-param=-cuts --solver-param=off)")
@@ -136,12 +136,20 @@ func newVerifyCmd(a *app) *cobra.Command {
 		Use:   "verify",
 		Short: "Prove that no input within δ makes the output longer than K̂, or find one that does",
 		Long: `For each image and radius δ, decide whether some x' in S(x, δ) = {‖x' − x‖∞ ≤ δ} ∩ [min, max]ⁿ
-decodes more than K̂ tokens: a short PGD attack first, then sound bounds (interval or
-CROWN), then a MIP of the unrolled greedy decoder (docs/verification.md) solved by CBC
-in decision mode. Verdicts: robust (proven, with a margin covering solver tolerances),
-vulnerable (a witness that replays in float64 with no tie), unknown (time limit or doubt).
-One word per sample on stdout; one JSON line per (image, δ) in --out. A sample whose
-solver fails is recorded as unknown with the error, and the run goes on.`,
+decodes more than K̂ tokens (docs/verification.md). The stages, each given a share of
+the time left: a PGD warm start (--attack-steps × --attack-restarts); sound bounds
+(--bounds, CROWN by default); where they do not prove, a round of the wide falsifier
+(PGD with --search-restarts runs); branch and bound with α,β-CROWN bounds (--bab); the
+box MIP around i₀ and the token search; branch and bound resumed, alternating with
+further falsifier rounds while the proof is out of reach; the abstracted MIPs; the
+exact MIP of the unrolled greedy decoder, solved by CBC in decision mode. --no-mip
+keeps the bounds, branch and bound and the falsifier. Every candidate is replayed in
+float64. Verdicts: robust (proven, with a margin covering solver tolerances),
+vulnerable (a witness that replays in float64 with no tie), unknown (time limit or
+doubt). One word per sample on stdout; one JSON line per (image, δ) in --out. A sample
+whose solver fails is recorded as unknown with the error, and the run goes on. The
+defaults are the library's: experiment.DefaultVerifySettings, that is
+experiment.DefaultVerifyOptions (verify.DefaultOptions with CBC and the falsifiers).`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return f.run(c, a, func(r experiment.VerifyRecord) any { return r },
@@ -182,8 +190,8 @@ tried. One line per sample on stdout ({"lower":…, "upper":…} with --json); w
 		},
 	}
 	f.register(c, true)
-	c.Flags().Lookup("max-len").Usage = fmt.Sprintf("the largest K̂ the search tries, 0..%d (default %d)", verify.MaxK, verify.MaxK)
-	c.Flags().Lookup("max-len").DefValue = "0" // −1 is a sentinel the usage explains; "0" hides it from the help
+	c.Flags().Lookup("max-len").Usage = fmt.Sprintf("the largest K̂ the search tries, 0..%d", verify.MaxK)
+	c.Flags().Lookup("max-len").DefValue = fmt.Sprint(verify.MaxK) // what −1, not given, stands for
 	return c
 }
 

@@ -285,6 +285,9 @@ func TestVerifyOwnInput(t *testing.T) {
 		{"both.json", fmt.Sprintf(`{"model": %q, "values": [0, 0, 0], "eps": 0.1, "lower": [0, 0, 0], "upper": [0, 0, 0]}`, dir), "exactly one"},
 		{"short.json", fmt.Sprintf(`{"model": %q, "values": [0, 0], "eps": 0.1}`, dir), "2 values"},
 		{"outside.json", fmt.Sprintf(`{"model": %q, "values": [0, 0, 0], "lower": [0.1, 0, 0], "upper": [0.2, 0, 0]}`, dir), "outside its bounds"},
+		// Wider than the input range [−1, 1]: refused as --eps is, below.
+		{"wide.json", fmt.Sprintf(`{"model": %q, "values": [0, 0, 0], "eps": 5}`, dir), "radius 5 is wider than the input range [-1, 1]: at most 2"},
+		{"nan.json", fmt.Sprintf(`{"model": %q, "values": [0, 0, 0], "eps": -1}`, dir), "radius -1 must be finite and non-negative"},
 	} {
 		p := writeSpec(c.name, c.body)
 		if code, _, stderr := runCLI(t, "verify", "--spec", p); code != 1 || !strings.Contains(stderr, c.name) || !strings.Contains(stderr, c.want) {
@@ -293,6 +296,12 @@ func TestVerifyOwnInput(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "verify", "--spec", ballSpec, "--eps", "0.1"); code != 2 {
 		t.Errorf("--spec with --eps: exit %d: %s", code, stderr)
+	}
+	for _, cmd := range []string{"verify", "bound", "attack"} {
+		code, _, stderr := runCLI(t, cmd, "--model", dir, "--eps", "2.5", "--input", input, "--out", filepath.Join(t.TempDir(), "w.jsonl"))
+		if code != 2 || !strings.Contains(stderr, "radius 2.5 is wider than the input range [-1, 1]: at most 2") {
+			t.Errorf("%s --eps 2.5: exit %d: %s", cmd, code, stderr)
+		}
 	}
 
 	bad := filepath.Join(t.TempDir(), "bad.safetensors")

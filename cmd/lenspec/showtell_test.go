@@ -1,0 +1,59 @@
+package main
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lenspec/lenspec/captions"
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/safetensors"
+)
+
+// TestShowTellCommands checks the Show-and-Tell commands' usage errors,
+// gates on a random model and a refusal of a model without gates; the long
+// runs (training, the experiment) are CLI runs, not tests.
+func TestShowTellCommands(t *testing.T) {
+	cfg := model.DefaultShowTellConfig(captions.Vocab)
+	m, err := model.New[float32](&cfg, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := model.Save(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(t.TempDir(), "x.safetensors")
+	x := make([]float64, captions.CanvasPixels)
+	for i := range x {
+		x[i] = float64(i%7)/3 - 1
+	}
+	if err := safetensors.WriteFile(in, &safetensors.File{Tensors: []safetensors.Tensor{safetensors.F64("input", []int{1, captions.Height, captions.Width}, x)}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"gates", "--model", dir, "--input", in, "--max-steps", "5"}, 0, "clean paths: 1"},
+		{[]string{"gates", "--model", smallModel(t), "--index", "0"}, 1, "no LSTM gates"},
+		{[]string{"gates", "--model", dir, "--input", in, "--threshold", "0"}, 2, "--threshold"},
+		{[]string{"gates", "--model", dir}, 2, "give inputs"},
+		{[]string{"data", "captions", "--out", t.TempDir(), "--lengths", "long"}, 2, `--lengths "long"`},
+		{[]string{"train", "showtell", "--out", t.TempDir(), "--lengths", "long"}, 2, `--lengths "long"`},
+		{[]string{"train", "showtell", "--out", t.TempDir(), "--epochs", "0"}, 2, "epochs"},
+		{[]string{"experiment", "caption-attack", "--out", t.TempDir()}, 2, "--model and --out"},
+		{[]string{"experiment", "caption-attack", "--model", dir, "--model", dir, "--out", t.TempDir()}, 2, "two models named"},
+		{[]string{"experiment", "caption-attack", "--model", dir, "--out", t.TempDir(), "--losses", "nope"}, 2, "unknown loss"},
+	} {
+		code, stdout, stderr := runCLI(t, tc.args...)
+		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
+			t.Errorf("lenspec %s: exit %d, stdout %q, stderr %q; want exit %d and %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.code, tc.want)
+		}
+		if tc.code != 0 && strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("lenspec %s: error on several lines: %q", strings.Join(tc.args, " "), stderr)
+		}
+	}
+}

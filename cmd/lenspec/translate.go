@@ -1,0 +1,314 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/lenspec/lenspec/model"
+	"github.com/spf13/cobra"
+)
+
+// translateRecord is one line of translate --json: where the text came
+// from (its stdin line or argument number, 1-based), the text, and its
+// translation or why there is none.
+type translateRecord struct {
+	Line     int    `json:"line,omitempty"`
+	Argument int    `json:"argument,omitempty"`
+	Source   string `json:"source"`
+	Error    string `json:"error,omitempty"`
+	*model.Translation
+}
+
+func newTranslateCmd(a *app) *cobra.Command {
+	var modelDir string
+	var maxSteps, batch int
+	c := &cobra.Command{
+		Use:   "translate [TEXT...]",
+		Short: "Translate text with a translator model (arguments, or one text per line on stdin)",
+		Long: `Translate each argument, or, without arguments, every line of standard input
+as it arrives (one translation per line, in order), greedily with the float32
+model. Lines that arrive together (a file, a paste) are translated together,
+up to --batch at a time, but no line waits more than 20 ms for others: a line
+written alone to a pipe is answered before the next one comes. A line break
+in an output (byte tokens <0x0A>, <0x0D>) is printed as a space, so that
+output line n is always input n's translation. --json prints one JSON object
+per text instead, with its line (stdin) or argument number, the source text
+and ids, and the output's exact text, tokens, ids, length and whether it
+stopped within the step cap.
+
+A blank text (empty, or white space alone) gives an empty line without
+running the model. A text that is not valid UTF-8 is translated (its invalid
+bytes read as byte tokens) with a warning on stderr naming its line or
+argument (with --json, "invalid_utf8": true in its object); the exit status
+stays 0. A text the model cannot read (more source tokens than its
+max_source_len, or a stdin line over 16 MiB) is reported on stderr by its
+line or argument number, and its place in the output is an empty line (with
+--json, an object with an "error" field); every other text is translated as
+it would be alone. The exit status is then 1, after all the input has been
+read and translated. See docs/models.md, "The translator's tokenizer".
+
+Output that cannot be written (a full disk, a closed pipe, a FIFO whose
+reader is gone) stops translate with exit 1. SIGINT or SIGTERM stops it at
+once if it is waiting for input, or when the chunk of lines it is decoding
+ends: it writes nothing more, says on stderr which lines it translated, and
+exits 130 or 143. Nothing is saved but the output already written.`,
+		RunE: func(c *cobra.Command, args []string) error {
+			if modelDir == "" {
+				return usagef("--model is required")
+			}
+			if err := checkSteps(c, maxSteps); err != nil {
+				return err
+			}
+			if batch < 1 || batch > 1<<20 {
+				return usagef("--batch %d must be in 1..%d", batch, 1<<20)
+			}
+			d, err := model.Load[float32](modelDir)
+			if err != nil {
+				return err
+			}
+			if d.Config().Tokenizer == nil {
+				return usagef("%s is a %s, which does not read text", modelDir, d.Config().Architecture)
+			}
+			tr := &translation{a: a, ctx: c.Context(), d: d, maxSteps: maxSteps, enc: json.NewEncoder(a.stdout), stdin: len(args) == 0}
+			tr.enc.SetEscapeHTML(false) // tokens such as "<0x0A>" as they are spelt
+			if tr.stdin {
+				err = tr.stream(c.InOrStdin(), batch)
+			} else {
+				err = tr.translate(args, nil)
+			}
+			if c.Context().Err() != nil {
+				return interruptedError{tr.interrupted()}
+			}
+			if err != nil {
+				return err
+			}
+			if tr.failed > 0 {
+				return reportedError{fmt.Errorf("translate: %d of %d texts not translated", tr.failed, tr.done)}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&modelDir, "model", "", "model directory (a translator)")
+	f.IntVar(&maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
+	f.IntVar(&batch, "batch", 1024, "most lines of stdin translated together (those that arrive within 20 ms of each other)")
+	return c
+}
+
+// translation is one translate command at work: what it reads with and
+// writes to, and how far it got.
+type translation struct {
+	a        *app
+	ctx      context.Context
+	d        model.Decoder[float32]
+	maxSteps int
+	enc      *json.Encoder
+	stdin    bool // texts are stdin lines, not arguments
+	// done counts the texts translated and written, failed those of them
+	// reported instead of translated.
+	done, failed int
+}
+
+// translate translates texts, the texts after the first done (stdin lines
+// or arguments), and writes them in order. unread[i] is set for a line too
+// long to read (texts[i] is then "").
+func (tr *translation) translate(texts []string, unread []bool) error {
+	a := tr.a
+	ts, err := model.Translate(tr.ctx, tr.d, texts, tr.maxSteps)
+	if err != nil {
+		return err
+	}
+	for i := range ts {
+		n := tr.done + 1
+		rec := translateRecord{Source: texts[i], Translation: &ts[i]}
+		where := fmt.Sprintf("argument %d", n)
+		if tr.stdin {
+			rec.Line, where = n, fmt.Sprintf("stdin line %d", n)
+		} else {
+			rec.Argument = n
+		}
+		if unread != nil && unread[i] {
+			ts[i] = model.Translation{Err: fmt.Errorf("longer than %d MiB, not read", maxLineBytes>>20)}
+		}
+		if t := ts[i]; t.Err != nil {
+			tr.failed++
+			fmt.Fprintf(a.stderr, "lenspec: translate: %s: %v\n", where, t.Err)
+			rec.Error, rec.Translation = t.Err.Error(), nil
+		} else if t.InvalidUTF8 {
+			fmt.Fprintf(a.stderr, "lenspec: warning: translate: %s is not valid UTF-8; its invalid bytes were translated as byte tokens\n", where)
+		}
+		if a.jsonOut {
+			tr.enc.Encode(rec)
+		} else {
+			// One line per text, whatever the output holds ("" in a
+			// failed text's place), so that output line n is input
+			// line n's translation.
+			fmt.Fprintln(a.stdout, lineBreaks.Replace(ts[i].Text))
+		}
+		if err := a.outErr(); err != nil {
+			return err
+		}
+		tr.done++
+	}
+	return nil
+}
+
+// stream translates standard input as it arrives, a batch of the lines
+// at hand at a time.
+func (tr *translation) stream(r io.Reader, batch int) error {
+	stop := make(chan struct{})
+	defer close(stop)
+	lines := readLines(r, batch, stop)
+	for {
+		b, end := nextBatch(tr.ctx, lines, batch)
+		if len(b) > 0 && tr.ctx.Err() == nil {
+			texts, unread := make([]string, len(b)), make([]bool, len(b))
+			for i, l := range b {
+				texts[i], unread[i] = l.text, l.long
+			}
+			if err := tr.translate(texts, unread); err != nil {
+				return err
+			}
+		}
+		switch {
+		case end == io.EOF:
+			return nil
+		case end != nil && tr.ctx.Err() == nil:
+			return fmt.Errorf("stdin line %d: %w", tr.done+1, end)
+		case end != nil:
+			return end
+		}
+	}
+}
+
+// interrupted says what translate finished before a signal stopped it.
+func (tr *translation) interrupted() string {
+	what := "argument"
+	if tr.stdin {
+		what = "line of stdin"
+	}
+	switch tr.done {
+	case 0:
+		return fmt.Sprintf("no %s translated", what)
+	case 1:
+		if tr.stdin {
+			return "stdin line 1 translated and written, none after it"
+		}
+		return "argument 1 translated and written, none after it"
+	}
+	if tr.stdin {
+		return fmt.Sprintf("stdin lines 1–%d translated and written, none after them", tr.done)
+	}
+	return fmt.Sprintf("arguments 1–%d translated and written, none after them", tr.done)
+}
+
+// stdinLine is one line of standard input as readLines passes it on.
+type stdinLine struct {
+	text string
+	long bool  // over maxLineBytes: not read, text is ""
+	err  error // instead of a line: io.EOF after the last, or why reading failed
+}
+
+// readLines reads r line by line on a goroutine of its own, at most ahead
+// lines ahead of their translation, until the end of r, a read error or
+// stop. The last value sent carries the error (io.EOF at the end).
+func readLines(r io.Reader, ahead int, stop <-chan struct{}) <-chan stdinLine {
+	ch := make(chan stdinLine, ahead)
+	go func() {
+		br := bufio.NewReaderSize(r, 64<<10)
+		for {
+			text, long, err := readLine(br, maxLineBytes)
+			select {
+			case ch <- stdinLine{text, long, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// batchWait is how long a batch of stdin lines waits for more after its
+// first line: lines that come together (a file, a paste) are translated
+// together, and a line that comes alone is not kept waiting for others.
+const batchWait = 20 * time.Millisecond
+
+// nextBatch returns the next lines of stdin to translate: at least one
+// (waiting for it as long as it takes), then those that come within
+// batchWait of it, at most max. end is io.EOF when stdin ended after them,
+// a read error, or ctx's error when ctx ended first.
+func nextBatch(ctx context.Context, lines <-chan stdinLine, max int) (b []stdinLine, end error) {
+	var wait <-chan time.Time
+	for len(b) < max {
+		select {
+		case <-ctx.Done():
+			return b, ctx.Err()
+		case <-wait:
+			return b, nil
+		case l := <-lines:
+			if l.err != nil {
+				return b, l.err
+			}
+			b = append(b, l)
+			if wait == nil {
+				t := time.NewTimer(batchWait)
+				defer t.Stop()
+				wait = t.C
+			}
+		}
+	}
+	return b, nil
+}
+
+// lineBreaks turns the line breaks a translation may hold (byte tokens
+// <0x0A>, <0x0D>) into spaces for translate's text output.
+var lineBreaks = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
+
+// maxLineBytes bounds a line of translate's stdin: a longer one is read
+// through and reported, not held in memory (it would be far over any
+// model's max_source_len anyway).
+const maxLineBytes = 16 << 20
+
+// readLine returns r's next line without its line ending ("\n", and any
+// "\r" before it), or io.EOF when there is none. A line of more than max
+// bytes is read to its end and dropped: long is set and line is "".
+func readLine(r *bufio.Reader, max int) (line string, long bool, err error) {
+	var buf []byte
+	n := 0 // bytes of the line so far, line ending included
+	for {
+		chunk, err := r.ReadSlice('\n')
+		n += len(chunk)
+		if !long && n > max+2 { // "\r\n" may still come off
+			long, buf = true, nil
+		}
+		if !long {
+			buf = append(buf, chunk...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF && n > 0 {
+			break // a last line without "\n"
+		}
+		if err != nil {
+			return "", false, err
+		}
+		break
+	}
+	if long {
+		return "", true, nil
+	}
+	line = strings.TrimRight(strings.TrimSuffix(string(buf), "\n"), "\r")
+	if len(line) > max {
+		return "", true, nil
+	}
+	return line, false, nil
+}

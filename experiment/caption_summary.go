@@ -1,0 +1,232 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/lenspec/lenspec/internal/fileio"
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/report"
+)
+
+// CaptionRow is one (model, radius, method) line of the Show-and-Tell
+// experiment's table (paper §5.2): how far the attacks lengthen captions,
+// and how many outputs pass the training cap.
+type CaptionRow struct {
+	Model  string  `json:"model"`
+	Eps    float64 `json:"eps"`
+	Method string  `json:"method"` // random, or pgd and its loss
+	Images int     `json:"images"`
+	// Lengthened is the fraction of images whose replayed output is longer
+	// than the original with no tie on its path.
+	Lengthened float64 `json:"lengthened"`
+	MeanRatio  float64 `json:"mean_length_ratio"`
+	Longest    int     `json:"longest"`
+	Unstopped  int     `json:"unstopped"`
+	// OverCap counts images whose attacked output is longer than the
+	// training cap; OrigOverCap those whose original output already is.
+	OverCap     int `json:"over_cap"`
+	OrigOverCap int `json:"orig_over_cap"`
+	Ties        int `json:"ties"`
+	Failed      int `json:"failed"`
+	// Witnesses counts the lengthened outputs; Replayed those whose saved
+	// witness decodes again, in float64, to the recorded tokens with no
+	// tie (−1: not checked).
+	Witnesses int `json:"witnesses"`
+	Replayed  int `json:"replayed"`
+	// Sampled counts the inputs the searches evaluated in float32 (where
+	// records keep their lengths: random search), SampledOverCap those
+	// whose output was longer than the cap or did not stop.
+	Sampled        int64   `json:"sampled,omitempty"`
+	SampledOverCap int64   `json:"sampled_over_cap,omitempty"`
+	Evals          int64   `json:"evals"`
+	Seconds        float64 `json:"seconds"`
+}
+
+// CaptionSummary is the figure and table of one model's caption attacks.
+type CaptionSummary struct {
+	FigurePNG string       `json:"figure_png"`
+	FigureSVG string       `json:"figure_svg"`
+	TableFile string       `json:"table_file"`
+	Table     string       `json:"table"`
+	Rows      []CaptionRow `json:"rows"`
+}
+
+// methodLabel names an attack record's method with its loss.
+func methodLabel(r AttackRecord) string {
+	if r.Method == MethodPGD && r.Settings.Loss != "" {
+		return MethodPGD + " " + r.Settings.Loss
+	}
+	return r.Method
+}
+
+// SummariseCaptionAttacks makes the length figure and the table of one
+// model's attack records (name labels its rows): per radius and method the
+// share of lengthened outputs, the mean length ratio, the longest output
+// and how many outputs are longer than capLen, the training cap. With m
+// set, every lengthened output's witness is decoded again in float64 and
+// must give the recorded tokens with no tie.
+func SummariseCaptionAttacks(ctx context.Context, recs []AttackRecord, m *Model, name, outDir, title string, capLen int) (*CaptionSummary, error) {
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("no attack records of %s to summarise", name)
+	}
+	type key struct {
+		eps    float64
+		method string
+	}
+	groups := map[key][]AttackRecord{}
+	var pts []report.LengthPoint
+	orig := map[int]bool{}
+	for _, r := range recs {
+		k := key{r.Eps, methodLabel(r)}
+		groups[k] = append(groups[k], r)
+		if r.Error != "" {
+			continue
+		}
+		if !orig[r.Sample] {
+			orig[r.Sample] = true
+			pts = append(pts, report.LengthPoint{Method: "original", Delta: 0, Length: r.OrigLength, Stopped: true})
+		}
+		pts = append(pts, report.LengthPoint{Method: strings.ReplaceAll(k.method, " ", "-"), Delta: r.Eps, Length: r.AdvLength, Stopped: r.Stopped})
+	}
+	sum := &CaptionSummary{
+		FigurePNG: filepath.Join(outDir, "attack-lengths.png"),
+		FigureSVG: filepath.Join(outDir, "attack-lengths.svg"),
+		TableFile: filepath.Join(outDir, "attack-table.md"),
+	}
+	if len(pts) > 0 {
+		if err := report.LengthFigure(pts, title, sum.FigurePNG, sum.FigureSVG); err != nil {
+			return nil, err
+		}
+	}
+	keys := make([]key, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].eps != keys[j].eps {
+			return keys[i].eps < keys[j].eps
+		}
+		return keys[i].method > keys[j].method // random first
+	})
+	for _, k := range keys {
+		row, err := captionRow(ctx, groups[k], m, name, k.eps, k.method, capLen)
+		if err != nil {
+			return nil, err
+		}
+		sum.Rows = append(sum.Rows, row)
+	}
+	sum.Table = CaptionTable(sum.Rows, capLen)
+	if err := fileio.WriteFileAtomic(sum.TableFile, []byte(sum.Table)); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
+// captionRow summarises one group of records.
+func captionRow(ctx context.Context, g []AttackRecord, m *Model, name string, eps float64, method string, capLen int) (CaptionRow, error) {
+	row := CaptionRow{Model: name, Eps: eps, Method: method, Images: len(g), Replayed: -1}
+	if m != nil {
+		row.Replayed = 0
+	}
+	var ratios []float64
+	succ := 0
+	for _, r := range g {
+		if r.Error != "" {
+			row.Failed++
+			continue
+		}
+		if r.OrigLength > 0 {
+			ratios = append(ratios, float64(r.AdvLength)/float64(r.OrigLength))
+		}
+		tie := r.MinRelMargin < model.RelTieMargin
+		if r.AdvLength > r.OrigLength && !tie {
+			succ++
+		}
+		if tie {
+			row.Ties++
+		}
+		if !r.Stopped {
+			row.Unstopped++
+		}
+		if r.AdvLength > capLen {
+			row.OverCap++
+		}
+		if r.OrigLength > capLen {
+			row.OrigOverCap++
+		}
+		row.Longest = max(row.Longest, r.AdvLength)
+		row.Evals += r.Evals
+		row.Seconds += r.Seconds
+		for l, n := range r.LengthCounts {
+			row.Sampled += n
+			if l > capLen {
+				row.SampledOverCap += n
+			}
+		}
+		if r.Success {
+			row.Witnesses++
+			if m != nil {
+				ok, err := replays(ctx, m, r)
+				if err != nil {
+					return row, err
+				}
+				if ok {
+					row.Replayed++
+				}
+			}
+		}
+	}
+	row.MeanRatio = report.Mean(ratios)
+	row.Lengthened = float64(succ) / float64(len(g))
+	return row, nil
+}
+
+// replays decodes a record's witness again in float64 and reports whether
+// it gives the recorded tokens, stopping as recorded, with no tie.
+func replays(ctx context.Context, m *Model, r AttackRecord) (bool, error) {
+	if r.Witness == "" {
+		return false, nil
+	}
+	x, err := ReadWitness(r.Witness, m.D64.Input())
+	if err != nil {
+		return false, err
+	}
+	res, err := model.Decode(ctx, m.D64, model.Batch[float64]{X: x}, r.Settings.MaxSteps)
+	if err != nil {
+		return false, err
+	}
+	got := res[0]
+	return slices.Equal(got.Tokens, r.AdvTokens) && got.Stopped == r.Stopped && !got.Tie(), nil
+}
+
+// CaptionTable is the Markdown table of caption-attack rows, of one model
+// or several side by side.
+func CaptionTable(rows []CaptionRow, capLen int) string {
+	var cells [][]string
+	for _, r := range rows {
+		longest := fmt.Sprint(r.Longest)
+		if r.Unstopped > 0 {
+			longest = fmt.Sprintf("≥%d (%d without eos)", r.Longest, r.Unstopped)
+		}
+		replayed, sampled := "—", "—"
+		if r.Replayed >= 0 {
+			replayed = fmt.Sprintf("%d/%d", r.Replayed, r.Witnesses)
+		}
+		if r.Sampled > 0 {
+			sampled = fmt.Sprintf("%d of %d", r.SampledOverCap, r.Sampled)
+		}
+		cells = append(cells, []string{r.Model, fmt.Sprint(r.Eps), r.Method, fmt.Sprint(r.Images),
+			fmt.Sprintf("%.1f%%", 100*r.Lengthened), fmt.Sprintf("%.3f", r.MeanRatio), longest,
+			fmt.Sprintf("%d (originals %d)", r.OverCap, r.OrigOverCap), sampled, fmt.Sprint(r.Ties), replayed,
+			fmt.Sprint(r.Evals), fmt.Sprintf("%.0f", r.Seconds)})
+	}
+	header := []string{"model", "δ", "method", "images", "lengthened", "mean length ratio", "longest",
+		fmt.Sprintf("outputs > %d", capLen), fmt.Sprintf("sampled outputs > %d", capLen), "ties", "witnesses replayed", "evaluations", "seconds"}
+	h, c := withFailed(header, cells, func(i int) int { return rows[i].Failed })
+	return report.Markdown(h, c)
+}

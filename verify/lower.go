@@ -1,0 +1,363 @@
+package verify
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/nn"
+)
+
+// Lowering. An architecture describes itself (model.Lowerer) through an
+// nn.Builder: its encoder once, its first decoder step and a later
+// decoder step, each recorded as a template of operator applications
+// whose inputs are nodes of the same template or placeholders (the input,
+// a named state). A property's graph unrolls the templates: the encoder,
+// the first step on the encoder's state, then the later step again and
+// again, each on the state the step before wrote.
+
+// Net is a model lowered for verification: its encoder and decoder step
+// as templates of operators in float64 (every float32 weight is exact in
+// float64), and its output layer. Lower builds it once per model; each
+// property unrolls it (newGraph).
+type Net struct {
+	InputSize    int
+	InMin, InMax float64
+	EOS, Vocab   int
+	enc          *template
+	first, step  *template
+	// outW, outB are the output layer, logits = outW·h + outB over the
+	// step's output h, width wide.
+	outW, outB []float64
+	width      int
+}
+
+// tnode is an operator application of a template. A placeholder (op nil)
+// stands for the input or a state the template reads.
+type tnode struct {
+	name  string
+	op    op
+	in    []int // template nodes
+	width int
+	state string // a placeholder's state ("" for the input)
+	token bool   // reads the token the step before emitted
+}
+
+// template is one recorded part of a lowering.
+type template struct {
+	nodes []tnode
+	// out is the node the output layer reads (steps); next the state each
+	// name is written by.
+	out  int
+	next map[string]int
+}
+
+// recorder implements nn.Builder, recording into a template. Values are
+// template nodes + 1 (the zero Value is none).
+type recorder struct {
+	t      *template
+	tokens bool // Token is allowed: a decoder step after the first
+	err    error
+	names  map[string]bool
+}
+
+func (r *recorder) fail(format string, args ...any) nn.Value {
+	if r.err == nil {
+		r.err = fmt.Errorf(format, args...)
+	}
+	return nn.Value{}
+}
+
+// placeholder adds a node standing for the input or state name.
+func (r *recorder) placeholder(state string, width int) nn.Value {
+	r.t.nodes = append(r.t.nodes, tnode{name: state, width: width, state: state})
+	return nn.Value{ID: len(r.t.nodes), Width: width}
+}
+
+// node records an operator over xs, each of which must be a value of
+// this template (and as wide as want, where want ≥ 0).
+func (r *recorder) node(name string, o op, width int, want int, xs ...nn.Value) nn.Value {
+	if r.err != nil {
+		return nn.Value{}
+	}
+	if r.names[name] {
+		return r.fail("lowering: operator name %q used twice", name)
+	}
+	in := make([]int, len(xs))
+	for k, x := range xs {
+		if x.ID < 1 || x.ID > len(r.t.nodes) || r.t.nodes[x.ID-1].width != x.Width {
+			return r.fail("lowering: %s reads a vector that is not of this graph", name)
+		}
+		if want >= 0 && x.Width != want {
+			return r.fail("lowering: %s reads a vector of width %d, want %d", name, x.Width, want)
+		}
+		in[k] = x.ID - 1
+	}
+	if width <= 0 {
+		return r.fail("lowering: %s has width %d", name, width)
+	}
+	r.names[name] = true
+	r.t.nodes = append(r.t.nodes, tnode{name: name, op: o, in: in, width: width})
+	return nn.Value{ID: len(r.t.nodes), Width: width}
+}
+
+// Dense records W·x + b.
+func (r *recorder) Dense(name string, x nn.Value, w, b []float64, out int) nn.Value {
+	if out <= 0 || len(w) != out*x.Width || b != nil && len(b) != out {
+		return r.fail("lowering: %s: weight of %d values and bias of %d for %d×%d", name, len(w), len(b), out, x.Width)
+	}
+	return r.node(name, newDense(w, b, x.Width, out), out, -1, x)
+}
+
+// Conv records a convolution of x shaped in.
+func (r *recorder) Conv(name string, x nn.Value, w, b []float64, in [3]int, out int, g ad.ConvGeom) nn.Value {
+	if in[0]*in[1]*in[2] != x.Width || out <= 0 || len(w) != out*in[0]*g.Kernel*g.Kernel || len(b) != out || g.Kernel <= 0 || g.Stride <= 0 {
+		return r.fail("lowering: %s: convolution of %v into %d channels does not fit its weights or input", name, in, out)
+	}
+	c := newConv(w, b, in[:], out, g)
+	return r.node(name, c, c.outSize(), -1, x)
+}
+
+// Add records the element-wise sum.
+func (r *recorder) Add(name string, xs ...nn.Value) nn.Value {
+	if len(xs) == 0 {
+		return r.fail("lowering: %s adds nothing", name)
+	}
+	return r.node(name, add{}, xs[0].Width, xs[0].Width, xs...)
+}
+
+// Sub records x − y.
+func (r *recorder) Sub(name string, x, y nn.Value) nn.Value {
+	return r.node(name, add{w: []float64{1, -1}}, x.Width, x.Width, x, y)
+}
+
+// Mul records x ⊙ y.
+func (r *recorder) Mul(name string, x, y nn.Value) nn.Value {
+	return r.node(name, mul{}, x.Width, x.Width, x, y)
+}
+
+// activations maps nn's names to the operators.
+var activations = map[nn.Activation]activation{nn.ReLU: relu{}, nn.Sigmoid: newSigmoid(), nn.Tanh: newTanh()}
+
+// Act records an activation.
+func (r *recorder) Act(name string, a nn.Activation, x nn.Value) nn.Value {
+	op, ok := activations[a]
+	if !ok {
+		return r.fail("lowering: %s: the verifier has no rules for activation %q", name, a)
+	}
+	return r.node(name, op, x.Width, -1, x)
+}
+
+// Slice records x[from:to].
+func (r *recorder) Slice(name string, x nn.Value, from, to int) nn.Value {
+	if from < 0 || to > x.Width || from >= to {
+		return r.fail("lowering: %s: slice [%d:%d] of a vector of width %d", name, from, to, x.Width)
+	}
+	return r.node(name, slice{from: from, to: to}, to-from, -1, x)
+}
+
+// Const records a constant vector.
+func (r *recorder) Const(name string, v []float64) nn.Value {
+	return r.node(name, constant{v: slices.Clone(v)}, len(v), -1)
+}
+
+// Token records the token fed back.
+func (r *recorder) Token(name string, table [][]float64) nn.Value {
+	if !r.tokens {
+		return r.fail("lowering: %s: only a decoder step after the first reads a token", name)
+	}
+	if len(table) == 0 || len(table[0]) == 0 {
+		return r.fail("lowering: %s: an empty token table", name)
+	}
+	for _, row := range table {
+		if len(row) != len(table[0]) {
+			return r.fail("lowering: %s: token rows of widths %d and %d", name, len(table[0]), len(row))
+		}
+	}
+	v := r.node(name, newFeedback(table), len(table[0]), -1)
+	if v.Valid() {
+		r.t.nodes[v.ID-1].token = true
+	}
+	return v
+}
+
+// Lower converts d into a Net through its lowering (model.Lowerer);
+// architectures without one, and inputs that are not continuous, are
+// refused with the reason.
+func Lower(d model.Decoder[float64]) (*Net, error) {
+	lw, ok := d.(model.Lowerer)
+	if !ok {
+		return nil, fmt.Errorf("verify: architecture %s does not lower itself into the verifier's operators (model.Lowerer)", d.Config().Architecture)
+	}
+	in := d.Input()
+	if in.Kind != model.Continuous {
+		return nil, fmt.Errorf("verify: %s reads %v inputs; only continuous inputs are verified", d.Config().Architecture, in.Kind)
+	}
+	n := &Net{InputSize: in.Size(), EOS: d.EOS(), Vocab: d.Vocab(), InMin: in.Min, InMax: in.Max}
+	wrap := func(what string, err error) error {
+		return fmt.Errorf("verify: lowering %s's %s: %w", d.Config().Architecture, what, err)
+	}
+	// The encoder, from the input placeholder.
+	rec := &recorder{t: &template{}, names: map[string]bool{}}
+	x := rec.placeholder("", n.InputSize)
+	state, err := lw.LowerEncoder(rec, x)
+	if err = errors.Join(err, rec.err); err != nil {
+		return nil, wrap("encoder", err)
+	}
+	if rec.t.next, err = rec.outputs(state); err != nil {
+		return nil, wrap("encoder", err)
+	}
+	n.enc = rec.t
+	// The first step reads the encoder's state, a later step the first
+	// step's.
+	widths := rec.widths()
+	for _, first := range []bool{true, false} {
+		rec = &recorder{t: &template{}, tokens: !first, names: map[string]bool{}}
+		in := map[string]nn.Value{}
+		for _, name := range sortedKeys(widths) {
+			in[name] = rec.placeholder(name, widths[name])
+		}
+		what := "later decoder step"
+		if first {
+			what = "first decoder step"
+		}
+		out, next, err := lw.LowerStep(rec, first, in)
+		if err = errors.Join(err, rec.err); err != nil {
+			return nil, wrap(what, err)
+		}
+		if !out.Valid() || out.ID > len(rec.t.nodes) {
+			return nil, wrap(what, errors.New("no output vector"))
+		}
+		rec.t.out = out.ID - 1
+		if rec.t.next, err = rec.outputs(next); err != nil {
+			return nil, wrap(what, err)
+		}
+		if first {
+			n.first = rec.t
+		} else {
+			n.step = rec.t
+		}
+		if !first {
+			// Unrolling feeds a later step's state to the next: it must
+			// write what it reads.
+			for name, w := range widths {
+				if v, ok := next[name]; !ok || v.Width != w {
+					return nil, wrap(what, fmt.Errorf("state %q of width %d read but not written back", name, w))
+				}
+			}
+		}
+		widths = rec.widths()
+	}
+	n.width = n.step.nodes[n.step.out].width
+	if n.first.nodes[n.first.out].width != n.width {
+		return nil, wrap("decoder", fmt.Errorf("the first step's output is %d wide, a later step's %d", n.first.nodes[n.first.out].width, n.width))
+	}
+	n.outW, n.outB = lw.LowerLogits()
+	if len(n.outW) != n.Vocab*n.width || len(n.outB) != n.Vocab {
+		return nil, wrap("output layer", fmt.Errorf("%d weights and %d biases for %d tokens over %d values", len(n.outW), len(n.outB), n.Vocab, n.width))
+	}
+	return n, nil
+}
+
+// outputs maps a lowering's state to template nodes.
+func (r *recorder) outputs(state map[string]nn.Value) (map[string]int, error) {
+	out := map[string]int{}
+	for name, v := range state {
+		if !v.Valid() || v.ID > len(r.t.nodes) || r.t.nodes[v.ID-1].width != v.Width {
+			return nil, fmt.Errorf("state %q is not a vector of this graph", name)
+		}
+		out[name] = v.ID - 1
+	}
+	return out, nil
+}
+
+// widths are the widths of the state the template writes.
+func (r *recorder) widths() map[string]int {
+	w := map[string]int{}
+	for name, id := range r.t.next {
+		w[name] = r.t.nodes[id].width
+	}
+	return w
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// instantiate adds template t's operators to g for decoder step step (−1:
+// the encoder), naming them under prefix, with its placeholders bound to
+// the input (node 0) and the state nodes state; it returns the ids of the
+// template's nodes.
+func (g *graph) instantiate(t *template, step int, prefix string, state map[string]int) []int {
+	ids := make([]int, len(t.nodes))
+	for i, tn := range t.nodes {
+		if tn.op == nil {
+			if tn.state == "" {
+				ids[i] = 0
+			} else {
+				ids[i] = state[tn.state]
+			}
+			continue
+		}
+		in := make([]int, len(tn.in))
+		for k, p := range tn.in {
+			in[k] = ids[p]
+		}
+		name := tn.name
+		switch {
+		case prefix != "" && name == "":
+			name = prefix
+		case prefix != "":
+			name = prefix + "." + name
+		}
+		ids[i] = g.add(name, tn.op, tn.width, step, in...)
+		if tn.token {
+			g.nodes[ids[i]].token = step - 1
+			if g.fb[step] < 0 {
+				g.fb[step] = ids[i]
+			}
+		}
+	}
+	return ids
+}
+
+// newGraph unrolls net for steps 0..K (K+1 decoder steps): the encoder,
+// the first step on the encoder's state, then the later step K times,
+// each on the state the one before wrote; hidden[t] is the node step t's
+// logits read.
+func newGraph(net *Net, K int) *graph {
+	g := &graph{net: net, head: newHead(net), pool: pool{}}
+	g.add("input", nil, net.InputSize, -1)
+	ids := g.instantiate(net.enc, -1, "", nil)
+	g.enc = len(g.nodes) - 1
+	state := map[string]int{}
+	for name, id := range net.enc.next {
+		state[name] = ids[id]
+	}
+	g.fb = append(g.fb, -1)
+	for t := 0; t <= K; t++ {
+		tmpl := net.step
+		if t == 0 {
+			tmpl = net.first
+		}
+		if t > 0 {
+			g.fb = append(g.fb, -1) // set by the step's first token node
+		}
+		ids := g.instantiate(tmpl, t, "h"+strconv.Itoa(t+1), state)
+		g.hidden = append(g.hidden, ids[tmpl.out])
+		next := map[string]int{}
+		for name, id := range tmpl.next {
+			next[name] = ids[id]
+		}
+		state = next
+	}
+	return g
+}
