@@ -521,8 +521,8 @@ func TestLoadRejectsBadModels(t *testing.T) {
 		{"float64 dtype", func(dir string) error { return rewriteConfig(dir, func(c *Config) { c.DType = "float64" }) }, `dtype "float64"`},
 		{"huge step cap", func(dir string) error { return rewriteConfig(dir, func(c *Config) { c.MaxSteps = 1e6 }) }, "max_steps"},
 		{"bad cell", func(dir string) error {
-			return rewriteConfig(dir, func(c *Config) { c.Arch.(*CaptionerConfig).Cell = "gru" })
-		}, `cell "gru"`},
+			return rewriteConfig(dir, func(c *Config) { c.Arch.(*CaptionerConfig).Cell = "peephole" })
+		}, `cell "peephole"`},
 		{"shape mismatch", func(dir string) error {
 			return rewriteConfig(dir, func(c *Config) { c.Arch.(*CaptionerConfig).Hidden = 7 })
 		}, "has shape"},

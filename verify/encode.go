@@ -52,13 +52,32 @@ func encode(g *graph, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
 			readByAffine[n.in[0]] = true
 		}
 	}
+	// live marks the nodes before the abstraction point that a node after
+	// it reads: a chain (the ReLU RNN's encoder) has none, but a cell's
+	// second state made in the encoder (Show-and-Tell's c at step −1)
+	// crosses the cut beside it, and each such node is abstracted too.
+	live := make([]bool, len(g.nodes))
 	if eo.abstract {
 		e.abstractAt = eo.abstractAt
+		for _, n := range g.nodes[eo.abstractAt+1:] {
+			for _, p := range n.in {
+				live[p] = p < eo.abstractAt
+			}
+		}
+		if live[0] && eo.box {
+			exprs[0] = make([]lin, len(b.Input))
+			for i, iv := range b.Input {
+				exprs[0][i] = varExpr(e.m.AddVar(fmt.Sprintf("x%d", i), iv.Lo, iv.Hi, mip.Continuous))
+			}
+			e.vars[0] = varsOf(exprs[0])
+		}
 	}
 	for _, n := range g.nodes[1:] {
 		switch {
-		case eo.abstract && n.id < eo.abstractAt:
+		case eo.abstract && n.id < eo.abstractAt && !live[n.id]:
 			continue
+		case eo.abstract && n.id < eo.abstractAt:
+			exprs[n.id] = e.abstractNode(n, eo.box)
 		case eo.abstract && n.id == eo.abstractAt:
 			exprs[n.id] = e.abstractNode(n, eo.box)
 		default:

@@ -156,6 +156,36 @@ func TestLowerShowTell(t *testing.T) {
 		val, logits, toks := greedy(n, sampleIn(rng, lo, hi), K+1)
 		checkPath(t, "show-and-tell", g, b, val, logits, toks)
 	}
+	// The whole pipeline, its MIP stages included (the encoder's LSTM step
+	// has no recurrent input: its products meet constants): never robust
+	// where a random search finds a longer caption.
+	decided := 0
+	for _, eps := range []float64{0.02, 0.2, 1} {
+		x := sampleIn(rng, negOnes(n.InputSize), ones(n.InputSize))
+		ball, err := spec.NewBall(x, eps, -1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxLen := randomMax(t, m, ball, 2000, 8, rand.New(rand.NewPCG(5, uint64(eps*100))))
+		for _, K := range []int{maxLen - 1, maxLen} {
+			if K < 0 || maxLen >= 8 {
+				continue
+			}
+			opt := verifyOpts()
+			opt.TimeLimit = 2e9
+			r := verifyOne(t, m, ball, K, opt)
+			if r.Verdict == Robust && maxLen > K {
+				t.Fatalf("δ %g: robust (%s) at K̂ %d but the search finds length %d", eps, r.Stage, K, maxLen)
+			}
+			t.Logf("δ %g K̂ %d (search: %d): %s by %s in %.2fs", eps, K, maxLen, r.Verdict, r.Stage, r.Seconds)
+			if r.Verdict != Unknown {
+				decided++
+			}
+		}
+	}
+	if decided == 0 {
+		t.Fatal("the pipeline decided no Show-and-Tell sample")
+	}
 }
 
 func ones(n int) []float64 {
