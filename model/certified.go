@@ -39,7 +39,7 @@ const (
 
 // Bounds lists the certified losses' bounds, in the order of the flag's
 // help.
-var Bounds = []Bound{BoundInterval, BoundCROWNIBP}
+func Bounds() []Bound { return []Bound{BoundInterval, BoundCROWNIBP} }
 
 // Valid reports whether b names a bound.
 func (b Bound) Valid() bool { return b == BoundInterval || b == BoundCROWNIBP }
@@ -126,7 +126,7 @@ func (m *Captioner[T]) CertifiedLoss(tp *ad.Tape[T], x *ad.Node[T], labels [][]i
 func (m *Captioner[T]) CheckBound(bound Bound) error {
 	switch {
 	case !bound.Valid():
-		return fmt.Errorf("unknown bound %q (want one of %v)", bound, Bounds)
+		return fmt.Errorf("unknown bound %q (want one of %v)", bound, Bounds())
 	case bound == BoundCROWNIBP && m.RNN == nil:
 		return fmt.Errorf("the %s bound relaxes the %s cell's ReLU, not the %s cell (use the %s bound)", bound, CellReLU, m.Arch.Cell, BoundInterval)
 	}

@@ -59,7 +59,7 @@ func TestCertifiedLossGradient(t *testing.T) {
 // relaxes the ReLU cell only.
 func cellBounds(cell string) []Bound {
 	if cell == CellReLU {
-		return Bounds
+		return Bounds()
 	}
 	return []Bound{BoundInterval}
 }
@@ -339,7 +339,7 @@ func TestCertifiedMarginsBoundEveryInput(t *testing.T) {
 				lo[i], hi[i] = max(v-eps, -1), min(v+eps, 1)
 			}
 			bounds := map[Bound][]*ad.Node[float64]{}
-			for _, bound := range Bounds {
+			for _, bound := range Bounds() {
 				tp := ad.NewTape[float64](false)
 				w, err := m.worstLogits(tp, tp.Const(ad.FromSlice(x, 1, n)), [][]int{label}, eps, bound)
 				if err != nil {

@@ -204,7 +204,7 @@ func (o Options) Validate() error {
 		bad("IBP ramp %v must be in [0, 1]", o.IBPRamp)
 	}
 	if o.IBPBound != "" && !o.IBPBound.Valid() {
-		bad("IBP bound %q is not one of %v", o.IBPBound, model.Bounds)
+		bad("IBP bound %q is not one of %v", o.IBPBound, model.Bounds())
 	}
 	if o.IBP == 0 && (o.bound() != model.BoundInterval || o.IBPAttack) {
 		bad("the IBP bound and attack shape the certified loss, which is off (IBP weight 0)")
