@@ -509,12 +509,12 @@ func solvePhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 	if !opt.Decision && !eo.abstract {
 		mo.Start = mipStart(enc)
 	}
-	var r *mip.Result
-	if opt.Decision {
-		r, err = decide(ctx, opt, enc.m, mo)
-	} else {
-		r, err = opt.Solver.Solve(ctx, enc.m, mo)
-	}
+	r, err := solveInTime(ctx, solverGrace(opt.TimeLimit), func() (*mip.Result, error) {
+		if opt.Decision {
+			return decide(ctx, opt, enc.m, mo)
+		}
+		return opt.Solver.Solve(ctx, enc.m, mo)
+	})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			res.Reason, ph.Status = "time limit", "time limit"
@@ -562,6 +562,60 @@ func solvePhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 // decide solves m in decision mode: a cutoff prunes every node whose
 // margin is ≤ −Safety, and the solve stops at the first incumbent with
 // margin ≥ Safety, a strict counterexample candidate to replay.
+// solverGrace is how long past its context a solve may take to stop:
+// 1 % of the sample's limit, between 50 ms and 1 s, so the limit holds
+// within 5 % whatever the solver does.
+func solverGrace(limit time.Duration) time.Duration {
+	return min(max(limit/100, 50*time.Millisecond), time.Second)
+}
+
+// solveInTime runs solve and returns its result, or, once ctx is done and
+// grace has passed without one, an error wrapping ctx's: the solve is
+// abandoned to finish on its own. A solver asked to stop can still spend
+// seconds on a large model before it looks at its clock (CBC inside
+// preprocessing: 5 s past a 60 s limit at load 10), and the time limit
+// must hold; what it would return then could only be "time limit" or a
+// late incumbent, which may cost a witness but never a wrong verdict.
+// solve must not share mutable state with the caller (a solve's events
+// only cancel its own context).
+func solveInTime(ctx context.Context, grace time.Duration, solve func() (*mip.Result, error)) (*mip.Result, error) {
+	type outcome struct {
+		r     *mip.Result
+		err   error
+		panic any
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		defer func() {
+			if p := recover(); p != nil {
+				o.panic = p
+			}
+			done <- o
+		}()
+		o.r, o.err = solve()
+	}()
+	wait := func(o outcome) (*mip.Result, error) {
+		if o.panic != nil {
+			panic(o.panic) // the caller's recovery records the sample as failed
+		}
+		return o.r, o.err
+	}
+	select {
+	case o := <-done:
+		return wait(o)
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case o := <-done:
+		return wait(o)
+	case <-t.C:
+		return nil, fmt.Errorf("verify: the solver did not stop within %v of its context: %w", grace, ctx.Err())
+	}
+}
+
 func decide(ctx context.Context, opt Options, m *mip.Model, mo mip.Options) (*mip.Result, error) {
 	mo.UseCutoff, mo.Cutoff = true, opt.Safety
 	ctx, stop := context.WithCancel(ctx)

@@ -706,3 +706,32 @@ func TestProofOutOfReach(t *testing.T) {
 		}
 	}
 }
+
+// stuckSolver takes d whatever its context says (a solver busy where it
+// does not look at its clock), then reports the time limit.
+type stuckSolver struct{ d time.Duration }
+
+func (s stuckSolver) Solve(context.Context, *mip.Model, mip.Options) (*mip.Result, error) {
+	time.Sleep(s.d)
+	return &mip.Result{Status: mip.TimeLimit, Bound: math.Inf(-1)}, nil
+}
+
+// TestLimitHoldsWhenSolverDoesNot: a solver that ignores the time limit
+// does not carry the sample past it; the sample is unknown by the time
+// limit. Broken (the solve awaited), the sample takes the solver's 6 s.
+func TestLimitHoldsWhenSolverDoesNot(t *testing.T) {
+	m, ball := fiveTokens(t)
+	opt := verifyOpts()
+	opt.Solver, opt.NewLP = stuckSolver{6 * time.Second}, nil
+	opt.TimeLimit = time.Second
+	t0 := time.Now()
+	r := verifyOne(t, m, ball, 2, opt)
+	took := time.Since(t0)
+	if r.Verdict != Unknown || !strings.Contains(r.Reason, "time limit") {
+		t.Fatalf("%s (%s), want unknown by the time limit", r.Verdict, r.Reason)
+	}
+	if took > 3*time.Second {
+		t.Fatalf("the sample took %v of a 1 s limit: it waited for the solver", took)
+	}
+	t.Logf("%v of a 1 s limit (phases %+v)", took, r.Phases)
+}
