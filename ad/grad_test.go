@@ -197,6 +197,23 @@ func TestGradients(t *testing.T) {
 		{name: "Attend", shapes: [][]int{{2, 3}, {3 * 2, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
 			return tp.Attend(in[0], in[1])
 		}},
+		{name: "RowDot", shapes: [][]int{{6, 4}, {2, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.RowDot(in[0], in[1])
+		}},
+		{name: "RowDotShared", shapes: [][]int{{5, 3}, {1, 3}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.RowDot(tp.Tanh(in[0]), in[1])
+		}},
+		// Bounds lo = in[1], hi = lo + in[2]² + 0.1; both outputs weighed.
+		{name: "RelaxReLU", shapes: [][]int{{6, 5}, {2, 5}, {2, 5}}, avoid: nearKink, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			hi := tp.Add(tp.Add(in[1], tp.Mul(in[2], in[2])), tp.Const(Full[float64](0.1, 2, 5)))
+			c, k := tp.RelaxReLU(in[0], in[1], hi)
+			return tp.Concat(1, c, tp.Reshape(k, 6, 1))
+		}},
+		{name: "RelaxReLUOffsetOnly", shapes: [][]int{{4, 3}, {4, 3}, {4, 3}}, avoid: nearKink, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			hi := tp.Add(tp.Add(in[1], tp.Mul(in[2], in[2])), tp.Const(Full[float64](0.1, 4, 3)))
+			_, k := tp.RelaxReLU(in[0], in[1], hi)
+			return k
+		}},
 		{name: "Where", shapes: [][]int{{3, 4}, {3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
 			return tp.Where([]bool{true, false, true}, in[0], tp.Tanh(in[1]))
 		}},

@@ -43,12 +43,20 @@ func (c *RNNCell[T]) Params() []*ad.Param[T] { return []*ad.Param[T]{c.Wih, c.Wh
 // the state box (ch, rh) map to the box of h' by the interval rule of
 // each affine map and of ReLU (differentiable, for certified training).
 func (c *RNNCell[T]) Interval(tp *ad.Tape[T], ci, ri, ch, rh *ad.Node[T]) (*ad.Node[T], *ad.Node[T]) {
-	mid := tp.Add(tp.Linear(ci, tp.Param(c.Wih), tp.Param(c.Bih)), tp.Linear(ch, tp.Param(c.Whh), tp.Param(c.Bhh)))
-	rad := tp.Linear(rh, tp.Abs(tp.Param(c.Whh)), nil)
+	mid, rad := c.PreInterval(tp, ci, ri, ch, rh)
+	return ReLUInterval(tp, mid, rad)
+}
+
+// PreInterval is Interval before the ReLU: the box of the pre-activation
+// W_ih·i + b_ih + W_hh·h + b_hh, whose bounds linear relaxations of the
+// ReLU need.
+func (c *RNNCell[T]) PreInterval(tp *ad.Tape[T], ci, ri, ch, rh *ad.Node[T]) (mid, rad *ad.Node[T]) {
+	mid = tp.Add(tp.Linear(ci, tp.Param(c.Wih), tp.Param(c.Bih)), tp.Linear(ch, tp.Param(c.Whh), tp.Param(c.Bhh)))
+	rad = tp.Linear(rh, tp.Abs(tp.Param(c.Whh)), nil)
 	if ri != nil {
 		rad = tp.Add(rad, tp.Linear(ri, tp.Abs(tp.Param(c.Wih)), nil))
 	}
-	return ReLUInterval(tp, mid, rad)
+	return mid, rad
 }
 
 // Lower describes one step of the cell to b, h' = ReLU(W_ih·x + W_hh·h +

@@ -137,18 +137,30 @@ func (t *Trainer) shard(b Batch, lo, hi, rows, n, k, step int, eps, ibp float64)
 	if b.Tokens != nil {
 		in.Tokens = b.Tokens[lo:hi]
 	}
+	var clean *ad.Node[float32] // the inputs, around which the certified loss's balls lie
+	w := opt.IBP * ibp
 	if b.X != nil {
 		size := len(b.X) / rows
-		in.X = tp.Const(ad.FromSlice(b.X[lo*size:hi*size], hi-lo, size))
+		clean = tp.Const(ad.FromSlice(b.X[lo*size:hi*size], hi-lo, size))
+		in.X = clean
+		if opt.IBPAttack && w > 0 {
+			xa, err := attackPoint(arena, t.d, b.X[lo*size:hi*size], b.Labels[lo:hi], opt.IBPEps*ibp, func(i int) *rand.Rand {
+				return rand.New(rand.NewPCG(opt.Seed, attackStream|uint64(step)<<24|uint64(lo+i)))
+			})
+			if err != nil {
+				return nil, StepResult{}, err
+			}
+			in.X = tp.Const(ad.FromSlice(xa, hi-lo, size))
+		}
 	}
 	loss, err := model.TeacherForcedLoss(tp, t.d, in, b.Labels[lo:hi])
 	if err != nil {
 		return nil, StepResult{}, err
 	}
 	var r StepResult
-	if w := opt.IBP * ibp; w > 0 {
+	if w > 0 {
 		var rob *ad.Node[float32]
-		rob, r.Certified, err = t.cert.CertifiedLoss(tp, in.X, b.Labels[lo:hi], opt.IBPEps*ibp)
+		rob, r.Certified, err = t.cert.CertifiedLoss(tp, clean, b.Labels[lo:hi], opt.IBPEps*ibp, opt.bound())
 		if err != nil {
 			return nil, StepResult{}, err
 		}
@@ -179,6 +191,56 @@ func rampAt(ramp float64, step, total int) float64 {
 	return 1
 }
 
+// attackPoint returns the one-step attack of MTL-IBP's adversarial term
+// (De Palma et al., "Expressive losses for verified robustness via convex
+// combinations", 2024): from a uniform random point of the ball of radius
+// eps around each row of x (clipped to the input range), one signed
+// gradient step of 1.25·eps up the teacher-forced loss, projected back
+// onto the ball and the range — FGSM with a random start (Wong et al.,
+// "Fast is better than free", 2020). The gradient is the input's only:
+// the weights are constants on its tape. Row i's random start comes from
+// rng(i), a stream of its own, so that the point does not depend on how
+// the batch is sharded.
+func attackPoint(arena *ad.Arena[float32], d model.Decoder[float32], x []float32, labels [][]int, eps float64, rng func(row int) *rand.Rand) ([]float32, error) {
+	spec := d.Input()
+	lo, hi := func(v float32) float64 { return max(float64(v)-eps, spec.Min) }, func(v float32) float64 { return min(float64(v)+eps, spec.Max) }
+	start := make([]float32, len(x))
+	size := len(x) / len(labels)
+	for r := range labels {
+		g := rng(r)
+		for i := r * size; i < (r+1)*size; i++ {
+			l, h := lo(x[i]), hi(x[i])
+			start[i] = float32(min(max(l+g.Float64()*(h-l), l), h))
+		}
+	}
+	tp := ad.NewTape[float32](true).Use(arena)
+	xv := tp.Var(ad.FromSlice(start, len(labels), len(x)/len(labels)))
+	loss, err := model.TeacherForcedLoss(tp, d, model.Input[float32]{X: xv}, labels)
+	if err != nil {
+		return nil, fmt.Errorf("attack: %w", err)
+	}
+	out := start
+	if err := tp.Backward(loss); err != nil {
+		return out, nil // no gradient reaches the input: stay at the random point
+	}
+	step := 1.25 * eps
+	for i, g := range xv.Grad.Data {
+		v := float64(start[i])
+		switch {
+		case g > 0:
+			v += step
+		case g < 0:
+			v -= step
+		}
+		out[i] = float32(min(max(v, lo(x[i])), hi(x[i])))
+	}
+	return out, nil
+}
+
 // dropoutStream tags the random streams of dropout masks, apart from the
-// per-epoch streams (1, 2, …) that shuffle and augment.
-const dropoutStream = 1 << 62
+// per-epoch streams (1, 2, …) that shuffle and augment; attackStream those
+// of the attack's random starts.
+const (
+	dropoutStream = 1 << 62
+	attackStream  = 1 << 60
+)

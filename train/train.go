@@ -84,6 +84,16 @@ type Options struct {
 	// is sure of. Training for a radius makes the verifier's bounds, not
 	// only its count of unstable ReLUs, tight there.
 	IBP, IBPEps, IBPRamp float64
+	// IBPBound selects the certified loss's bound (model.Bound; empty:
+	// model.BoundInterval). model.BoundCROWNIBP is tighter above fc1, so
+	// the same weight constrains the model less and its count of
+	// certified rows is closer to what the verifier proves.
+	IBPBound model.Bound
+	// IBPAttack replaces the teacher-forced loss of the mix by its value at
+	// a one-step attack inside the same ball (MTL-IBP, De Palma et al.
+	// 2024): (1 − w)·L_CE(x_adv) + w·L_bound(x, e), which trains for the
+	// inputs the verifier's falsifiers look for as well as the bound.
+	IBPAttack bool
 	// Shards splits each batch into this many shards whose gradients are
 	// computed concurrently and summed in shard order (0 means 1): the
 	// result depends on it, not on the number of cores that run them. On
@@ -133,6 +143,14 @@ func DefaultOptions() Options {
 }
 
 func (o Options) shards() int { return max(o.Shards, 1) }
+
+// bound is the certified loss's bound, model.BoundInterval unless set.
+func (o Options) bound() model.Bound {
+	if o.IBPBound == "" {
+		return model.BoundInterval
+	}
+	return o.IBPBound
+}
 
 // Validate checks the options before any work: every value finite and in
 // its range. The errors name the setting.
@@ -185,6 +203,12 @@ func (o Options) Validate() error {
 	if !(o.IBPRamp >= 0 && o.IBPRamp <= 1) {
 		bad("IBP ramp %v must be in [0, 1]", o.IBPRamp)
 	}
+	if o.IBPBound != "" && !o.IBPBound.Valid() {
+		bad("IBP bound %q is not one of %v", o.IBPBound, model.Bounds())
+	}
+	if o.IBP == 0 && (o.bound() != model.BoundInterval || o.IBPAttack) {
+		bad("the IBP bound and attack shape the certified loss, which is off (IBP weight 0)")
+	}
 	return errors.Join(errs...)
 }
 
@@ -202,8 +226,12 @@ func (o Options) ValidateFor(d model.Decoder[float32]) error {
 	if _, ok := d.(model.Stabilizer[float32]); o.Stability > 0 && !ok {
 		errs = append(errs, fmt.Errorf("architecture %s has no ReLU-stability regulariser", arch))
 	}
-	if _, ok := d.(model.Certifier[float32]); o.IBP > 0 && !ok {
+	if c, ok := d.(model.Certifier[float32]); o.IBP > 0 && !ok {
 		errs = append(errs, fmt.Errorf("architecture %s has no certified-training loss", arch))
+	} else if o.IBP > 0 {
+		if err := c.CheckBound(o.bound()); err != nil {
+			errs = append(errs, fmt.Errorf("architecture %s: %w", arch, err))
+		}
 	}
 	in := d.Input()
 	if in.Kind == model.Continuous {
@@ -369,6 +397,14 @@ func settings(d model.Decoder[float32], src Source[float32], opt Options) map[st
 	}
 	if opt.IBP != 0 {
 		s["ibp"], s["ibp_eps"], s["ibp_ramp"] = fmt.Sprint(opt.IBP), fmt.Sprint(opt.IBPEps), fmt.Sprint(opt.IBPRamp)
+	}
+	// Only when not the default, so that checkpoints of interval-bound runs
+	// written before these options existed still resume.
+	if opt.bound() != model.BoundInterval {
+		s["ibp_bound"] = string(opt.bound())
+	}
+	if opt.IBPAttack {
+		s["ibp_attack"] = "true"
 	}
 	return s
 }

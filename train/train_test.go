@@ -234,6 +234,9 @@ func TestOptionsValidate(t *testing.T) {
 		{func(o *Options) { o.IBP, o.IBPEps = 0.5, 0 }, "IBP radius"},
 		{func(o *Options) { o.IBPEps = math.Inf(1) }, "IBP radius"},
 		{func(o *Options) { o.IBPRamp = -0.1 }, "IBP ramp"},
+		{func(o *Options) { o.IBP, o.IBPEps, o.IBPBound = 0.5, 0.1, "zonotope" }, "IBP bound \"zonotope\""},
+		{func(o *Options) { o.IBPBound = model.BoundCROWNIBP }, "certified loss, which is off"},
+		{func(o *Options) { o.IBPAttack = true }, "certified loss, which is off"},
 		{func(o *Options) { o.Shards = -1 }, "shards"},
 		{func(o *Options) { o.Shards = 1000 }, "shards"},
 	} {
@@ -294,7 +297,7 @@ func TestCertifiedTrainingCertifies(t *testing.T) {
 		idx := rand.New(rand.NewPCG(9, 9)).Perm(ds.N)[:64]
 		x, _, labels = source[float32](t, ds, false).Batch(idx, nil)
 		tp := ad.NewTape[float32](false)
-		_, certified, err := m.(model.Certifier[float32]).CertifiedLoss(tp, tp.Const(ad.FromSlice(x, 64, m.Input().Size())), labels, eps)
+		_, certified, err := m.(model.Certifier[float32]).CertifiedLoss(tp, tp.Const(ad.FromSlice(x, 64, m.Input().Size())), labels, eps, model.BoundInterval)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -320,7 +323,7 @@ func TestCertifiedTrainingCertifies(t *testing.T) {
 	checked := 0
 	for i := range labels {
 		tp := ad.NewTape[float32](false)
-		_, ok, _ := m.(model.Certifier[float32]).CertifiedLoss(tp, tp.Const(ad.FromSlice(x[i*size:(i+1)*size], 1, size)), labels[i:i+1], eps)
+		_, ok, _ := m.(model.Certifier[float32]).CertifiedLoss(tp, tp.Const(ad.FromSlice(x[i*size:(i+1)*size], 1, size)), labels[i:i+1], eps, model.BoundInterval)
 		if ok == 0 || checked == 4 {
 			continue
 		}
@@ -360,7 +363,8 @@ func TestShardedStep(t *testing.T) {
 	grads := func(shards int, loss Options) ([][]float32, float64) {
 		m := newModel(t, model.CellReLU, 4)
 		opt := Options{Seed: 1, Epochs: 1, BatchSize: 32, LR: 1e-3, Shards: shards,
-			Stability: loss.Stability, StabilityEps: loss.StabilityEps, IBP: loss.IBP, IBPEps: loss.IBPEps}
+			Stability: loss.Stability, StabilityEps: loss.StabilityEps, IBP: loss.IBP, IBPEps: loss.IBPEps,
+			IBPBound: loss.IBPBound, IBPAttack: loss.IBPAttack}
 		tr, err := NewTrainer(m, opt)
 		if err != nil {
 			t.Fatal(err)
@@ -375,7 +379,8 @@ func TestShardedStep(t *testing.T) {
 		}
 		return g, r.Loss
 	}
-	for _, loss := range []Options{{}, {Stability: 0.5, StabilityEps: 0.1}, {IBP: 0.5, IBPEps: 0.05}} {
+	for _, loss := range []Options{{}, {Stability: 0.5, StabilityEps: 0.1}, {IBP: 0.5, IBPEps: 0.05},
+		{IBP: 0.5, IBPEps: 0.05, IBPBound: model.BoundCROWNIBP}, {IBP: 0.5, IBPEps: 0.05, IBPAttack: true}} {
 		g1, l1 := grads(1, loss)
 		for _, shards := range []int{2, 3} {
 			gs, ls := grads(shards, loss)

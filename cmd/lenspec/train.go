@@ -32,7 +32,7 @@ func newTrainCmd(a *app) *cobra.Command {
 	opt := def
 	cfg := model.DefaultCaptionerConfig()
 	arch := cfg.Arch.(*model.CaptionerConfig)
-	var out, init string
+	var out, init, bound string
 	var dataSeed uint64
 	shift := true
 	c := &cobra.Command{
@@ -52,17 +52,24 @@ verifier. --ibp trains for a radius (interval bound propagation, Gowal et
 al. 2018): the loss mixes in the interval bound of the teacher-forced loss
 over the ball of radius --ibp-eps around each image, so that the label's
 decoding becomes provable there; the progress line counts the batch's
-images so certified.`,
+images so certified. --ibp-bound crown-ibp bounds the loss more tightly
+(CROWN-IBP: linear bound propagation through fc1's ReLU, fc2 and the unrolled
+decoder on top of the intervals), and the count is taken on that bound;
+--ibp-attack trains the cross-entropy term at a one-step attack inside the
+ball instead of at the image itself (MTL-IBP). --ibp-ramp is the fraction of
+the run over which the certified loss's weight and radius grow: a longer ramp
+(and more epochs) gives the model time to keep its accuracy.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if out == "" {
 				return usagef("--out is required")
 			}
+			opt.IBPBound = model.Bound(bound)
+			if err := switchedBy(c, "ibp", opt.IBP > 0, "ibp-eps", "ibp-ramp", "ibp-bound", "ibp-attack"); err != nil {
+				return err
+			}
 			if err := opt.Validate(); err != nil {
 				return usage(err)
-			}
-			if err := switchedBy(c, "ibp", opt.IBP > 0, "ibp-eps", "ibp-ramp"); err != nil {
-				return err
 			}
 			if err := switchedBy(c, "stability", opt.Stability > 0, "stability-eps", "stability-ramp"); err != nil {
 				return err
@@ -112,7 +119,7 @@ images so certified.`,
 					msg += fmt.Sprintf(" unstable %d", p.Unstable)
 				}
 				if opt.IBP > 0 {
-					msg += fmt.Sprintf(" certified %d/%d", p.Certified, opt.BatchSize)
+					msg += fmt.Sprintf(" certified %d/%d (%s)", p.Certified, opt.BatchSize, opt.IBPBound)
 				}
 				rep.Set(p.Step, msg)
 			}
@@ -157,6 +164,14 @@ images so certified.`,
 			if opt.IBP > 0 {
 				rec["ibp"], rec["ibp_eps"], rec["ibp_ramp"] = opt.IBP, opt.IBPEps, opt.IBPRamp
 				rec["command"] = fmt.Sprintf("%s --ibp %g --ibp-eps %g --ibp-ramp %g", rec["command"], opt.IBP, opt.IBPEps, opt.IBPRamp)
+				if opt.IBPBound != model.BoundInterval {
+					rec["ibp_bound"] = opt.IBPBound
+					rec["command"] = fmt.Sprintf("%s --ibp-bound %s", rec["command"], opt.IBPBound)
+				}
+				if opt.IBPAttack {
+					rec["ibp_attack"] = true
+					rec["command"] = fmt.Sprintf("%s --ibp-attack", rec["command"])
+				}
 			}
 			d.Config().Training = rec
 			if err := model.Save(out, d); err != nil {
@@ -192,6 +207,8 @@ images so certified.`,
 	f.Float64Var(&opt.IBP, "ibp", def.IBP, "weight of the interval-bound (certified) loss at the end of its ramp, in [0, 1] (0: off)")
 	f.Float64Var(&opt.IBPEps, "ibp-eps", def.IBPEps, "L∞ radius the certified loss trains for, at most the input range's width (with --ibp only; required with it)")
 	f.Float64Var(&opt.IBPRamp, "ibp-ramp", def.IBPRamp, "fraction of the steps over which the certified loss's weight and radius ramp up from 0 (with --ibp only)")
+	f.StringVar(&bound, "ibp-bound", string(model.BoundInterval), "the certified loss's bound: interval (IBP) or crown-ibp (tighter: linear bounds above fc1; rnn_relu cell only; with --ibp only)")
+	f.BoolVar(&opt.IBPAttack, "ibp-attack", def.IBPAttack, "take the cross-entropy term at a one-step attack inside the ball (MTL-IBP) instead of at the image (with --ibp only)")
 	f.IntVar(&arch.Conv[0].OutChannels, "conv1", arch.Conv[0].OutChannels, "channels of the first convolution")
 	f.IntVar(&arch.Conv[1].OutChannels, "conv2", arch.Conv[1].OutChannels, "channels of the second convolution")
 	f.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the first fully connected layer")
