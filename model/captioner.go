@@ -125,13 +125,7 @@ func (a *CaptionerConfig) ParamCount(c *Config) float64 {
 
 // FeatureShape returns the encoder's convolution output [C, H, W] (the
 // input itself when there are no convolutions).
-func (a *CaptionerConfig) FeatureShape() (ch, h, w int) {
-	ch, h, w = a.Input.Channels, a.Input.Height, a.Input.Width
-	for _, cv := range a.Conv {
-		h, w, ch = cv.geom().Out(h), cv.geom().Out(w), cv.OutChannels
-	}
-	return ch, h, w
-}
+func (a *CaptionerConfig) FeatureShape() (ch, h, w int) { return featureShape(a.Input, a.Conv) }
 
 // Spec is the captioner's input description.
 func (a *CaptionerConfig) Spec() InputSpec {
@@ -165,10 +159,8 @@ func init() {
 type Captioner[T ad.Float] struct {
 	Cfg  *Config
 	Arch *CaptionerConfig
-	Conv []*nn.Conv2D[T]
-	FC1  *nn.Linear[T]
-	FC2  *nn.Linear[T]
-	Emb  *nn.Embedding[T]
+	encoder[T]
+	Emb *nn.Embedding[T]
 	// Exactly one of RNN, LSTM and GRU is set, as the config's cell says.
 	RNN  *nn.RNNCell[T]
 	LSTM *nn.LSTMCell[T]
@@ -187,15 +179,7 @@ func NewCaptioner[T ad.Float](cfg *Config, rng *rand.Rand) (*Captioner[T], error
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Captioner[T]{Cfg: cfg, Arch: a}
-	in := a.Input.Channels
-	for i, cv := range a.Conv {
-		m.Conv = append(m.Conv, nn.NewConv2D[T](fmt.Sprintf("encoder.conv%d", i+1), in, cv.OutChannels, cv.geom(), rng))
-		in = cv.OutChannels
-	}
-	c, h, w := a.FeatureShape()
-	m.FC1 = nn.NewLinear[T]("encoder.fc1", c*h*w, a.FCHidden, rng)
-	m.FC2 = nn.NewLinear[T]("encoder.fc2", a.FCHidden, a.Embedding, rng)
+	m := &Captioner[T]{Cfg: cfg, Arch: a, encoder: newEncoder[T](a.Input, a.Conv, a.FCHidden, a.Embedding, rng)}
 	m.Emb = nn.NewEmbedding[T]("decoder.embedding", len(cfg.Vocab), a.Embedding, rng)
 	var err error
 	if m.cell, err = newCell[T](a.Cell, "decoder.cell", a.Embedding, a.Hidden, rng); err != nil {
@@ -215,13 +199,7 @@ func NewCaptioner[T ad.Float](cfg *Config, rng *rand.Rand) (*Captioner[T], error
 
 // Params lists every parameter in file order.
 func (m *Captioner[T]) Params() []*ad.Param[T] {
-	var ps []*ad.Param[T]
-	for _, c := range m.Conv {
-		ps = append(ps, c.Params()...)
-	}
-	ps = append(ps, m.FC1.Params()...)
-	ps = append(ps, m.FC2.Params()...)
-	ps = append(ps, m.Emb.Params()...)
+	ps := append(m.encoder.params(), m.Emb.Params()...)
 	ps = append(ps, m.cell.params()...)
 	return append(ps, m.Out.Params()...)
 }
@@ -262,69 +240,16 @@ func (s *captionerState[T]) Rows(tp *ad.Tape[T], idx []int) State[T] {
 
 // Start encodes images in.X [B, C·H·W] to i₀, with zero state.
 func (m *Captioner[T]) Start(tp *ad.Tape[T], in Input[T]) (State[T], error) {
-	if in.X == nil || in.Tokens != nil || in.Soft != nil || in.Embedded != nil {
-		return nil, fmt.Errorf("%s reads images (continuous inputs), not token sequences", ArchCaptioner)
+	b, err := m.imageBatch(ArchCaptioner, in)
+	if err != nil {
+		return nil, err
 	}
-	size := m.Arch.Spec().Size()
-	if len(in.X.Value.Shape) < 1 || in.X.Value.Len() != in.X.Value.Shape[0]*size {
-		return nil, fmt.Errorf("%s: input of shape %v, want [B, %d]", ArchCaptioner, in.X.Value.Shape, size)
-	}
-	rng := in.Rng
-	if in.Dropout > 0 && rng == nil {
-		return nil, errors.New("dropout needs a random source")
-	}
-	i0 := m.encode(tp, in.X, in.Dropout, rng)
-	b := in.X.Value.Shape[0]
+	i0 := m.encode(tp, in.X, in.Dropout, in.Rng)
 	s := &captionerState[T]{s: make([]*ad.Node[T], m.cell.states()), i0: i0}
 	for k := range s.s {
 		s.s[k] = tp.Const(ad.New[T](b, m.Arch.Hidden))
 	}
 	return s, nil
-}
-
-// encodeBlock is how many images the convolutions of inference take at a
-// time: their intermediate activations then stay in the core's cache
-// (16 Multi-MNIST canvases: 400 KB after conv1) instead of streaming
-// through memory, which bound them at a whole chunk of 256.
-const encodeBlock = 16
-
-// encode maps images to i₀, with dropout (probability drop, masks from
-// rng) on the fully connected layers' inputs when training.
-func (m *Captioner[T]) encode(tp *ad.Tape[T], x *ad.Node[T], drop float64, rng *rand.Rand) *ad.Node[T] {
-	in := m.Arch.Input
-	b := x.Value.Shape[0]
-	var a *ad.Node[T]
-	if tp.Recording() || len(m.Conv) == 0 || b <= encodeBlock {
-		a = tp.Reshape(x, b, in.Channels, in.Height, in.Width)
-		for _, c := range m.Conv {
-			a = c.ForwardReLU(tp, a)
-		}
-		a = tp.Reshape(a, b, a.Value.Len()/b)
-	} else {
-		a = tp.Const(m.features(tp, x.Value.Data, b))
-	}
-	a = m.FC1.ForwardReLU(tp, tp.Dropout(a, drop, rng))
-	return m.FC2.Forward(tp, tp.Dropout(a, drop, rng))
-}
-
-// features runs the convolutions of inference block by block (see
-// encodeBlock) into one [B, C·H·W] tensor for the fully connected layers.
-func (m *Captioner[T]) features(tp *ad.Tape[T], x []T, b int) *ad.Tensor[T] {
-	in := m.Arch.Input
-	size := in.Channels * in.Height * in.Width
-	c, h, w := m.Arch.FeatureShape()
-	fsz := c * h * w
-	feat := tp.Empty(b, fsz) // every block's rows are copied in
-	for lo := 0; lo < b; lo += encodeBlock {
-		hi := min(b, lo+encodeBlock)
-		st := tp.Scratch()
-		a := st.Const(ad.FromSlice(x[lo*size:hi*size], hi-lo, in.Channels, in.Height, in.Width))
-		for _, cv := range m.Conv {
-			a = cv.ForwardReLU(st, a)
-		}
-		copy(feat.Data[lo*fsz:hi*fsz], a.Value.Data)
-	}
-	return feat
 }
 
 // Step feeds i₀ at the first step (prev nil) and the embedding of the

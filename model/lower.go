@@ -1,8 +1,6 @@
 package model
 
 import (
-	"fmt"
-
 	"github.com/lenspec/lenspec/nn"
 )
 
@@ -29,15 +27,7 @@ type Lowerer interface {
 // LowerEncoder describes the convolutions, FC₁ (each with its ReLU) and
 // FC₂ to b: the state "i0", the first step's input.
 func (m *Captioner[T]) LowerEncoder(b nn.Builder, x nn.Value) (map[string]nn.Value, error) {
-	in := m.Arch.Input
-	shape := [3]int{in.Channels, in.Height, in.Width}
-	for i, c := range m.Conv {
-		name := fmt.Sprintf("conv%d", i+1)
-		x = b.Act(name+".relu", nn.ReLU, c.Lower(b, name, x, shape))
-		shape = [3]int{c.Out, c.Geom.Out(shape[1]), c.Geom.Out(shape[2])}
-	}
-	x = b.Act("fc1.relu", nn.ReLU, m.FC1.Lower(b, "fc1", x))
-	return map[string]nn.Value{"i0": m.FC2.Lower(b, "fc2", x)}, nil
+	return map[string]nn.Value{"i0": m.lower(b, x)}, nil
 }
 
 // cellState names the cell's state tensors: h, then c.

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -98,9 +97,7 @@ func init() {
 type ShowTell[T ad.Float] struct {
 	Cfg  *Config
 	Arch *ShowTellConfig
-	Conv []*nn.Conv2D[T]
-	FC1  *nn.Linear[T]
-	FC2  *nn.Linear[T]
+	encoder[T]
 	// Emb has Vocab()+1 rows: the last is the start token's.
 	Emb  *nn.Embedding[T]
 	LSTM *nn.LSTMCell[T]
@@ -117,15 +114,7 @@ func NewShowTell[T ad.Float](cfg *Config, rng *rand.Rand) (*ShowTell[T], error) 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := &ShowTell[T]{Cfg: cfg, Arch: a}
-	in := a.Input.Channels
-	for i, cv := range a.Conv {
-		m.Conv = append(m.Conv, nn.NewConv2D[T](fmt.Sprintf("encoder.conv%d", i+1), in, cv.OutChannels, cv.geom(), rng))
-		in = cv.OutChannels
-	}
-	c, h, w := a.featureShape()
-	m.FC1 = nn.NewLinear[T]("encoder.fc1", c*h*w, a.FCHidden, rng)
-	m.FC2 = nn.NewLinear[T]("encoder.fc2", a.FCHidden, a.Embedding, rng)
+	m := &ShowTell[T]{Cfg: cfg, Arch: a, encoder: newEncoder[T](a.Input, a.Conv, a.FCHidden, a.Embedding, rng)}
 	m.Emb = nn.NewEmbedding[T]("decoder.embedding", len(cfg.Vocab)+1, a.Embedding, rng)
 	m.LSTM = nn.NewLSTMCell[T]("decoder.cell", a.Embedding, a.Hidden, rng)
 	m.Out = nn.NewLinear[T]("decoder.out", a.Hidden, len(cfg.Vocab), rng)
@@ -144,21 +133,9 @@ func NewShowTell[T ad.Float](cfg *Config, rng *rand.Rand) (*ShowTell[T], error) 
 // a 64-image batch is fitted in 31 steps instead of 151.
 const outputInitGain = 5
 
-// featureShape is the last convolution's output [C, H, W].
-func (a *ShowTellConfig) featureShape() (ch, h, w int) {
-	cc := CaptionerConfig{Input: a.Input, Conv: a.Conv}
-	return cc.FeatureShape()
-}
-
 // Params lists every parameter in file order.
 func (m *ShowTell[T]) Params() []*ad.Param[T] {
-	var ps []*ad.Param[T]
-	for _, c := range m.Conv {
-		ps = append(ps, c.Params()...)
-	}
-	ps = append(ps, m.FC1.Params()...)
-	ps = append(ps, m.FC2.Params()...)
-	ps = append(ps, m.Emb.Params()...)
+	ps := append(m.encoder.params(), m.Emb.Params()...)
 	ps = append(ps, m.LSTM.Params()...)
 	return append(ps, m.Out.Params()...)
 }
@@ -192,35 +169,14 @@ func (s *showTellState[T]) Rows(tp *ad.Tape[T], idx []int) State[T] {
 // Start encodes images in.X [B, C·H·W] and runs the LSTM's step −1 on the
 // image embedding from a zero state.
 func (m *ShowTell[T]) Start(tp *ad.Tape[T], in Input[T]) (State[T], error) {
-	if in.X == nil || in.Tokens != nil || in.Soft != nil || in.Embedded != nil {
-		return nil, fmt.Errorf("%s reads images (continuous inputs), not token sequences", ArchShowTell)
+	b, err := m.imageBatch(ArchShowTell, in)
+	if err != nil {
+		return nil, err
 	}
-	size := m.Arch.Spec().Size()
-	if len(in.X.Value.Shape) < 1 || in.X.Value.Len() != in.X.Value.Shape[0]*size {
-		return nil, fmt.Errorf("%s: input of shape %v, want [B, %d]", ArchShowTell, in.X.Value.Shape, size)
-	}
-	if in.Dropout > 0 && in.Rng == nil {
-		return nil, errors.New("dropout needs a random source")
-	}
-	b := in.X.Value.Shape[0]
 	x := m.encode(tp, in.X, in.Dropout, in.Rng)
 	zero := func() *ad.Node[T] { return tp.Const(ad.New[T](b, m.Arch.Hidden)) }
 	h, c := m.LSTM.Forward(tp, x, zero(), zero())
 	return &showTellState[T]{h: h, c: c}, nil
-}
-
-// encode maps images to the image embedding x₋₁, with dropout
-// (probability drop) on the fully connected layers' inputs when training.
-func (m *ShowTell[T]) encode(tp *ad.Tape[T], x *ad.Node[T], drop float64, rng *rand.Rand) *ad.Node[T] {
-	in := m.Arch.Input
-	b := x.Value.Shape[0]
-	a := tp.Reshape(x, b, in.Channels, in.Height, in.Width)
-	for _, c := range m.Conv {
-		a = c.ForwardReLU(tp, a)
-	}
-	a = tp.Reshape(a, b, a.Value.Len()/b)
-	a = m.FC1.ForwardReLU(tp, tp.Dropout(a, drop, rng))
-	return m.FC2.Forward(tp, tp.Dropout(a, drop, rng))
 }
 
 // Step feeds ⟨S⟩ at the first step (prev nil) and the previous token's
@@ -252,16 +208,7 @@ func (m *ShowTell[T]) StepGates(tp *ad.Tape[T], st State[T], prev []int) (*ad.No
 // image embedding from a zero state: the state (h, c) the first step
 // reads.
 func (m *ShowTell[T]) LowerEncoder(b nn.Builder, x nn.Value) (map[string]nn.Value, error) {
-	in := m.Arch.Input
-	shape := [3]int{in.Channels, in.Height, in.Width}
-	for i, c := range m.Conv {
-		name := fmt.Sprintf("conv%d", i+1)
-		x = b.Act(name+".relu", nn.ReLU, c.Lower(b, name, x, shape))
-		shape = [3]int{c.Out, c.Geom.Out(shape[1]), c.Geom.Out(shape[2])}
-	}
-	x = b.Act("fc1.relu", nn.ReLU, m.FC1.Lower(b, "fc1", x))
-	x = m.FC2.Lower(b, "fc2", x)
-	h, c := m.LSTM.Lower(nn.Scope(b, "h0"), nn.CellInput{X: x}, nn.Value{}, nn.Value{})
+	h, c := m.LSTM.Lower(nn.Scope(b, "h0"), nn.CellInput{X: m.lower(b, x)}, nn.Value{}, nn.Value{})
 	return map[string]nn.Value{"h": h, "c": c}, nil
 }
 
