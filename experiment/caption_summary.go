@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strings"
 
 	"github.com/lenspec/lenspec/internal/fileio"
 	"github.com/lenspec/lenspec/model"
@@ -74,25 +72,7 @@ func SummariseCaptionAttacks(ctx context.Context, recs []AttackRecord, m *Model,
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("no attack records of %s to summarise", name)
 	}
-	type key struct {
-		eps    float64
-		method string
-	}
-	groups := map[key][]AttackRecord{}
-	var pts []report.LengthPoint
-	orig := map[int]bool{}
-	for _, r := range recs {
-		k := key{r.Eps, methodLabel(r)}
-		groups[k] = append(groups[k], r)
-		if r.Error != "" {
-			continue
-		}
-		if !orig[r.Sample] {
-			orig[r.Sample] = true
-			pts = append(pts, report.LengthPoint{Method: "original", Delta: 0, Length: r.OrigLength, Stopped: true})
-		}
-		pts = append(pts, report.LengthPoint{Method: strings.ReplaceAll(k.method, " ", "-"), Delta: r.Eps, Length: r.AdvLength, Stopped: r.Stopped})
-	}
+	pts, keys, groups := groupAttacks(recs, methodLabel)
 	sum := &CaptionSummary{
 		FigurePNG: filepath.Join(outDir, "attack-lengths.png"),
 		FigureSVG: filepath.Join(outDir, "attack-lengths.svg"),
@@ -103,16 +83,6 @@ func SummariseCaptionAttacks(ctx context.Context, recs []AttackRecord, m *Model,
 			return nil, err
 		}
 	}
-	keys := make([]key, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].eps != keys[j].eps {
-			return keys[i].eps < keys[j].eps
-		}
-		return keys[i].method > keys[j].method // random first
-	})
 	for _, k := range keys {
 		row, err := captionRow(ctx, groups[k], m, name, k.eps, k.method, capLen)
 		if err != nil {
@@ -129,29 +99,15 @@ func SummariseCaptionAttacks(ctx context.Context, recs []AttackRecord, m *Model,
 
 // captionRow summarises one group of records.
 func captionRow(ctx context.Context, g []AttackRecord, m *Model, name string, eps float64, method string, capLen int) (CaptionRow, error) {
-	row := CaptionRow{Model: name, Eps: eps, Method: method, Images: len(g), Replayed: -1}
+	t := tallyAttacks(g)
+	row := CaptionRow{Model: name, Eps: eps, Method: method, Images: len(g), Replayed: -1, Lengthened: t.lengthened, MeanRatio: t.meanRatio,
+		Longest: t.longest, Unstopped: t.unstopped, Ties: t.ties, Failed: t.failed, Evals: t.evals, Seconds: t.seconds}
 	if m != nil {
 		row.Replayed = 0
 	}
-	var ratios []float64
-	succ := 0
 	for _, r := range g {
 		if r.Error != "" {
-			row.Failed++
 			continue
-		}
-		if r.OrigLength > 0 {
-			ratios = append(ratios, float64(r.AdvLength)/float64(r.OrigLength))
-		}
-		tie := r.MinRelMargin < model.RelTieMargin
-		if r.AdvLength > r.OrigLength && !tie {
-			succ++
-		}
-		if tie {
-			row.Ties++
-		}
-		if !r.Stopped {
-			row.Unstopped++
 		}
 		if r.AdvLength > capLen {
 			row.OverCap++
@@ -159,9 +115,6 @@ func captionRow(ctx context.Context, g []AttackRecord, m *Model, name string, ep
 		if r.OrigLength > capLen {
 			row.OrigOverCap++
 		}
-		row.Longest = max(row.Longest, r.AdvLength)
-		row.Evals += r.Evals
-		row.Seconds += r.Seconds
 		for l, n := range r.LengthCounts {
 			row.Sampled += n
 			if l > capLen {
@@ -181,8 +134,6 @@ func captionRow(ctx context.Context, g []AttackRecord, m *Model, name string, ep
 			}
 		}
 	}
-	row.MeanRatio = report.Mean(ratios)
-	row.Lengthened = float64(succ) / float64(len(g))
 	return row, nil
 }
 

@@ -101,26 +101,7 @@ func SummariseAttacks(recs []AttackRecord, outDir, title string) (*AttackSummary
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("no attack records to summarise")
 	}
-	var pts []report.LengthPoint
-	orig := map[int]bool{}
-	type key struct {
-		eps    float64
-		method string
-	}
-	groups := map[key][]AttackRecord{}
-	for _, r := range recs {
-		if r.Error != "" {
-			groups[key{r.Eps, r.Method}] = append(groups[key{r.Eps, r.Method}], r)
-			continue
-		}
-		if !orig[r.Sample] {
-			orig[r.Sample] = true
-			pts = append(pts, report.LengthPoint{Method: "original", Delta: 0, Length: r.OrigLength, Stopped: true})
-		}
-		pts = append(pts, report.LengthPoint{Method: r.Method, Delta: r.Eps, Length: r.AdvLength, Stopped: r.Stopped})
-		k := key{r.Eps, r.Method}
-		groups[k] = append(groups[k], r)
-	}
+	pts, keys, groups := groupAttacks(recs, func(r AttackRecord) string { return r.Method })
 	sum := &AttackSummary{
 		FigurePNG: filepath.Join(outDir, "attack-lengths.png"),
 		FigureSVG: filepath.Join(outDir, "attack-lengths.svg"),
@@ -131,46 +112,12 @@ func SummariseAttacks(recs []AttackRecord, outDir, title string) (*AttackSummary
 			return nil, err
 		}
 	}
-	keys := make([]key, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].eps != keys[j].eps {
-			return keys[i].eps < keys[j].eps
-		}
-		return keys[i].method > keys[j].method // random before pgd
-	})
 	var rows [][]string
 	for _, k := range keys {
 		g := groups[k]
-		row := SummaryRow{Eps: k.eps, Method: k.method, Samples: len(g)}
-		var ratios []float64
-		succ := 0
-		for _, r := range g {
-			if r.Error != "" {
-				row.Failed++
-				continue
-			}
-			if r.OrigLength > 0 {
-				ratios = append(ratios, float64(r.AdvLength)/float64(r.OrigLength))
-			}
-			tie := r.MinRelMargin < model.RelTieMargin
-			if r.AdvLength > r.OrigLength && !tie {
-				succ++
-			}
-			if tie {
-				row.Ties++
-			}
-			if !r.Stopped {
-				row.Unstopped++
-			}
-			row.Longest = max(row.Longest, r.AdvLength)
-			row.Evals += r.Evals
-			row.Seconds += r.Seconds
-		}
-		row.MeanRatio = report.Mean(ratios)
-		row.SuccessRate = float64(succ) / float64(len(g))
+		t := tallyAttacks(g)
+		row := SummaryRow{Eps: k.eps, Method: k.method, Samples: len(g), MeanRatio: t.meanRatio, SuccessRate: t.lengthened,
+			Longest: t.longest, Unstopped: t.unstopped, Ties: t.ties, Failed: t.failed, Evals: t.evals, Seconds: t.seconds}
 		sum.Rows = append(sum.Rows, row)
 		longest := fmt.Sprint(row.Longest)
 		if row.Unstopped > 0 {
@@ -186,6 +133,87 @@ func SummariseAttacks(recs []AttackRecord, outDir, title string) (*AttackSummary
 		return nil, err
 	}
 	return sum, nil
+}
+
+// lengthGroup is one group of an attack table: a radius and a method.
+type lengthGroup struct {
+	eps    float64
+	method string
+}
+
+// groupAttacks groups recs by radius and method (method names it), in the
+// tables' order (radius, then random before pgd), and collects the length
+// figure's points: each image's original once, every attacked output.
+func groupAttacks(recs []AttackRecord, method func(AttackRecord) string) ([]report.LengthPoint, []lengthGroup, map[lengthGroup][]AttackRecord) {
+	var pts []report.LengthPoint
+	orig := map[int]bool{}
+	groups := map[lengthGroup][]AttackRecord{}
+	for _, r := range recs {
+		k := lengthGroup{r.Eps, method(r)}
+		groups[k] = append(groups[k], r)
+		if r.Error != "" {
+			continue
+		}
+		if !orig[r.Sample] {
+			orig[r.Sample] = true
+			pts = append(pts, report.LengthPoint{Method: "original", Delta: 0, Length: r.OrigLength, Stopped: true})
+		}
+		pts = append(pts, report.LengthPoint{Method: strings.ReplaceAll(k.method, " ", "-"), Delta: r.Eps, Length: r.AdvLength, Stopped: r.Stopped})
+	}
+	keys := make([]lengthGroup, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].eps != keys[j].eps {
+			return keys[i].eps < keys[j].eps
+		}
+		return keys[i].method > keys[j].method // random before pgd
+	})
+	return pts, keys, groups
+}
+
+// attackTally is what every attack table counts in a group of records.
+type attackTally struct {
+	failed, ties, unstopped, longest int
+	evals                            int64
+	seconds                          float64
+	// meanRatio is the mean of adversarial over original length;
+	// lengthened the fraction of the group made longer with no tie.
+	meanRatio, lengthened float64
+}
+
+// tallyAttacks counts a group of records; failed records count only as
+// failed.
+func tallyAttacks(g []AttackRecord) attackTally {
+	var t attackTally
+	var ratios []float64
+	succ := 0
+	for _, r := range g {
+		if r.Error != "" {
+			t.failed++
+			continue
+		}
+		if r.OrigLength > 0 {
+			ratios = append(ratios, float64(r.AdvLength)/float64(r.OrigLength))
+		}
+		tie := r.MinRelMargin < model.RelTieMargin
+		if r.AdvLength > r.OrigLength && !tie {
+			succ++
+		}
+		if tie {
+			t.ties++
+		}
+		if !r.Stopped {
+			t.unstopped++
+		}
+		t.longest = max(t.longest, r.AdvLength)
+		t.evals += r.Evals
+		t.seconds += r.Seconds
+	}
+	t.meanRatio = report.Mean(ratios)
+	t.lengthened = float64(succ) / float64(len(g))
+	return t
 }
 
 // withFailed adds a "failed" column (failed(i): row i's units recorded
