@@ -14,6 +14,7 @@ import (
 	"github.com/lenspec/lenspec/multimnist"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 type trainSummary struct {
@@ -25,6 +26,15 @@ type trainSummary struct {
 	SequenceAccuracy float64 `json:"sequence_accuracy"`
 	MaxLenTrain      int     `json:"max_len_train"`
 	UnstoppedTrain   int     `json:"unstopped_train"`
+}
+
+// optimiserFlags adds the optimiser's flags every training command shares,
+// defaulting to opt's values.
+func optimiserFlags(f *pflag.FlagSet, opt *train.Options) {
+	f.Float64Var(&opt.LR, "lr", opt.LR, "Adam learning rate")
+	f.Float64Var(&opt.FinalLR, "final-lr", opt.FinalLR, "learning rate at the end of the cosine schedule (0: constant)")
+	f.Float64Var(&opt.ClipNorm, "clip-norm", opt.ClipNorm, "clip the gradient's global L2 norm (0: off)")
+	f.IntVar(&opt.Shards, "shards", opt.Shards, "split each batch into this many shards computed concurrently (the result depends on it, not on the cores)")
 }
 
 func newTrainCmd(a *app) *cobra.Command {
@@ -194,13 +204,10 @@ the run over which the certified loss's weight and radius grow: a longer ramp
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
 	f.IntVar(&opt.Epochs, "epochs", def.Epochs, "passes over the 50,000 training canvases")
 	f.IntVar(&opt.BatchSize, "batch", def.BatchSize, "batch size")
-	f.Float64Var(&opt.LR, "lr", def.LR, "Adam learning rate")
-	f.Float64Var(&opt.FinalLR, "final-lr", def.FinalLR, "learning rate at the end of the cosine schedule (0: constant)")
+	optimiserFlags(f, &opt)
 	f.Float64Var(&opt.WeightDecay, "weight-decay", def.WeightDecay, "AdamW decoupled weight decay on weight matrices")
 	f.Float64Var(&opt.Dropout, "dropout", def.Dropout, "dropout probability in the encoder's fully connected layers, in [0, 1)")
 	f.BoolVar(&shift, "shift", shift, "shift training canvases horizontally (digits stay inside; labels unchanged)")
-	f.Float64Var(&opt.ClipNorm, "clip-norm", def.ClipNorm, "clip the gradient's global L2 norm (0: off)")
-	f.IntVar(&opt.Shards, "shards", def.Shards, "split each batch into this many shards computed concurrently (the result depends on it, not on the cores)")
 	f.Float64Var(&opt.Stability, "stability", def.Stability, "weight of the ReLU-stability regulariser (verification-friendly training; 0: off)")
 	f.Float64Var(&opt.StabilityEps, "stability-eps", def.StabilityEps, "L∞ radius of the regulariser's interval bounds, at most the input range's width (with --stability only)")
 	f.Float64Var(&opt.StabilityRamp, "stability-ramp", def.StabilityRamp, "fraction of the steps over which the radius ramps up from 0 (with --stability only)")
