@@ -25,6 +25,12 @@ type Eval struct {
 // Evaluate decodes src in chunks and compares with its labels. progress, if
 // set, is called with the number of samples done.
 func Evaluate[T ad.Float](ctx context.Context, d model.Decoder[T], src Source[T], maxSteps int, progress func(done int)) (Eval, error) {
+	return evaluate(ctx, d, src, maxSteps, progress, nil)
+}
+
+// evaluate is Evaluate that also shows every output and its label to
+// visit (if set), so that other scores come from the same decoding.
+func evaluate[T ad.Float](ctx context.Context, d model.Decoder[T], src Source[T], maxSteps int, progress func(done int), visit func(r model.Result, label []int)) (Eval, error) {
 	const chunk = 1000
 	var ev Eval
 	n, correct := src.Len(), 0
@@ -39,6 +45,9 @@ func Evaluate[T ad.Float](ctx context.Context, d model.Decoder[T], src Source[T]
 			return ev, err
 		}
 		for i, r := range res {
+			if visit != nil {
+				visit(r, labels[i])
+			}
 			if !r.Stopped {
 				ev.Unstopped++
 				continue

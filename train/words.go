@@ -9,12 +9,11 @@ import (
 	"github.com/lenspec/lenspec/model"
 )
 
-// WordsBLEU decodes src greedily and scores the outputs against the
+// EvaluateWords is Evaluate that also scores the outputs against the
 // labels with corpus BLEU-4, both spelled as the model's vocabulary words
 // separated by spaces (eos left out): the captioning score of word
-// captioners, beside Evaluate's exact-sequence accuracy.
-func WordsBLEU[T ad.Float](ctx context.Context, d model.Decoder[T], src Source[T], maxSteps int) (bleu.Score, error) {
-	const chunk = 1000
+// captioners, from the same greedy decoding.
+func EvaluateWords[T ad.Float](ctx context.Context, d model.Decoder[T], src Source[T], maxSteps int) (Eval, bleu.Score, error) {
 	n := src.Len()
 	hyps, refs := make([]string, 0, n), make([]string, 0, n)
 	spell := func(ids []int) string {
@@ -24,19 +23,12 @@ func WordsBLEU[T ad.Float](ctx context.Context, d model.Decoder[T], src Source[T
 		}
 		return strings.Join(w, " ")
 	}
-	for start := 0; start < n; start += chunk {
-		idx := make([]int, min(chunk, n-start))
-		for i := range idx {
-			idx[i] = start + i
-		}
-		x, tokens, labels := src.Batch(idx, nil)
-		res, err := model.Decode(ctx, d, model.Batch[T]{X: x, Tokens: tokens}, maxSteps)
-		if err != nil {
-			return bleu.Score{}, err
-		}
-		for i, r := range res {
-			hyps, refs = append(hyps, spell(r.Tokens)), append(refs, spell(labels[i]))
-		}
+	ev, err := evaluate(ctx, d, src, maxSteps, nil, func(r model.Result, label []int) {
+		hyps, refs = append(hyps, spell(r.Tokens)), append(refs, spell(label))
+	})
+	if err != nil {
+		return ev, bleu.Score{}, err
 	}
-	return bleu.Corpus(hyps, refs)
+	score, err := bleu.Corpus(hyps, refs)
+	return ev, score, err
 }

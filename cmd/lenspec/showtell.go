@@ -305,11 +305,7 @@ models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`,
 			if err != nil {
 				return err
 			}
-			ev, err := train.Evaluate(c.Context(), d, teSrc, 0, nil)
-			if err != nil {
-				return err
-			}
-			score, err := train.WordsBLEU(c.Context(), d, teSrc, 0)
+			ev, score, err := train.EvaluateWords(c.Context(), d, teSrc, 0)
 			if err != nil {
 				return err
 			}
