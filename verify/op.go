@@ -221,9 +221,6 @@ func (s *backState) absInto(p int) *block {
 	return s.abs[p]
 }
 
-// pool is the graph's block pool, for an operator's scratch blocks.
-func (s *backState) pool() pool { return s.g.pool }
-
 // tokens returns the row's record of the token node n read (nil when the
 // back-substitution records nothing), creating it.
 func (s *backState) tokens(n *node) []int {
