@@ -1,17 +1,10 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"math"
 	"math/rand/v2"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/lenspec/lenspec/model"
-	"github.com/lenspec/lenspec/safetensors"
 )
 
 // TestVerifyGatedCells: verify and bound take LSTM and GRU captioners end
@@ -49,40 +42,11 @@ func TestVerifyGatedCells(t *testing.T) {
 					}
 				}
 			}
-			dir := t.TempDir()
-			if err := model.Save(dir, m); err != nil {
-				t.Fatal(err)
-			}
-			if m, err = model.Load[float64](dir); err != nil {
-				t.Fatal(err)
-			}
 			x := []float64{0.25, -0.5, 0.125}
-			input := filepath.Join(t.TempDir(), "mine.safetensors")
-			if err := safetensors.WriteFile(input, &safetensors.File{Tensors: []safetensors.Tensor{safetensors.F64("input", []int{1, 1, 3}, x)}}); err != nil {
-				t.Fatal(err)
-			}
 			const eps = 0.1
-			code, stdout, stderr := runCLI(t, "bound", "--model", dir, "--eps", fmt.Sprint(eps), "--input", input, "--max-len", "10", "--timeout", "20s", "--json", "-q")
-			var b struct {
-				Lower int
-				Upper *int
-			}
-			if err := json.Unmarshal([]byte(stdout), &b); code != 0 || err != nil || b.Upper == nil {
-				t.Fatalf("bound: exit %d, %q (%v): %s", code, stdout, err, stderr)
-			}
-			longest := 0
-			const per = 21
-			for i := 0; i < per*per*per; i++ {
-				g := make([]float64, 3)
-				for c, j := 0, i; c < 3; c, j = c+1, j/per {
-					g[c] = math.Min(math.Max(x[c]-eps+2*eps*float64(j%per)/(per-1), -1), 1)
-				}
-				res, err := model.Decode(context.Background(), m, model.Batch[float64]{X: g}, 12)
-				if err != nil {
-					t.Fatal(err)
-				}
-				longest = max(longest, len(res[0].Tokens))
-			}
+			dir, m, input := saveTiny(t, m, x)
+			b := runBound(t, dir, input, eps)
+			longest := gridLongest(t, m, x, eps)
 			t.Logf("%s: bound [%d, %d], grid %d", cell, b.Lower, *b.Upper, longest)
 			if longest > *b.Upper || b.Lower > *b.Upper {
 				t.Fatalf("bound [%d, %d], but the grid finds %d tokens", b.Lower, *b.Upper, longest)
@@ -90,22 +54,7 @@ func TestVerifyGatedCells(t *testing.T) {
 			if b.Lower == *b.Upper && longest == b.Lower && b.Lower == 0 {
 				t.Fatalf("a property with nothing to decide: every output is empty")
 			}
-			verdict := func(k int) string {
-				code, stdout, stderr := runCLI(t, "verify", "--model", dir, "--eps", fmt.Sprint(eps), "--input", input, "--max-len", fmt.Sprint(k),
-					"--timeout", "20s", "--out", filepath.Join(t.TempDir(), "v.jsonl"), "-q")
-				if code != 0 {
-					t.Fatalf("verify: exit %d: %s", code, stderr)
-				}
-				return strings.TrimSpace(stdout)
-			}
-			if v := verdict(*b.Upper); v != "robust" {
-				t.Fatalf("verify at K̂ = upper %d: %s", *b.Upper, v)
-			}
-			if b.Lower > 0 {
-				if v := verdict(b.Lower - 1); v != "vulnerable" {
-					t.Fatalf("verify at K̂ = lower−1 = %d: %s", b.Lower-1, v)
-				}
-			}
+			verifyAtBoundEnds(t, dir, input, eps, b)
 		})
 	}
 }

@@ -155,6 +155,86 @@ func TestBoundCommand(t *testing.T) {
 	}
 }
 
+// tinyBound is what bound --json prints for one sample.
+type tinyBound struct {
+	Lower int
+	Upper *int
+}
+
+// saveTiny saves m, a 3-pixel captioner, and the input x as the user's
+// own file; it returns the model directory, the model as the CLI loads it
+// (weights stored as float32) and the input file.
+func saveTiny(t *testing.T, m model.Decoder[float64], x []float64) (dir string, loaded model.Decoder[float64], input string) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := model.Save(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := model.Load[float64](dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input = filepath.Join(t.TempDir(), "mine.safetensors")
+	if err := safetensors.WriteFile(input, &safetensors.File{Tensors: []safetensors.Tensor{safetensors.F64("input", []int{1, 1, 3}, x)}}); err != nil {
+		t.Fatal(err)
+	}
+	return dir, loaded, input
+}
+
+// runBound runs bound on the user's input at radius eps and returns its
+// answer, which must have an upper end.
+func runBound(t *testing.T, dir, input string, eps float64) tinyBound {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, "bound", "--model", dir, "--eps", fmt.Sprint(eps), "--input", input, "--max-len", "10", "--timeout", "20s", "--json", "-q")
+	var b tinyBound
+	if err := json.Unmarshal([]byte(stdout), &b); code != 0 || err != nil || b.Upper == nil {
+		t.Fatalf("bound --input: exit %d, %q (%v): %s", code, stdout, err, stderr)
+	}
+	return b
+}
+
+// gridLongest is the longest output over a 21³ grid of the ball of radius
+// eps around x (clipped to [-1, 1]).
+func gridLongest(t *testing.T, m model.Decoder[float64], x []float64, eps float64) int {
+	t.Helper()
+	longest := 0
+	const per = 21
+	for i := 0; i < per*per*per; i++ {
+		g := make([]float64, 3)
+		for c, j := 0, i; c < 3; c, j = c+1, j/per {
+			g[c] = math.Min(math.Max(x[c]-eps+2*eps*float64(j%per)/(per-1), -1), 1)
+		}
+		res, err := model.Decode(context.Background(), m, model.Batch[float64]{X: g}, 12)
+		if err != nil {
+			t.Fatal(err)
+		}
+		longest = max(longest, len(res[0].Tokens))
+	}
+	return longest
+}
+
+// verifyAtBoundEnds checks verify against the bound b: robust at K̂ =
+// upper, vulnerable just below the lower end.
+func verifyAtBoundEnds(t *testing.T, dir, input string, eps float64, b tinyBound) {
+	t.Helper()
+	verdict := func(k int) string {
+		code, stdout, stderr := runCLI(t, "verify", "--model", dir, "--eps", fmt.Sprint(eps), "--input", input, "--max-len", fmt.Sprint(k),
+			"--timeout", "20s", "--out", filepath.Join(t.TempDir(), "v.jsonl"), "-q")
+		if code != 0 {
+			t.Fatalf("verify --input: exit %d: %s", code, stderr)
+		}
+		return strings.TrimSpace(stdout)
+	}
+	if v := verdict(*b.Upper); v != "robust" {
+		t.Fatalf("verify at K̂ = upper %d: %s", *b.Upper, v)
+	}
+	if b.Lower > 0 {
+		if v := verdict(b.Lower - 1); v != "vulnerable" {
+			t.Fatalf("verify at K̂ = lower−1 = %d: %s", b.Lower-1, v)
+		}
+	}
+}
+
 // TestVerifyOwnInput: verify and bound take a user's own input file on a
 // model that is not Multi-MNIST-shaped (three pixels, no convolution). The
 // bound's upper end is never below what a grid over the box finds, verify
@@ -180,65 +260,17 @@ func TestVerifyOwnInput(t *testing.T) {
 			}
 		}
 	}
-	dir := t.TempDir()
-	if err := model.Save(dir, m); err != nil {
-		t.Fatal(err)
-	}
-	m, err = model.Load[float64](dir) // what the CLI sees (weights stored as float32)
-	if err != nil {
-		t.Fatal(err)
-	}
 	x := []float64{0.25, -0.5, 0.125}
-	input := filepath.Join(t.TempDir(), "mine.safetensors")
-	if err := safetensors.WriteFile(input, &safetensors.File{Tensors: []safetensors.Tensor{safetensors.F64("input", []int{1, 1, 3}, x)}}); err != nil {
-		t.Fatal(err)
-	}
 	const eps = 0.3
-	code, stdout, stderr := runCLI(t, "bound", "--model", dir, "--eps", fmt.Sprint(eps), "--input", input, "--max-len", "10", "--timeout", "20s", "--json", "-q")
-	if code != 0 {
-		t.Fatalf("bound --input: exit %d: %s", code, stderr)
-	}
-	var b struct {
-		Lower int
-		Upper *int
-	}
-	if err := json.Unmarshal([]byte(stdout), &b); err != nil || b.Upper == nil {
-		t.Fatalf("bound: %q (%v)", stdout, err)
-	}
+	dir, m, input := saveTiny(t, m, x)
+	b := runBound(t, dir, input, eps)
 	// A grid over the box: nothing may decode more than upper.
-	longest := 0
-	const per = 21
-	for i := 0; i < per*per*per; i++ {
-		g := make([]float64, 3)
-		for c, j := 0, i; c < 3; c, j = c+1, j/per {
-			g[c] = math.Min(math.Max(x[c]-eps+2*eps*float64(j%per)/(per-1), -1), 1)
-		}
-		res, err := model.Decode(context.Background(), m, model.Batch[float64]{X: g}, 12)
-		if err != nil {
-			t.Fatal(err)
-		}
-		longest = max(longest, len(res[0].Tokens))
-	}
+	longest := gridLongest(t, m, x, eps)
 	if longest > *b.Upper || b.Lower > *b.Upper {
 		t.Fatalf("bound [%d, %d], but the grid finds %d tokens", b.Lower, *b.Upper, longest)
 	}
 	t.Logf("bound [%d, %d], grid %d", b.Lower, *b.Upper, longest)
-	verdict := func(k int) string {
-		code, stdout, stderr := runCLI(t, "verify", "--model", dir, "--eps", fmt.Sprint(eps), "--input", input, "--max-len", fmt.Sprint(k),
-			"--timeout", "20s", "--out", filepath.Join(t.TempDir(), "v.jsonl"), "-q")
-		if code != 0 {
-			t.Fatalf("verify --input: exit %d: %s", code, stderr)
-		}
-		return strings.TrimSpace(stdout)
-	}
-	if v := verdict(*b.Upper); v != "robust" {
-		t.Fatalf("verify at K̂ = upper %d: %s", *b.Upper, v)
-	}
-	if b.Lower > 0 {
-		if v := verdict(b.Lower - 1); v != "vulnerable" {
-			t.Fatalf("verify at K̂ = lower−1 = %d: %s", b.Lower-1, v)
-		}
-	}
+	verifyAtBoundEnds(t, dir, input, eps, b)
 	// Branch and bound alone (--bab --no-mip) never contradicts the grid,
 	// and its records say it ran.
 	for _, k := range []int{longest - 1, *b.Upper} {
@@ -272,11 +304,8 @@ func TestVerifyOwnInput(t *testing.T) {
 		t.Fatalf("verify --spec (ball, K̂ = upper): exit %d: %q %s", code, stdout, stderr)
 	}
 	boxSpec := writeSpec("box.json", fmt.Sprintf(`{"model": %q, "values": [0.25, -0.5, 0.125], "lower": [-0.05, -0.5, -0.175], "upper": [0.55, -0.5, 0.425], "max_len": 10}`, dir))
-	code, stdout, stderr = runCLI(t, "bound", "--spec", boxSpec, "--timeout", "20s", "--json", "-q")
-	var bb struct {
-		Lower int
-		Upper *int
-	}
+	code, stdout, stderr := runCLI(t, "bound", "--spec", boxSpec, "--timeout", "20s", "--json", "-q")
+	var bb tinyBound
 	if err := json.Unmarshal([]byte(stdout), &bb); code != 0 || err != nil || bb.Upper == nil || *bb.Upper > *b.Upper || bb.Lower > *bb.Upper {
 		t.Fatalf("bound --spec (box inside the ball): exit %d: %q %s (ball: [%d, %d])", code, stdout, stderr, b.Lower, *b.Upper)
 	}
