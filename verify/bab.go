@@ -70,6 +70,11 @@ type domain struct {
 	exhausted bool
 	// root is the search root the domain descends from (nil: it is one).
 	root *domain
+	// added reports that the domain adds a split to its parent's: last,
+	// on the side z ≥ its cut's lo (up) or z ≤ its hi.
+	added bool
+	last  neuron
+	up    bool
 }
 
 // rootOf is the search root d descends from.
@@ -127,6 +132,10 @@ type bounder struct {
 	g      *graph
 	lo, hi []float64
 	method BoundMethod
+	// clip cuts each child's input box by its new split (clip.go);
+	// clipped counts the boxes it cut.
+	clip    bool
+	clipped int64
 }
 
 // children bounds a batch of domains from their parents' bounds: the
@@ -141,6 +150,11 @@ func (bd *bounder) children(cs, parents []*domain, stop func() bool) bool {
 	groups := map[int][]rowOf{}
 	for i, c := range cs {
 		c.b = computeSplitBounds(context.Background(), g, bd.lo, bd.hi, bd.method, c.splits, c.tokens, parents[i].b, c.start, true)
+	}
+	if bd.clip && bd.method != BoundInterval {
+		bd.clipped += int64(bd.clipChildren(cs))
+	}
+	for i, c := range cs {
 		if c.b.Proven || bd.method == BoundInterval {
 			continue
 		}
@@ -539,7 +553,8 @@ func (g *graph) branch(d *domain) []*domain {
 		for _, up := range []bool{true, false} {
 			s := maps.Clone(d.splits)
 			s[d.next] = childCut(g, d.b, d.next, d.splits.of(d.next), up)
-			out = append(out, &domain{splits: s, tokens: d.tokens, start: g.nodes[d.next.node].in[0], fixed: -1})
+			out = append(out, &domain{splits: s, tokens: d.tokens, start: g.nodes[d.next.node].in[0], fixed: -1,
+				added: true, last: d.next, up: up})
 		}
 		return out
 	}
@@ -594,6 +609,7 @@ func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, b
 	if c := search.cuts; c != nil {
 		ph.Cuts, ph.Strengthened, ph.Pruned = c.learned, c.strengthened, c.pruned
 	}
+	ph.Clipped = search.bd.clipped
 	if err != nil {
 		return false, math.Inf(1), err
 	}
@@ -687,6 +703,7 @@ func (g *graph) newBaB(limit context.Context, lo, hi []float64, opt Options, roo
 	if opt.Cuts {
 		s.cuts = &cutPool{}
 	}
+	s.bd.clip = opt.Clip
 	return s
 }
 

@@ -81,6 +81,9 @@ type Options struct {
 	// Cuts learns nogoods from branch and bound's closed leaves (cuts.go)
 	// and closes the domains they cover unbounded.
 	Cuts bool
+	// Clip cuts each branch-and-bound child's input box by the half-space
+	// its new split gives through CROWN's linear bound (clip.go).
+	Clip bool
 	// Params are passed to the MIP solver (for CBC, e.g. "-cuts", "off").
 	Params []string
 	// WriteMPS, if set, is a directory where each sample's MIP is written.
@@ -197,6 +200,9 @@ type Phase struct {
 	Cuts         int64 `json:"cuts,omitempty"`
 	Strengthened int64 `json:"strengthened,omitempty"`
 	Pruned       int64 `json:"pruned,omitempty"`
+	// Clipped counts, with Options.Clip, the domains whose input box
+	// branch and bound's search has cut so far.
+	Clipped int64 `json:"clipped,omitempty"`
 }
 
 // Sample is one verification problem: does some input of Set decode more
