@@ -609,7 +609,9 @@ func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, b
 	if c := search.cuts; c != nil {
 		ph.Cuts, ph.Strengthened, ph.Pruned = c.learned, c.strengthened, c.pruned
 	}
-	ph.Clipped = search.bd.clipped
+	if search.bd != nil {
+		ph.Clipped = search.bd.clipped
+	}
 	if err != nil {
 		return false, math.Inf(1), err
 	}

@@ -155,10 +155,11 @@ func slowdown() float64 {
 }
 
 // TestFalsifierAfterBaBGivesUp: when branch and bound ends without a
-// verdict (a domain with nothing left to split stays open), the adaptive
-// search spends the time left on falsifier rounds, each with fresh
-// restarts, instead of answering unknown at once. Broken, it stops
-// after the search with no round run.
+// verdict (a domain with nothing left to split stays open) and no MIP
+// stage comes after it, the adaptive search spends the time left on
+// falsifier rounds, each with fresh restarts, instead of answering
+// unknown at once; with MIP stages after it, it leaves them the time.
+// Broken, it stops after the search with no round run.
 func TestFalsifierAfterBaBGivesUp(t *testing.T) {
 	search := &babSearch{final: &babOutcome{status: babNoSplit, bound: 0.5}}
 	var rounds []int
@@ -168,7 +169,7 @@ func TestFalsifierAfterBaBGivesUp(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	done, err := adaptiveSearch(ctx, search, falsify, &Result{Bound: math.Inf(1)}, 1)
+	done, err := adaptiveSearch(ctx, search, falsify, &Result{Bound: math.Inf(1)}, 1, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,12 @@ func TestFalsifierAfterBaBGivesUp(t *testing.T) {
 		return false, nil
 	}
 	t0 := time.Now()
-	if done, _ := adaptiveSearch(ctx, search, never, &Result{Bound: math.Inf(1)}, 1); done || time.Since(t0) < 200*time.Millisecond || len(rounds) < 2 {
+	if done, _ := adaptiveSearch(ctx, search, never, &Result{Bound: math.Inf(1)}, 1, true); done || time.Since(t0) < 200*time.Millisecond || len(rounds) < 2 {
 		t.Fatalf("done %v after %v and %d rounds, want no verdict at the time limit after several", done, time.Since(t0), len(rounds))
+	}
+	rounds = nil
+	t0 = time.Now()
+	if done, _ := adaptiveSearch(context.Background(), search, never, &Result{Bound: math.Inf(1)}, 1, false); done || len(rounds) > 0 || time.Since(t0) > 5*time.Second {
+		t.Fatalf("with MIP stages after it: done %v after %d rounds, want none", done, len(rounds))
 	}
 }

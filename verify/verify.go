@@ -420,7 +420,7 @@ func stages(ctx context.Context, g *graph, sm Sample, opt Options, b *Bounds, mi
 	// 0 where no stage before it ran the falsifier.
 	adaptive := func(first int) func(context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
-			return adaptiveSearch(ctx, search, falsify, res, first)
+			return adaptiveSearch(ctx, search, falsify, res, first, opt.Solver == nil)
 		}
 	}
 	bab := func(ctx context.Context) (bool, error) {
@@ -720,8 +720,8 @@ func babSlice(left time.Duration) time.Duration { return max(left/8, time.Second
 // fast gets all the time for the proof; one whose margins stay open, which
 // more often has a witness the first restarts missed (docs/results.md),
 // gets round after round, and so does one whose branch and bound has
-// ended without a verdict.
-func adaptiveSearch(ctx context.Context, search *babSearch, falsify func(context.Context, int) (bool, error), res *Result, round int) (bool, error) {
+// ended without a verdict when this search is the last stage (last).
+func adaptiveSearch(ctx context.Context, search *babSearch, falsify func(context.Context, int) (bool, error), res *Result, round int, last bool) (bool, error) {
 	if round == 0 {
 		if done, err := falsify(ctx, 0); done || err != nil {
 			return done, err
@@ -742,10 +742,12 @@ func adaptiveSearch(ctx context.Context, search *babSearch, falsify func(context
 			return done, err
 		}
 		if search.final != nil {
-			// Branch and bound ended for good without a verdict: the
-			// time left is the falsifier's (near-threshold models have
-			// witnesses its first rounds missed).
-			for ctx.Err() == nil {
+			// Branch and bound ended for good without a verdict. With
+			// MIP stages after this one, they get the time (the exact
+			// MIP decides what branch and bound could not); as the last
+			// stage, the falsifier gets it: near-threshold models have
+			// witnesses its first rounds missed.
+			for last && ctx.Err() == nil {
 				if done, err := falsify(ctx, round); done || err != nil {
 					return done, err
 				}
