@@ -122,6 +122,12 @@ type VerifySettings struct {
 	// BaB runs branch and bound over ReLU splits and tokens (α,β-CROWN
 	// bounds) before the MIPs, or alone with solver "none".
 	BaB bool `json:"bab,omitempty"`
+	// Cuts learns nogoods from branch and bound's closed leaves and closes
+	// the domains they cover unbounded (verify.Options.Cuts).
+	Cuts bool `json:"cuts,omitempty"`
+	// Clip cuts each branch-and-bound child's input box by its new split
+	// (verify.Options.Clip).
+	Clip bool `json:"clip,omitempty"`
 	// The PGD warm start.
 	AttackSteps    int     `json:"attack_steps"`
 	AttackRestarts int     `json:"attack_restarts"`

@@ -12,10 +12,14 @@ import "math"
 // one batch of back-substitutions, each row with its own parameters.
 
 // alphaOptions are the optimiser's settings: Adam on the slopes (lr) and
-// on the split multipliers (betaLR).
+// on the split multipliers (betaLR); stop (nil: never), asked before each
+// iteration after the first, abandons the search: a batch of branch and
+// bound's 300-iteration searches must not carry a sample past its time
+// limit.
 type alphaOptions struct {
 	iters      int
 	lr, betaLR float64
+	stop       func() bool
 }
 
 var defaultAlpha = alphaOptions{iters: 20, lr: 0.2, betaLR: 0.1}
@@ -72,7 +76,8 @@ type betaSides struct {
 // the rows' relaxation parameters and split multipliers, starting from
 // init (nil: CROWN's parameters, β = 0; its blocks are read, not changed).
 // It returns the rows' bounds (padded: sound), the vertices that attain
-// them and the parameters that gave them.
+// them and the parameters that gave them; nothing (ub nil) when opt.stop
+// abandoned it.
 func (g *graph) optimise(dom []*Bounds, start int, c *block, k []float64, splits []splitSet, init *relaxation, opt alphaOptions) (ub []float64, xs *block, best *relaxation, final *backState) {
 	R := len(dom)
 	rx := g.defaultRelaxation(dom, start)
@@ -157,6 +162,9 @@ func (g *graph) optimise(dom []*Bounds, start int, c *block, k []float64, splits
 	}
 	inW := g.nodes[0].width
 	for it := 1; it <= opt.iters; it++ {
+		if it > 1 && opt.stop != nil && opt.stop() {
+			return nil, nil, nil, nil
+		}
 		s := g.newBack(dom, rx, false, true)
 		s.run(start, c, k)
 		xsIt := newBlock(R, inW)

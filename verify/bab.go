@@ -68,6 +68,21 @@ type domain struct {
 	// exhausted is set once a domain with nothing to split had its last,
 	// long search.
 	exhausted bool
+	// root is the search root the domain descends from (nil: it is one).
+	root *domain
+	// added reports that the domain adds a split to its parent's: last,
+	// on the side z ≥ its cut's lo (up) or z ≤ its hi.
+	added bool
+	last  neuron
+	up    bool
+}
+
+// rootOf is the search root d descends from.
+func rootOf(d *domain) *domain {
+	if d.root != nil {
+		return d.root
+	}
+	return d
 }
 
 // fsbCandidates is how many of the best-scored neurons the brancher tries.
@@ -117,18 +132,29 @@ type bounder struct {
 	g      *graph
 	lo, hi []float64
 	method BoundMethod
+	// clip cuts each child's input box by its new split (clip.go);
+	// clipped counts the boxes it cut.
+	clip    bool
+	clipped int64
 }
 
 // children bounds a batch of domains from their parents' bounds: the
 // nodes from each one's start on by intervals within its parent's, then
 // the upper ends of the margins of the steps from there on by CROWN, all
-// children's as one batch of rows per step.
-func (bd *bounder) children(cs, parents []*domain) {
+// children's as one batch of rows per step. It reports false when stop
+// (nil: never) ended it between steps: the children are then to be
+// bounded again, from their parents.
+func (bd *bounder) children(cs, parents []*domain, stop func() bool) bool {
 	g := bd.g
 	type rowOf struct{ c, tok int }
 	groups := map[int][]rowOf{}
 	for i, c := range cs {
 		c.b = computeSplitBounds(context.Background(), g, bd.lo, bd.hi, bd.method, c.splits, c.tokens, parents[i].b, c.start, true)
+	}
+	if bd.clip && bd.method != BoundInterval {
+		bd.clipped += int64(bd.clipChildren(cs))
+	}
+	for i, c := range cs {
 		if c.b.Proven || bd.method == BoundInterval {
 			continue
 		}
@@ -146,6 +172,9 @@ func (bd *bounder) children(cs, parents []*domain) {
 		}
 	}
 	for _, t := range slices.Sorted(maps.Keys(groups)) {
+		if stop != nil && stop() {
+			return false
+		}
 		rows := groups[t]
 		toks := make([]int, len(rows))
 		dom := make([]*Bounds, len(rows))
@@ -160,6 +189,7 @@ func (bd *bounder) children(cs, parents []*domain) {
 			}
 		}
 	}
+	return true
 }
 
 // examine bounds the worst margins of a batch of domains by α,β-CROWN
@@ -167,37 +197,47 @@ func (bd *bounder) children(cs, parents []*domain) {
 // and reports which it closes: at each domain's worst step, the
 // maxTokens tokens with the largest margin bounds (≤ 0: every token
 // allowed there); the others keep the bounds they have. An open domain
-// gets its bound, vertex, parameters and branching candidates.
-func (bd *bounder) examine(doms, init []*domain, opt alphaOptions, maxTokens int) (closed []bool) {
+// gets its bound, vertex, parameters and branching candidates. When
+// opt.stop abandons a search, examine changes no domain and reports
+// ok false: the batch is as it was, to be bounded again or left open.
+func (bd *bounder) examine(doms, init []*domain, opt alphaOptions, maxTokens int) (closed []bool, ok bool) {
 	g := bd.g
-	closed = make([]bool, len(doms))
 	type rowOf struct{ d, tok int }
 	groups := map[int][]rowOf{}        // step → rows
 	rest := make([]float64, len(doms)) // the bound of the tokens not optimised
+	steps := make([]int, len(doms))    // each domain's worst step
+	toksOf := make([][]int, len(doms)) // and the tokens bounded there
 	for i, d := range doms {
-		d.step = worstStep(d.b)
+		steps[i] = worstStep(d.b)
 		var toks []int
-		for z, ok := range d.b.Allowed[d.step] {
+		for z, ok := range d.b.Allowed[steps[i]] {
 			if ok {
 				toks = append(toks, z)
 			}
 		}
 		// The tokens with the largest margin bounds first: they decide the
 		// domain's bound; the others keep theirs.
-		m := d.b.Margin[d.step]
+		m := d.b.Margin[steps[i]]
 		slices.SortStableFunc(toks, func(a, b int) int { return cmp.Compare(m[b].Hi, m[a].Hi) })
 		rest[i] = math.Inf(-1)
 		if maxTokens > 0 && len(toks) > maxTokens {
 			rest[i] = m[toks[maxTokens]].Hi
 			toks = toks[:maxTokens]
 		}
-		d.toks = toks
+		toksOf[i] = toks
 		for _, z := range toks {
-			groups[d.step] = append(groups[d.step], rowOf{i, z})
+			groups[steps[i]] = append(groups[steps[i]], rowOf{i, z})
 		}
-		d.bound, d.vertex, d.rx = math.Inf(-1), nil, nil
 	}
-	for _, t := range slices.Sorted(maps.Keys(groups)) {
+	type found struct {
+		ub    []float64
+		xs    *block
+		best  *relaxation
+		final *backState
+	}
+	order := slices.Sorted(maps.Keys(groups))
+	results := make([]found, len(order))
+	for gi, t := range order {
 		rows := groups[t]
 		toks := make([]int, len(rows))
 		dom := make([]*Bounds, len(rows))
@@ -219,7 +259,18 @@ func (bd *bounder) examine(doms, init []*domain, opt alphaOptions, maxTokens int
 			}
 		}
 		ub, xs, best, final := g.optimise(dom, start, c, k, splits, rx0, opt)
-		for r, ro := range rows {
+		if ub == nil {
+			return nil, false
+		}
+		results[gi] = found{ub, xs, best, final}
+	}
+	for i, d := range doms {
+		d.step, d.toks = steps[i], toksOf[i]
+		d.bound, d.vertex, d.rx = math.Inf(-1), nil, nil
+	}
+	for gi, t := range order {
+		ub, xs, best, final := results[gi].ub, results[gi].xs, results[gi].best, results[gi].final
+		for r, ro := range groups[t] {
 			d := doms[ro.d]
 			// The tighter margin is the domain's from now on (its children
 			// inherit it); a token it rules out is no longer allowed here.
@@ -236,6 +287,7 @@ func (bd *bounder) examine(doms, init []*domain, opt alphaOptions, maxTokens int
 			}
 		}
 	}
+	closed = make([]bool, len(doms))
 	for i, d := range doms {
 		d.bound = math.Max(d.bound, rest[i])
 		if d.bound < 0 {
@@ -248,7 +300,7 @@ func (bd *bounder) examine(doms, init []*domain, opt alphaOptions, maxTokens int
 			d.next = d.cands[0]
 		}
 	}
-	return closed
+	return closed, true
 }
 
 // tightenMargin lowers the upper bound of token z's margin at step t to
@@ -385,7 +437,8 @@ type brancher struct{ g *graph }
 // whose worse child is lowest is split. The intercept score alone ranks by
 // what the split removes from the domain's own relaxation, not by what its
 // children can prove. All candidates of the batch are one batch of rows.
-func (br *brancher) choose(doms []*domain) {
+// It reports false, having chosen nothing, when stop (nil: never) ended it.
+func (br *brancher) choose(doms []*domain, stop func() bool) bool {
 	g := br.g
 	type rowOf struct {
 		d, cand int
@@ -409,6 +462,9 @@ func (br *brancher) choose(doms []*domain) {
 		}
 	}
 	for _, t := range slices.Sorted(maps.Keys(groups)) {
+		if stop != nil && stop() {
+			return false
+		}
 		rows := groups[t]
 		start := g.hidden[t]
 		dom := make([]*Bounds, len(rows))
@@ -449,6 +505,7 @@ func (br *brancher) choose(doms []*domain) {
 			}
 		}
 	}
+	return true
 }
 
 // copyRowInto copies row sr of every block of src into row r of dst,
@@ -496,7 +553,8 @@ func (g *graph) branch(d *domain) []*domain {
 		for _, up := range []bool{true, false} {
 			s := maps.Clone(d.splits)
 			s[d.next] = childCut(g, d.b, d.next, d.splits.of(d.next), up)
-			out = append(out, &domain{splits: s, tokens: d.tokens, start: g.nodes[d.next.node].in[0], fixed: -1})
+			out = append(out, &domain{splits: s, tokens: d.tokens, start: g.nodes[d.next.node].in[0], fixed: -1,
+				added: true, last: d.next, up: up})
 		}
 		return out
 	}
@@ -548,6 +606,12 @@ func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, b
 	before := search.domains
 	out, err := search.run(ctx)
 	ph.Nodes = out.domains - before
+	if c := search.cuts; c != nil {
+		ph.Cuts, ph.Strengthened, ph.Pruned = c.learned, c.strengthened, c.pruned
+	}
+	if search.bd != nil {
+		ph.Clipped = search.bd.clipped
+	}
 	if err != nil {
 		return false, math.Inf(1), err
 	}
@@ -612,6 +676,17 @@ type babSearch struct {
 	candidate func([]float64) (bool, error)
 	domains   int64
 	final     *babOutcome // set once the search has ended for good
+	// limit is the sample's time limit, looked at inside a batch's
+	// bounding (between the optimiser's iterations); run's context, which
+	// may be one slice of it, only between batches, so that a search cut
+	// into slices bounds the same domains as a whole one. A batch that
+	// limit ends is left as it was.
+	limit context.Context
+	// cuts are the nogoods learned from closed leaves (nil: off).
+	cuts *cutPool
+	// learnOpen, for tests only, learns nogoods from leaves left open
+	// too: a pool with unsound cuts, which the tests must catch.
+	learnOpen bool
 	// queued are the children of the last batch split, not bounded yet,
 	// with their parents: a search paused between splitting a batch and
 	// bounding its children resumes with them, so no domain is bounded
@@ -619,13 +694,37 @@ type babSearch struct {
 	queued, parents []*domain
 }
 
-// newBaB starts a search over roots; candidate replays a vertex.
-func (g *graph) newBaB(lo, hi []float64, opt Options, roots []*domain, candidate func([]float64) (bool, error)) *babSearch {
+// newBaB starts a search over roots within limit (the sample's time
+// limit); candidate replays a vertex.
+func (g *graph) newBaB(limit context.Context, lo, hi []float64, opt Options, roots []*domain, candidate func([]float64) (bool, error)) *babSearch {
 	for _, r := range roots {
 		r.fixed = -1
 	}
-	return &babSearch{g: g, bd: &bounder{g: g, lo: lo, hi: hi, method: opt.Bounds}, br: &brancher{g: g},
-		roots: roots, tried: map[uint64]bool{}, candidate: candidate}
+	s := &babSearch{g: g, bd: &bounder{g: g, lo: lo, hi: hi, method: opt.Bounds}, br: &brancher{g: g},
+		roots: roots, tried: map[uint64]bool{}, candidate: candidate, limit: limit}
+	if opt.Cuts {
+		s.cuts = &cutPool{}
+	}
+	s.bd.clip = opt.Clip
+	return s
+}
+
+// covered reports whether a learned nogood covers d (and counts it).
+func (s *babSearch) covered(d *domain) bool {
+	if s.cuts == nil || !s.cuts.covers(d) {
+		return false
+	}
+	s.cuts.pruned++
+	return true
+}
+
+// stopped reports whether the sample's time limit has passed.
+func (s *babSearch) stopped() bool { return s.limit.Err() != nil }
+
+// with is opt stopped by the sample's time limit.
+func (s *babSearch) with(opt alphaOptions) alphaOptions {
+	opt.stop = s.stopped
+	return opt
 }
 
 // try decodes the vertices of a batch of domains and replays those that
@@ -695,8 +794,14 @@ func (s *babSearch) run(ctx context.Context) (babOutcome, error) {
 				live = append(live, r)
 			}
 		}
-		closed := s.bd.examine(live, nil, babAlpha, 0)
+		closed, ok := s.bd.examine(live, nil, s.with(babAlpha), 0)
+		if !ok {
+			return pause()
+		}
 		for i, r := range live {
+			if s.learnOpen {
+				s.learn(r, r)
+			}
 			if !closed[i] {
 				heap.Push(open, r)
 			}
@@ -708,18 +813,41 @@ func (s *babSearch) run(ctx context.Context) (babOutcome, error) {
 			if ctx.Err() != nil {
 				return pause()
 			}
-			var live, from []*domain
-			s.bd.children(s.queued, s.parents)
+			// Children a learned nogood covers are closed unbounded.
+			var queued, parents []*domain
 			for i, c := range s.queued {
-				s.domains++
+				if s.covered(c) {
+					s.domains++
+					continue
+				}
+				queued, parents = append(queued, c), append(parents, s.parents[i])
+			}
+			s.queued, s.parents = queued, parents
+			if !s.bd.children(s.queued, s.parents, s.stopped) {
+				return pause()
+			}
+			var live, from []*domain
+			for i, c := range s.queued {
 				if !c.b.Proven {
 					live, from = append(live, c), append(from, s.parents[i])
 				}
 			}
-			closed := s.bd.examine(live, from, babChildAlpha, babTokens)
+			closed, ok := s.bd.examine(live, from, s.with(babChildAlpha), babTokens)
+			if !ok {
+				return pause()
+			}
+			s.domains += int64(len(s.queued))
+			for _, c := range s.queued {
+				if c.b.Proven {
+					s.learn(c, c.root)
+				}
+			}
 			for i, c := range live {
 				if !closed[i] {
 					heap.Push(open, c)
+				}
+				if closed[i] || s.learnOpen {
+					s.learn(c, c.root)
 				}
 			}
 			s.queued, s.parents = nil, nil
@@ -729,45 +857,56 @@ func (s *babSearch) run(ctx context.Context) (babOutcome, error) {
 		}
 		var batch []*domain
 		for open.Len() > 0 && len(batch) < babBatch {
-			batch = append(batch, heap.Pop(open).(*domain))
+			if d := heap.Pop(open).(*domain); !s.covered(d) {
+				batch = append(batch, d)
+			}
 		}
-		if ok, err := s.try(batch); err != nil || ok {
-			for _, d := range batch {
+		if len(batch) == 0 {
+			continue
+		}
+		putBack := func(doms []*domain) {
+			for _, d := range doms {
 				heap.Push(open, d)
 			}
+		}
+		if ok, err := s.try(batch); err != nil || ok {
+			putBack(batch)
 			if err != nil {
 				return babOutcome{}, err
 			}
 			return end(babCandidate, batch[0].bound)
 		}
-		if ctx.Err() != nil {
-			for _, d := range batch {
-				heap.Push(open, d)
-			}
+		if ctx.Err() != nil || !s.br.choose(batch, s.stopped) {
+			putBack(batch)
 			return pause()
 		}
-		s.br.choose(batch)
 		for i, d := range batch {
 			children := s.g.branch(d)
 			if children == nil && !d.exhausted {
 				// Nothing left to split: the relaxation of its worst margin
 				// is exact and only the split constraints' multipliers are
 				// left to converge. A long search, once, before giving up.
-				d.exhausted = true
 				was := *d
+				closed, ok := s.bd.examine([]*domain{d}, []*domain{&was}, s.with(babFinalAlpha), 0)
+				if !ok {
+					putBack(batch[i:])
+					return pause()
+				}
+				d.exhausted = true
 				s.domains++
-				if !s.bd.examine([]*domain{d}, []*domain{&was}, babFinalAlpha, 0)[0] {
+				if !closed[0] {
 					heap.Push(open, d)
+				} else {
+					s.learn(d, d.root)
 				}
 				continue
 			}
 			if children == nil {
-				for _, d := range batch[i:] {
-					heap.Push(open, d)
-				}
+				putBack(batch[i:])
 				return end(babNoSplit, d.bound)
 			}
 			for _, c := range children {
+				c.root = rootOf(d)
 				s.queued, s.parents = append(s.queued, c), append(s.parents, d)
 			}
 		}

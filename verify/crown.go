@@ -243,7 +243,7 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 		live := ctx.Err() == nil
 		// A child's margins are its parent's, intersected with intervals:
 		// the bounder tightens the worst step's by α,β-CROWN.
-		logits, margin, empty := g.boundHead(b, t, crown && live && !inheriting, method.optimised() && live && !inheriting, within)
+		logits, margin, empty := g.boundHead(b, t, crown && live && !inheriting, method.optimised() && live && !inheriting, within, ctxStop(ctx))
 		if empty {
 			return b.empty()
 		}
@@ -262,6 +262,11 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 		}
 	}
 	return b
+}
+
+// ctxStop is a stop function for the optimiser: ctx has ended.
+func ctxStop(ctx context.Context) func() bool {
+	return func() bool { return ctx.Err() != nil }
 }
 
 // onlyInput reports whether n reads nothing but the input: its bounds are
@@ -306,16 +311,19 @@ func (g *graph) tightenPre(ctx context.Context, b *Bounds, id int, val []Interva
 			open = append(open, j)
 		}
 	}
+	opt := defaultAlpha
+	opt.stop = ctxStop(ctx)
 	alpha := func(dom []*Bounds, c *block) []float64 {
-		ub, _, _, _ := g.optimise(dom, id, c, make([]float64, c.rows), nil, nil, defaultAlpha)
-		return ub
+		ub, _, _, _ := g.optimise(dom, id, c, make([]float64, c.rows), nil, nil, opt)
+		return ub // nil once ctx ended: tightenRows keeps CROWN's
 	}
 	g.tightenRows(ctx, b, id, open, val, alpha)
 }
 
 // tightenRows intersects the bounds val[j] of node id's neurons j in idx
 // with upper bounds of their unit rows (bound: sound upper bounds of rows
-// over b), 256 neurons at a time until ctx ends.
+// over b, or nil when it was stopped), 256 neurons at a time until ctx
+// ends.
 func (g *graph) tightenRows(ctx context.Context, b *Bounds, id int, idx []int, val []Interval, bound func([]*Bounds, *block) []float64) {
 	const chunk = 256
 	for lo := 0; lo < len(idx); lo += chunk {
@@ -325,6 +333,9 @@ func (g *graph) tightenRows(ctx context.Context, b *Bounds, id int, idx []int, v
 		part := idx[lo:min(lo+chunk, len(idx))]
 		c := unitRows(part, g.nodes[id].width)
 		ub := bound(sameDomain(b, c.rows), c)
+		if ub == nil {
+			return
+		}
 		for i, j := range part {
 			val[j] = intersect(val[j], Interval{-ub[2*i+1], ub[2*i]})
 		}
@@ -358,8 +369,9 @@ func sameDomain(b *Bounds, n int) []*Bounds {
 // set, are the step's bounds over a domain containing this one (a
 // branch-and-bound parent's): they are intersected in, and CROWN then
 // bounds only the margins' upper ends. empty reports a bound crossing its
-// other end: a domain with no input.
-func (g *graph) boundHead(b *Bounds, t int, crown, alpha bool, within *stepBounds) (logits, margin []Interval, empty bool) {
+// other end: a domain with no input. stop ends α-CROWN's search early,
+// leaving CROWN's margins.
+func (g *graph) boundHead(b *Bounds, t int, crown, alpha bool, within *stepBounds, stop func() bool) (logits, margin []Interval, empty bool) {
 	h := g.hidden[t]
 	hd := g.head
 	logits, margin = hd.intervals(b.Val[h])
@@ -410,7 +422,12 @@ func (g *graph) boundHead(b *Bounds, t int, crown, alpha bool, within *stepBound
 	}
 	if len(open) > 0 {
 		c, k := hd.marginRows(open, 1)
-		ub, _, _, _ := g.optimise(dom[:c.rows], h, c, k, nil, nil, defaultAlpha)
+		opt := defaultAlpha
+		opt.stop = stop
+		ub, _, _, _ := g.optimise(dom[:c.rows], h, c, k, nil, nil, opt)
+		if ub == nil {
+			return logits, margin, false
+		}
 		for i, z := range open {
 			margin[z].Hi = math.Min(margin[z].Hi, ub[i])
 		}

@@ -183,7 +183,7 @@ func tokenPhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 		}
 	}
 	ph.Leaves, ph.LeavesOpen = len(ts.leaves), len(roots)
-	out, err := g.newBaB(lo, hi, opt, roots, func(x []float64) (bool, error) { return replay(x, "tokens") }).run(ctx)
+	out, err := g.newBaB(ctx, lo, hi, opt, roots, func(x []float64) (bool, error) { return replay(x, "tokens") }).run(ctx)
 	ph.Nodes += out.domains
 	switch {
 	case err != nil:

@@ -78,6 +78,12 @@ type Options struct {
 	// follow, and again after the token search, resumed, with half of what
 	// is left then.
 	BaB bool
+	// Cuts learns nogoods from branch and bound's closed leaves (cuts.go)
+	// and closes the domains they cover unbounded.
+	Cuts bool
+	// Clip cuts each branch-and-bound child's input box by the half-space
+	// its new split gives through CROWN's linear bound (clip.go).
+	Clip bool
 	// Params are passed to the MIP solver (for CBC, e.g. "-cuts", "off").
 	Params []string
 	// WriteMPS, if set, is a directory where each sample's MIP is written.
@@ -187,6 +193,16 @@ type Phase struct {
 	// and those its per-leaf bounds left to branch and bound.
 	Leaves     int `json:"leaves,omitempty"`
 	LeavesOpen int `json:"leaves_open,omitempty"`
+	// Cuts, Strengthened and Pruned count, for branch and bound with
+	// Options.Cuts, the nogoods its search has learned so far, those
+	// proved with fewer splits than their leaf, and the domains they
+	// closed unbounded.
+	Cuts         int64 `json:"cuts,omitempty"`
+	Strengthened int64 `json:"strengthened,omitempty"`
+	Pruned       int64 `json:"pruned,omitempty"`
+	// Clipped counts, with Options.Clip, the domains whose input box
+	// branch and bound's search has cut so far.
+	Clipped int64 `json:"clipped,omitempty"`
 }
 
 // Sample is one verification problem: does some input of Set decode more
@@ -321,7 +337,7 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 		res.Phases = append(res.Phases, ph)
 		return done, err
 	}
-	pipeline := stages(g, sm, opt, b, mipStart, replay, falsifyStage, res)
+	pipeline := stages(ctx, g, sm, opt, b, mipStart, replay, falsifyStage, res)
 	if len(pipeline) == 0 {
 		res.Reason = fmt.Sprintf("bounds inconclusive (margin ≤ %.3g) and no MIP solver", res.Bound)
 		return res, nil
@@ -386,8 +402,9 @@ const (
 // coarse to exact, branch and bound (the only ones without a MIP solver),
 // the box MIP around i₀, the token search, branch and bound resumed, the
 // MIPs with the encoder abstracted at i₀ and at fc1, the relaxed MIP, and
-// the exact MIP.
-func stages(g *graph, sm Sample, opt Options, b *Bounds, mipStart func(*encoding) []float64, replay func([]float64, string) (bool, error), falsify func(context.Context, int) (bool, error), res *Result) []stage {
+// the exact MIP. ctx is the sample's: its time limit stops branch and
+// bound inside a batch.
+func stages(ctx context.Context, g *graph, sm Sample, opt Options, b *Bounds, mipStart func(*encoding) []float64, replay func([]float64, string) (bool, error), falsify func(context.Context, int) (bool, error), res *Result) []stage {
 	solve := func(eo encodeOptions) func(context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
 			return solvePhase(ctx, g, b, sm, opt, eo, mipStart, replay, res)
@@ -397,13 +414,13 @@ func stages(g *graph, sm Sample, opt Options, b *Bounds, mipStart func(*encoding
 	var search *babSearch
 	if opt.BaB {
 		lo, hi := sm.Set.Box()
-		search = g.newBaB(lo, hi, opt, []*domain{{splits: splitSet{}, b: b}}, func(x []float64) (bool, error) { return replay(x, "bab") })
+		search = g.newBaB(ctx, lo, hi, opt, []*domain{{splits: splitSet{}, b: b}}, func(x []float64) (bool, error) { return replay(x, "bab") })
 	}
 	// adaptive(first) is the adaptive search from falsifier round first:
 	// 0 where no stage before it ran the falsifier.
 	adaptive := func(first int) func(context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
-			return adaptiveSearch(ctx, search, falsify, res, first)
+			return adaptiveSearch(ctx, search, falsify, res, first, opt.Solver == nil)
 		}
 	}
 	bab := func(ctx context.Context) (bool, error) {
@@ -702,8 +719,9 @@ func babSlice(left time.Duration) time.Duration { return max(left/8, time.Second
 // another falsifier round with fresh restarts. A sample whose bound falls
 // fast gets all the time for the proof; one whose margins stay open, which
 // more often has a witness the first restarts missed (docs/results.md),
-// gets round after round.
-func adaptiveSearch(ctx context.Context, search *babSearch, falsify func(context.Context, int) (bool, error), res *Result, round int) (bool, error) {
+// gets round after round, and so does one whose branch and bound has
+// ended without a verdict when this search is the last stage (last).
+func adaptiveSearch(ctx context.Context, search *babSearch, falsify func(context.Context, int) (bool, error), res *Result, round int, last bool) (bool, error) {
 	if round == 0 {
 		if done, err := falsify(ctx, 0); done || err != nil {
 			return done, err
@@ -723,7 +741,18 @@ func adaptiveSearch(ctx context.Context, search *babSearch, falsify func(context
 		if done || err != nil {
 			return done, err
 		}
-		if search.final != nil { // ended for good without a verdict
+		if search.final != nil {
+			// Branch and bound ended for good without a verdict. With
+			// MIP stages after this one, they get the time (the exact
+			// MIP decides what branch and bound could not); as the last
+			// stage, the falsifier gets it: near-threshold models have
+			// witnesses its first rounds missed.
+			for last && ctx.Err() == nil {
+				if done, err := falsify(ctx, round); done || err != nil {
+					return done, err
+				}
+				round++
+			}
 			return false, nil
 		}
 		left -= time.Since(t0)

@@ -605,7 +605,7 @@ func TestBaBResumes(t *testing.T) {
 				return spec.Exceeds(decode(t, m, x, 12)[0], K), nil
 			}
 			search := func() *babSearch {
-				return g.newBaB(lo, hi, verifyOpts(), []*domain{{splits: splitSet{}, b: b}}, candidate)
+				return g.newBaB(context.Background(), lo, hi, verifyOpts(), []*domain{{splits: splitSet{}, b: b}}, candidate)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			whole, err := search().run(ctx)

@@ -1,0 +1,175 @@
+package verify
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/lenspec/lenspec/spec"
+)
+
+// TestCutsAgainstGrid: branch and bound with learned cuts and input
+// clipping never proves a property a dense grid search breaks, ends
+// proven where branch and bound without them does, and both are used
+// (nogoods strengthened and covering domains, boxes clipped); with a pool that learns from open leaves too
+// (unsound cuts planted), some search proves a property the grid breaks:
+// the check has teeth.
+func TestCutsAgainstGrid(t *testing.T) {
+	var proven, strengthened, pruned, learned, clipped int64
+	wrongPlanted := 0
+	for seed := uint64(1); seed <= 80; seed++ {
+		pixels := 2 + int(seed%3)
+		m, ball := pixelProblem(t, seed, pixels, []float64{0.2, 0.5, 1}[seed%3])
+		lo, hi := ball.Box()
+		maxLen, _ := gridMax(t, m, lo, hi, map[int]int{2: 301, 3: 61, 4: 25}[pixels], 12)
+		if maxLen > 11 {
+			continue
+		}
+		n, err := Lower(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, K := range []int{maxLen - 1, maxLen} {
+			if K < 0 {
+				continue
+			}
+			g := newGraph(n, K)
+			b := computeBounds(context.Background(), g, lo, hi, BoundCROWN)
+			if b.Proven {
+				continue
+			}
+			candidate := func(x []float64) (bool, error) {
+				return spec.Exceeds(decode(t, m, x, 12)[0], K), nil
+			}
+			search := func(cuts, clip, plant bool) (babOutcome, *babSearch) {
+				opt := verifyOpts()
+				opt.Cuts, opt.Clip = cuts, clip
+				s := g.newBaB(context.Background(), lo, hi, opt, []*domain{{splits: splitSet{}, b: b}}, candidate)
+				s.learnOpen = plant
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				out, err := s.run(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out, s
+			}
+			if K < maxLen {
+				// A longer output exists: never proven, with both on.
+				if out, _ := search(true, true, false); out.status == babProven {
+					t.Fatalf("seed %d: branch and bound with cuts and clipping proves K̂ %d, the grid finds length %d", seed, K, maxLen)
+				}
+				if bad, _ := search(true, false, true); bad.status == babProven {
+					wrongPlanted++
+				}
+				continue
+			}
+			plain, _ := search(false, false, false)
+			for _, on := range []struct{ cuts, clip bool }{{true, false}, {false, true}} {
+				out, s := search(on.cuts, on.clip, false)
+				if plain.status != babTimeLimit && out.status != babTimeLimit && (plain.status == babProven) != (out.status == babProven) {
+					t.Fatalf("seed %d K̂ %d: with cuts %v and clipping %v the search ends %v, without %v", seed, K, on.cuts, on.clip, out.status, plain.status)
+				}
+				if out.status == babProven {
+					proven++
+				}
+				if on.cuts {
+					learned += s.cuts.learned
+					strengthened += s.cuts.strengthened
+					pruned += s.cuts.pruned
+				}
+				clipped += s.bd.clipped
+			}
+		}
+	}
+	t.Logf("%d proofs with cuts and clipping; %d nogoods learned, %d strengthened, %d domains closed by them, %d input boxes clipped; planted cuts proved %d false properties", proven, learned, strengthened, pruned, clipped, wrongPlanted)
+	if proven == 0 || strengthened == 0 || pruned == 0 || clipped == 0 {
+		t.Fatalf("cuts or clipping unused: %d proofs, %d strengthened, %d domains closed by them, %d boxes clipped", proven, strengthened, pruned, clipped)
+	}
+	if wrongPlanted == 0 {
+		t.Fatal("nogoods learned from open leaves proved nothing false: the grid check cannot tell sound cuts from unsound ones")
+	}
+}
+
+// TestClipBox: the clipped box holds every point of the box in the
+// half-space (sampled, and the box's corners), and is the smallest box
+// that does: each face it moved is touched by a point of the half-space.
+func TestClipBox(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	moved := 0
+	for trial := 0; trial < 300; trial++ {
+		n := 1 + rng.IntN(5)
+		in := make([]Interval, n)
+		a := make([]float64, n)
+		for i := range in {
+			lo := rng.Float64()*2 - 1
+			in[i] = Interval{lo, lo + rng.Float64()}
+			a[i] = rng.NormFloat64()
+		}
+		if trial%7 == 0 {
+			a[0] = 0
+		}
+		// h between the smallest and largest a·x over the box, so that
+		// the half-space cuts it in most trials.
+		lo, hi := 0.0, 0.0
+		for i, iv := range in {
+			lo += math.Min(a[i]*iv.Lo, a[i]*iv.Hi)
+			hi += math.Max(a[i]*iv.Lo, a[i]*iv.Hi)
+		}
+		h := lo + (hi-lo)*(rng.Float64()*1.2-0.1)
+		out, empty, cut := clipBox(in, a, 1, h)
+		if empty != (h < lo) {
+			t.Fatalf("trial %d: empty %v, the box's smallest a·x %g, h %g", trial, empty, lo, h)
+		}
+		if empty {
+			continue
+		}
+		if cut {
+			moved++
+		}
+		x := make([]float64, n)
+		for range 2000 {
+			dot := 0.0
+			for i, iv := range in {
+				x[i] = iv.Lo + (iv.Hi-iv.Lo)*rng.Float64()
+				if rng.IntN(3) == 0 { // corners and faces too
+					x[i] = []float64{iv.Lo, iv.Hi}[rng.IntN(2)]
+				}
+				dot += a[i] * x[i]
+			}
+			if dot > h {
+				continue
+			}
+			for i, v := range x {
+				if v < out[i].Lo || v > out[i].Hi {
+					t.Fatalf("trial %d: %v in the half-space lies outside the clipped box %v (coordinate %d)", trial, x, out, i)
+				}
+			}
+		}
+		// Tight: a moved face is reached with the other coordinates at
+		// their a-minimising ends.
+		for i := range in {
+			if out[i] == in[i] {
+				continue
+			}
+			dot := 0.0
+			for j, iv := range in {
+				if j != i {
+					dot += math.Min(a[j]*iv.Lo, a[j]*iv.Hi)
+				}
+			}
+			face := out[i].Hi
+			if a[i] < 0 {
+				face = out[i].Lo
+			}
+			if v := dot + a[i]*face; math.Abs(v-h) > 1e-6*(1+math.Abs(h)) {
+				t.Fatalf("trial %d: coordinate %d moved to %g, where a·x reaches %g, not h = %g: not the smallest box", trial, i, face, v, h)
+			}
+		}
+	}
+	if moved < 100 {
+		t.Fatalf("only %d of 300 boxes clipped", moved)
+	}
+}
