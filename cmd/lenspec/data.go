@@ -26,20 +26,19 @@ func (a *app) mnistDir() (string, error) {
 	return mnist.DefaultDir()
 }
 
+// sources is where the image data sets come from, by the global flags.
+func (a *app) sources() (experiment.Sources, error) {
+	dir, err := a.mnistDir()
+	return experiment.Sources{MNISTDir: dir, FashionDir: a.fashionDir, Logf: a.logf}, err
+}
+
 // loadMultiMNIST fetches MNIST if needed and builds the Multi-MNIST splits.
 func (a *app) loadMultiMNIST(ctx context.Context, seed uint64) (train, test *multimnist.Dataset, err error) {
-	dir, err := a.mnistDir()
+	src, err := a.sources()
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := mnist.Fetch(ctx, dir, a.logf); err != nil {
-		return nil, nil, err
-	}
-	mtr, mte, err := mnist.Load(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	return multimnist.Build(mtr, mte, multimnist.DefaultTrain, multimnist.DefaultTest, seed)
+	return src.MultiMNIST(ctx, seed)
 }
 
 // checkSplit refuses a split name before any work.
@@ -66,20 +65,17 @@ func (a *app) dataset(ctx context.Context, seed uint64, name string) (train, ds 
 	return tr, te, nil
 }
 
-// modelData is the named Multi-MNIST split as an experiment's data for a
-// model reading in.
+// modelData is the named split of the data set a model reading in runs
+// on, as an experiment's data.
 func (a *app) modelData(ctx context.Context, in model.InputSpec, seed uint64, split string) (experiment.Data, error) {
-	if experiment.CheckCaptions(in) == nil {
-		return a.captionsData(ctx, in, seed, split)
-	}
-	if err := experiment.CheckMultiMNIST(in); err != nil {
+	if err := checkSplit(split); err != nil {
 		return experiment.Data{}, err
 	}
-	_, ds, err := a.dataset(ctx, seed, split)
+	src, err := a.sources()
 	if err != nil {
 		return experiment.Data{}, err
 	}
-	return experiment.MultiMNIST(ds, split, seed, in)
+	return src.ImageData(ctx, in, seed, split)
 }
 
 func newDataCmd(a *app) *cobra.Command {

@@ -11,12 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/captions"
 	"github.com/lenspec/lenspec/experiment"
-	"github.com/lenspec/lenspec/internal/progress"
-	"github.com/lenspec/lenspec/mnist"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
 	"github.com/lenspec/lenspec/train"
@@ -41,43 +38,11 @@ func (a *app) loadCaptions(ctx context.Context, seed uint64, lengths string) (tr
 	if err != nil {
 		return nil, nil, err
 	}
-	dir, err := a.mnistDir()
+	src, err := a.sources()
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := mnist.Fetch(ctx, dir, a.logf); err != nil {
-		return nil, nil, err
-	}
-	dtr, dte, err := mnist.Load(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	fdir := a.fashionDir
-	if fdir == "" {
-		fdir = mnist.FashionDir
-	}
-	ftr, fte, err := mnist.LoadFashion(fdir)
-	if err != nil {
-		return nil, nil, err
-	}
-	return captions.Build(dtr, dte, ftr, fte, captions.DefaultTrain, captions.DefaultTest, seed, opt)
-}
-
-// captionsData is the named split of the captions data set (skewed
-// lengths) as an experiment's data.
-func (a *app) captionsData(ctx context.Context, in model.InputSpec, seed uint64, split string) (experiment.Data, error) {
-	if err := checkSplit(split); err != nil {
-		return experiment.Data{}, err
-	}
-	tr, te, err := a.loadCaptions(ctx, seed, "skewed")
-	if err != nil {
-		return experiment.Data{}, err
-	}
-	ds := te
-	if split == "train" {
-		ds = tr
-	}
-	return experiment.Captions(ds, split, "skewed", seed, in)
+	return src.Captions(ctx, seed, opt)
 }
 
 func newCaptionsDataCmd(a *app) *cobra.Command {
@@ -281,55 +246,29 @@ models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`,
 			if err != nil {
 				return err
 			}
-			start := time.Now()
-			data := fmt.Sprintf("captions lengths %s data-seed %d", lengths, dataSeed)
-			encoder := "none"
-			if pretrain > 0 {
-				if encoder, err = pretrainEncoder(c.Context(), a, d, src, opt, pretrain, data, filepath.Join(out, "pretrain"), every); err != nil {
-					return err
-				}
-			}
-			opt.CheckpointDir, opt.CheckpointEvery = filepath.Join(out, "checkpoint"), every
-			opt.Data = data + " encoder " + encoder
-			rep := progress.New("train", tr.N/opt.BatchSize*opt.Epochs, a.quiet)
-			opt.Progress = func(p train.Progress) {
-				rep.Set(p.Step, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
-			}
-			if _, err := train.Fit(c.Context(), d, src, opt); err != nil {
-				rep.Finish()
-				return err
-			}
-			rep.Finish()
-			secs := time.Since(start).Seconds()
 			teSrc, err := captions.NewSource[float32](te, in.Min, in.Max)
-			if err != nil {
-				return err
-			}
-			ev, score, err := train.EvaluateWords(c.Context(), d, teSrc, 0)
 			if err != nil {
 				return err
 			}
 			cmd := fmt.Sprintf("lenspec train showtell --out DIR --seed %d --epochs %d --pretrain-epochs %d --batch %d --lr %g --final-lr %g --dropout %g --lengths %s --shards %d",
 				opt.Seed, opt.Epochs, pretrain, opt.BatchSize, opt.LR, opt.FinalLR, opt.Dropout, lengths, opt.Shards)
-			d.Config().Training = map[string]any{
-				"seed": opt.Seed, "data_seed": dataSeed, "lengths": lengths, "epochs": opt.Epochs, "pretrain_epochs": pretrain, "batch_size": opt.BatchSize,
-				"lr": opt.LR, "final_lr": opt.FinalLR, "optimizer": "adamw", "weight_decay": opt.WeightDecay, "dropout": opt.Dropout,
-				"clip_norm": opt.ClipNorm, "shards": opt.Shards, "seconds_last_run": secs,
-				"test_exact_caption_accuracy": ev.SequenceAccuracy, "test_bleu4": score.BLEU, "test_max_len": ev.MaxLen, "command": cmd,
-			}
-			if err := model.Save(out, d); err != nil {
+			progress, finish := a.bars()
+			opt.CheckpointEvery, opt.Data = every, fmt.Sprintf("captions lengths %s data-seed %d", lengths, dataSeed)
+			res, err := train.ShowTell(c.Context(), d, src, teSrc, train.ShowTellOptions{Options: opt, Out: out, PretrainEpochs: pretrain,
+				Record: map[string]any{"data_seed": dataSeed, "lengths": lengths, "command": cmd},
+				Stage: func(stage string, p train.Progress) {
+					progress(stage, p.Step, p.Steps, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
+				}})
+			finish()
+			if err != nil {
 				return err
 			}
-			for _, dir := range []string{opt.CheckpointDir, filepath.Join(out, "pretrain")} {
-				if err := os.RemoveAll(dir); err != nil {
-					return err
-				}
-			}
-			res := map[string]any{"out": out, "seconds": secs, "test_exact_caption_accuracy": ev.SequenceAccuracy,
+			ev, score := res.Eval, res.BLEU
+			rep := map[string]any{"out": out, "seconds": res.Seconds, "test_exact_caption_accuracy": ev.SequenceAccuracy,
 				"test_bleu4": score.BLEU, "bleu": score.String(), "test_max_len": ev.MaxLen, "test_unstopped": ev.Unstopped}
-			return a.emit(res, func(w io.Writer) {
+			return a.emit(rep, func(w io.Writer) {
 				fmt.Fprintf(w, "trained %s in %.0fs (this run): test exact-caption accuracy %.4f, %s; longest test output %d (unstopped %d)\n",
-					out, secs, ev.SequenceAccuracy, score, ev.MaxLen, ev.Unstopped)
+					out, res.Seconds, ev.SequenceAccuracy, score, ev.MaxLen, ev.Unstopped)
 			})
 		},
 	}
@@ -349,58 +288,6 @@ models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`,
 	f.IntVar(&arch.Embedding, "embedding", arch.Embedding, "image and word embedding size")
 	f.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the encoder's first fully connected layer")
 	return c
-}
-
-// pretrainEncoder trains d's encoder for epochs under a ReLU RNN decoder
-// (a cnn-rnn-captioner with the same encoder and sizes, saved to dir so
-// that a resumed run skips it) and copies it into d. It returns the
-// pretrained model's digest, which keys the main run's checkpoint.
-func pretrainEncoder(ctx context.Context, a *app, d model.Decoder[float32], src train.Source[float32], opt train.Options, epochs int, data, dir string, every time.Duration) (string, error) {
-	st := d.Config().Arch.(*model.ShowTellConfig)
-	if _, err := os.Stat(filepath.Join(dir, model.WeightsFile)); err != nil {
-		cfg := model.Config{Architecture: model.ArchCaptioner, Vocab: d.Config().Vocab, EOS: d.EOS(), MaxSteps: d.MaxSteps(), DType: "float32",
-			Arch: &model.CaptionerConfig{Input: st.Input, Conv: st.Conv, FCHidden: st.FCHidden, Embedding: st.Embedding, Hidden: st.Hidden, Cell: model.CellReLU}}
-		pre, err := model.New[float32](&cfg, rand.New(rand.NewPCG(opt.Seed, 1)))
-		if err != nil {
-			return "", err
-		}
-		popt := opt
-		popt.Epochs, popt.CheckpointDir, popt.CheckpointEvery, popt.Data = epochs, dir+"-checkpoint", every, data+" pretrain"
-		rep := progress.New("pretrain encoder", src.Len()/opt.BatchSize*epochs, a.quiet)
-		popt.Progress = func(p train.Progress) {
-			rep.Set(p.Step, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
-		}
-		_, err = train.Fit(ctx, pre, src, popt)
-		rep.Finish()
-		if err != nil {
-			return "", err
-		}
-		if err := model.Save(dir, pre); err != nil {
-			return "", err
-		}
-		if err := os.RemoveAll(popt.CheckpointDir); err != nil {
-			return "", err
-		}
-	}
-	pre, err := model.Load[float32](dir)
-	if err != nil {
-		return "", err
-	}
-	from := map[string]*ad.Param[float32]{}
-	for _, p := range pre.Params() {
-		from[p.Name] = p
-	}
-	for _, p := range d.Params() {
-		if !strings.HasPrefix(p.Name, "encoder.") {
-			continue
-		}
-		q, ok := from[p.Name]
-		if !ok || len(q.W.Data) != len(p.W.Data) {
-			return "", fmt.Errorf("%s: no tensor %s of %d values for the encoder", dir, p.Name, len(p.W.Data))
-		}
-		copy(p.W.Data, q.W.Data)
-	}
-	return model.Digest(dir)
 }
 
 // captionModelData is the data an image captioner's experiments run on:
