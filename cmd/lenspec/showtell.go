@@ -346,80 +346,17 @@ records there are.`,
 				}
 				lossList = append(lossList, loss)
 			}
-			var rows []experiment.CaptionRow
-			for _, dir := range models {
-				name := filepath.Base(filepath.Clean(dir))
-				m, err := experiment.LoadModel(dir)
-				if err != nil {
-					return err
-				}
-				out := filepath.Join(outDir, name, "attacks.jsonl")
-				base := experiment.AttackConfig{Model: m, Eps: eps, Batch: batch, Out: out,
-					WitnessDir: filepath.Join(outDir, name, "witnesses"), Logf: a.logf}
-				base.Settings = experiment.AttackSettings{MaxLen: -1, MaxSteps: maxSteps, Seed: seed}
-				var cfgs []experiment.AttackConfig
-				rs := base
-				rs.Method, rs.Settings.Budget = experiment.MethodRandom, samples
-				cfgs = append(cfgs, rs)
-				for _, loss := range lossList {
-					p := base
-					p.Method = experiment.MethodPGD
-					p.Settings.Budget, p.Settings.Loss, p.Settings.LR, p.Settings.Clip, p.Settings.Restarts, p.Settings.EarlyStop = steps, string(loss), lr, clip, restarts, true
-					cfgs = append(cfgs, p)
-				}
-				for i := range cfgs {
-					if err := cfgs[i].Validate(); err != nil {
-						return usage(fmt.Errorf("%s: %w", dir, err))
-					}
-				}
-				data, err := a.captionModelData(c.Context(), m, dataSeed)
-				if err != nil {
-					return err
-				}
-				picked, err := experiment.PickSamples(images, nil, data.Source.Len(), seed)
-				if err != nil {
-					return usage(err)
-				}
-				var match []func(experiment.AttackRecord) bool
-				for i := range cfgs {
-					cfgs[i].Data, cfgs[i].Samples = data, picked
-					match = append(match, cfgs[i].Match)
-				}
-				if !summaryOnly {
-					progress, finish := a.bars()
-					for _, e := range eps {
-						for _, cfg := range cfgs {
-							cfg.Eps, cfg.Progress = []float64{e}, progress
-							if first > 0 && first < len(picked) {
-								cfg.Samples = picked[:first]
-							}
-							if err := experiment.RunAttack(c.Context(), cfg, nil); err != nil {
-								finish()
-								return err
-							}
-						}
-					}
-					finish()
-				}
-				recs, err := experiment.ReadRun(out, match...)
-				if err != nil {
-					return err
-				}
-				if len(recs) == 0 {
-					a.logf("%s: no records yet", name)
-					continue
-				}
-				sum, err := experiment.SummariseCaptionAttacks(c.Context(), recs, m, name, filepath.Join(outDir, name), name+": output length under attack", capLen)
-				if err != nil {
-					return err
-				}
-				rows = append(rows, sum.Rows...)
-			}
-			if len(rows) == 0 {
-				return fmt.Errorf("%s: no records to summarise", outDir)
-			}
-			table := experiment.CaptionTable(rows, capLen)
-			if err := os.WriteFile(filepath.Join(outDir, "comparison.md"), []byte(table), 0o644); err != nil {
+			progress, finish := a.bars()
+			defer finish()
+			e := experiment.CaptionExperiment{Models: models, Out: outDir, Images: images, First: first, Eps: eps,
+				Samples: samples, Steps: steps, Restarts: restarts, LR: lr, Clip: clip, Losses: lossList, MaxSteps: maxSteps,
+				Cap: capLen, Batch: batch, Seed: seed, SummaryOnly: summaryOnly, Progress: progress, Logf: a.logf,
+				Data: func(ctx context.Context, m *experiment.Model) (experiment.Data, error) {
+					return a.captionModelData(ctx, m, dataSeed)
+				}}
+			rows, table, err := e.Run(c.Context())
+			finish()
+			if err != nil {
 				return err
 			}
 			return a.emit(rows, func(w io.Writer) { fmt.Fprint(w, table) })
