@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/lenspec/lenspec/captions"
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
-	"github.com/lenspec/lenspec/multimnist"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
@@ -93,48 +91,9 @@ installs it; --fashion-dir points elsewhere).`,
 			if split == "train" {
 				ds = tr
 			}
-			n := min(count, ds.N)
-			var outs []model.Result
-			if d != nil {
-				idx := make([]int, n)
-				for i := range idx {
-					idx[i] = i
-				}
-				src, err := captions.NewSource[float64](ds, d.Input().Min, d.Input().Max)
-				if err != nil {
-					return err
-				}
-				x, _, _ := src.Batch(idx, nil)
-				if outs, err = model.Decode(c.Context(), d, model.Batch[float64]{X: x}, 0); err != nil {
-					return err
-				}
-			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
+			items, err := experiment.WriteCaptionPreviews(c.Context(), ds, d, split, out, count, scale)
+			if err != nil {
 				return err
-			}
-			type item struct {
-				Index   int    `json:"index"`
-				Caption string `json:"caption"`
-				Output  string `json:"output,omitempty"`
-				PNG     string `json:"png"`
-				Preview string `json:"preview"`
-			}
-			var items []item
-			for i := range n {
-				it := item{Index: i, Caption: ds.Captions[i].String(),
-					PNG: filepath.Join(out, fmt.Sprintf("%s-%05d.png", split, i)), Preview: filepath.Join(out, fmt.Sprintf("%s-%05d-caption.png", split, i))}
-				if err := multimnist.WritePNG(it.PNG, ds.Canvas(i), captions.Height, captions.Width, scale); err != nil {
-					return err
-				}
-				second := ""
-				if outs != nil {
-					it.Output = spellOutput(d.Config(), outs[i])
-					second = "model: " + it.Output
-				}
-				if err := captions.WritePreview(it.Preview, ds.Canvas(i), "caption: "+it.Caption, second, scale); err != nil {
-					return err
-				}
-				items = append(items, it)
 			}
 			h := ds.LengthHistogram()
 			return a.emit(map[string]any{"items": items, "length_histogram": h}, func(w io.Writer) {
@@ -166,20 +125,6 @@ installs it; --fashion-dir points elsewhere).`,
 	f.Uint64Var(&seed, "data-seed", defaultDataSeed, "generation seed")
 	f.BoolVar(&hist, "histogram", false, "print the split's caption-length histogram")
 	return c
-}
-
-// spellOutput is a decoded output as words, "…" marking one that did not
-// stop.
-func spellOutput(cfg *model.Config, r model.Result) string {
-	w := make([]string, len(r.Tokens))
-	for i, t := range r.Tokens {
-		w[i] = cfg.Token(t)
-	}
-	s := strings.Join(w, " ")
-	if !r.Stopped {
-		s += " …"
-	}
-	return s
 }
 
 func newTrainShowTellCmd(a *app) *cobra.Command {
@@ -419,16 +364,11 @@ outputs recorded in --attacks results files (this model's records only).`,
 			if _, ok := m.D64.(model.GateStepper[float64]); !ok {
 				return fmt.Errorf("%s: a %s has no LSTM gates to measure", modelDir, m.D64.Config().Architecture)
 			}
-			in := m.D64.Input()
 			var clean []float64
 			switch {
 			case len(inputs) > 0:
-				for _, p := range inputs {
-					x, err := experiment.ReadWitness(p, in)
-					if err != nil {
-						return err
-					}
-					clean = append(clean, x...)
+				if clean, err = experiment.ReadInputs(m, inputs); err != nil {
+					return err
 				}
 			case images > 0 || len(indices) > 0:
 				data, err := a.captionModelData(c.Context(), m, dataSeed)
@@ -441,43 +381,16 @@ outputs recorded in --attacks results files (this model's records only).`,
 				}
 				clean, _, _ = data.Source.Batch(picked, nil)
 			}
-			var attacked []float64
-			for _, p := range attackFiles {
-				recs, err := experiment.ReadAttackRecords(p)
-				if err != nil {
-					return err
-				}
-				for _, r := range recs {
-					if r.ModelSHA256 != m.Digest || !r.Success || r.Witness == "" {
-						continue
-					}
-					x, err := experiment.ReadWitness(r.Witness, in)
-					if err != nil {
-						return err
-					}
-					attacked = append(attacked, x...)
-				}
+			attacked, err := experiment.LengthenedInputs(m, attackFiles)
+			if err != nil {
+				return err
 			}
 			if len(clean) == 0 && len(attacked) == 0 {
 				return usagef("give inputs: --images, --index or --input, and/or --attacks")
 			}
-			type set struct {
-				Name    string            `json:"name"`
-				Summary model.GateSummary `json:"summary"`
-			}
-			var sets []set
-			for _, s := range []struct {
-				name string
-				x    []float64
-			}{{"clean", clean}, {"attacked", attacked}} {
-				if len(s.x) == 0 {
-					continue
-				}
-				paths, err := model.GateSaturation(c.Context(), m.D64, model.Batch[float64]{X: s.x}, maxSteps, threshold)
-				if err != nil {
-					return err
-				}
-				sets = append(sets, set{s.name, model.SummariseGates(paths)})
+			sets, err := experiment.Gates(c.Context(), m, clean, attacked, maxSteps, threshold)
+			if err != nil {
+				return err
 			}
 			return a.emit(sets, func(w io.Writer) {
 				for _, s := range sets {
