@@ -72,15 +72,8 @@ func (r decodeRecord) line() string {
 	return s
 }
 
-func newDecodeCmd(a *app) *cobra.Command {
-	var modelDir, image, input, splitName string
-	var indices []int
-	var maxSteps int
-	var dataSeed uint64
-	c := &cobra.Command{
-		Use:   "decode",
-		Short: "Greedily decode inputs (a witness file, a PNG image, or Multi-MNIST canvases) and print the tokens",
-		Long: `Greedily decode with the float64 replay path (ties go to the lowest token
+// decodeHelp is the command's long help.
+const decodeHelp = `Greedily decode with the float64 replay path (ties go to the lowest token
 index). Each output shows its tokens, whether it stopped within the step cap,
 and its smallest top-2 logit margin. An output whose logits stop being finite
 (a state that grows without bound overflows at long step caps) ends at that
@@ -93,8 +86,18 @@ batch dimension of 1), every value finite and inside the model's input range
 (config.json input.min/max). Attack and verification witnesses are saved this
 way. --image reads a grayscale PNG of the model's size, or an exact integer
 enlargement of it (lenspec data multimnist writes 4x), bytes 0..255 mapped
-linearly onto the input range.`,
-		Args: noArgs,
+linearly onto the input range.`
+
+func newDecodeCmd(a *app) *cobra.Command {
+	var modelDir, image, input, splitName string
+	var indices []int
+	var maxSteps int
+	var dataSeed uint64
+	c := &cobra.Command{
+		Use:   "decode",
+		Short: "Greedily decode inputs (a witness file, a PNG image, or Multi-MNIST canvases) and print the tokens",
+		Long:  decodeHelp,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if modelDir == "" {
 				return usagef("--model is required")

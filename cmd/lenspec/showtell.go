@@ -43,6 +43,16 @@ func (a *app) loadCaptions(ctx context.Context, seed uint64, lengths string) (tr
 	return src.Captions(ctx, seed, opt)
 }
 
+// captionsDataHelp is the command's long help.
+const captionsDataHelp = `Build the captions data set (MNIST digits and Fashion-MNIST articles on
+56×112 canvases, captioned by a small grammar; docs/models.md) and write the
+first --count canvases of --split to --out: NAME.png, the canvas enlarged
+--scale times (lenspec decode --image reads it), and NAME-caption.png, the
+same with its caption printed under it, and with --model the model's greedy
+caption too. --histogram prints the split's caption-length histogram.
+Fashion-MNIST comes from Debian's dataset-fashion-mnist (make setup
+installs it; --fashion-dir points elsewhere).`
+
 func newCaptionsDataCmd(a *app) *cobra.Command {
 	var out, split, lengths, modelDir string
 	var count, scale int
@@ -51,15 +61,8 @@ func newCaptionsDataCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "captions",
 		Short: "Write canvases of the word-captioning data set as PNG files with their captions (and a model's, with --model)",
-		Long: `Build the captions data set (MNIST digits and Fashion-MNIST articles on
-56×112 canvases, captioned by a small grammar; docs/models.md) and write the
-first --count canvases of --split to --out: NAME.png, the canvas enlarged
---scale times (lenspec decode --image reads it), and NAME-caption.png, the
-same with its caption printed under it, and with --model the model's greedy
-caption too. --histogram prints the split's caption-length histogram.
-Fashion-MNIST comes from Debian's dataset-fashion-mnist (make setup
-installs it; --fashion-dir points elsewhere).`,
-		Args: noArgs,
+		Long:  captionsDataHelp,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if out == "" {
 				return usagef("--out is required")
@@ -127,19 +130,8 @@ installs it; --fashion-dir points elsewhere).`,
 	return c
 }
 
-func newTrainShowTellCmd(a *app) *cobra.Command {
-	def := train.DefaultOptions()
-	opt := train.Options{Seed: 1, Epochs: 10, BatchSize: 64, LR: 1e-3, FinalLR: 5e-5, WeightDecay: 0.01, Dropout: 0.1, ClipNorm: 5, Shards: def.Shards}
-	cfg := model.DefaultShowTellConfig(captions.Vocab)
-	arch := cfg.Arch.(*model.ShowTellConfig)
-	var out, lengths string
-	var dataSeed uint64
-	var every time.Duration = 2 * time.Minute
-	pretrain := 3
-	c := &cobra.Command{
-		Use:   "showtell",
-		Short: "Train the Show-and-Tell captioner (CNN encoder, LSTM decoder) on the captions data set",
-		Long: `Train the Show-and-Tell stand-in (docs/models.md: a strided-convolution
+// trainShowTellHelp is the command's long help.
+const trainShowTellHelp = `Train the Show-and-Tell stand-in (docs/models.md: a strided-convolution
 encoder whose image embedding is the LSTM's input at step −1, word embeddings,
 PyTorch's nn.LSTMCell, a linear output) on the captions data set with Adam and
 the teacher-forced cross-entropy, and write config.json and model.safetensors
@@ -155,8 +147,41 @@ Checkpoints go to --out/checkpoint (and --out/checkpoint-pretrain) every
 --checkpoint-every and after every epoch; rerunning the same command resumes
 (a checkpoint written with other settings is refused). Prints the
 exact-caption accuracy and BLEU-4 on the test split. The defaults reproduce
-models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`,
-		Args: noArgs,
+models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`
+
+// captionSources are the training split of the captions data set with
+// the caption lengths named, and the test split every model is evaluated
+// on (skewed), as training sources for a model reading in.
+func (a *app) captionSources(ctx context.Context, seed uint64, lengths string, in model.InputSpec) (tr, te *captions.Source[float32], err error) {
+	trd, _, err := a.loadCaptions(ctx, seed, lengths)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, ted, err := a.loadCaptions(ctx, seed, "skewed")
+	if err != nil {
+		return nil, nil, err
+	}
+	if tr, err = captions.NewSource[float32](trd, in.Min, in.Max); err != nil {
+		return nil, nil, err
+	}
+	te, err = captions.NewSource[float32](ted, in.Min, in.Max)
+	return tr, te, err
+}
+
+func newTrainShowTellCmd(a *app) *cobra.Command {
+	def := train.DefaultOptions()
+	opt := train.Options{Seed: 1, Epochs: 10, BatchSize: 64, LR: 1e-3, FinalLR: 5e-5, WeightDecay: 0.01, Dropout: 0.1, ClipNorm: 5, Shards: def.Shards}
+	cfg := model.DefaultShowTellConfig(captions.Vocab)
+	arch := cfg.Arch.(*model.ShowTellConfig)
+	var out, lengths string
+	var dataSeed uint64
+	var every time.Duration = 2 * time.Minute
+	pretrain := 3
+	c := &cobra.Command{
+		Use:   "showtell",
+		Short: "Train the Show-and-Tell captioner (CNN encoder, LSTM decoder) on the captions data set",
+		Long:  trainShowTellHelp,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if out == "" {
 				return usagef("--out is required")
@@ -177,21 +202,7 @@ models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`,
 			if err != nil {
 				return err
 			}
-			in := d.Input()
-			tr, _, err := a.loadCaptions(c.Context(), dataSeed, lengths)
-			if err != nil {
-				return err
-			}
-			// Every model is evaluated on the same test canvases (skewed).
-			_, te, err := a.loadCaptions(c.Context(), dataSeed, "skewed")
-			if err != nil {
-				return err
-			}
-			src, err := captions.NewSource[float32](tr, in.Min, in.Max)
-			if err != nil {
-				return err
-			}
-			teSrc, err := captions.NewSource[float32](te, in.Min, in.Max)
+			src, teSrc, err := a.captionSources(c.Context(), dataSeed, lengths, d.Input())
 			if err != nil {
 				return err
 			}
@@ -242,18 +253,8 @@ func (a *app) captionModelData(ctx context.Context, m *experiment.Model, seed ui
 	return a.modelData(ctx, m.D32.Input(), seed, "test")
 }
 
-func newCaptionAttackCmd(a *app) *cobra.Command {
-	var models []string
-	var outDir, losses string
-	var images, first, samples, steps, restarts, maxSteps, capLen, batch int
-	var eps []float64
-	var lr, clip float64
-	var seed, dataSeed uint64
-	var summaryOnly bool
-	c := &cobra.Command{
-		Use:   "caption-attack",
-		Short: "The paper's Show-and-Tell experiment: random search and PGD (both losses) at δ = 0.5 on word and digit captioners, table and figures",
-		Long: `For each --model (an image captioner: the Show-and-Tell models on the captions
+// captionAttackHelp is the command's long help.
+const captionAttackHelp = `For each --model (an image captioner: the Show-and-Tell models on the captions
 data set, the Multi-MNIST captioners on Multi-MNIST), attack --images random
 test images at every δ of --eps with random search (--samples uniform samples
 per image) and PGD on the paper's proxy J̃ and on the eos log-probability
@@ -266,8 +267,21 @@ every model's rows side by side: lengthened %, mean length ratio, longest
 output, and how many outputs pass --cap (the training cap, 20); every
 lengthened output's witness is decoded again in float64 and counted in
 "witnesses replayed". --summary-only skips the attacks and summarises the
-records there are.`,
-		Args: noArgs,
+records there are.`
+
+func newCaptionAttackCmd(a *app) *cobra.Command {
+	var models []string
+	var outDir, losses string
+	var images, first, samples, steps, restarts, maxSteps, capLen, batch int
+	var eps []float64
+	var lr, clip float64
+	var seed, dataSeed uint64
+	var summaryOnly bool
+	c := &cobra.Command{
+		Use:   "caption-attack",
+		Short: "The paper's Show-and-Tell experiment: random search and PGD (both losses) at δ = 0.5 on word and digit captioners, table and figures",
+		Long:  captionAttackHelp,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if len(models) == 0 || outDir == "" {
 				return usagef("--model and --out are required")
@@ -328,6 +342,16 @@ records there are.`,
 	return c
 }
 
+// gatesHelp is the command's long help.
+const gatesHelp = `Decode inputs greedily in float64 and measure, at every step, the fraction of
+the LSTM's gate pre-activations (i, f, g, o) with |z| > --threshold, and,
+where the output stops, the margin by which eos beat the runner-up at the
+step it was emitted (and its probability): the paper's explanation of why
+Show-and-Tell resists lengthening (§5.2: saturated sigmoid gates, a strong
+bias to short outputs). Clean paths: --images random test images (or
+--index, or --input files); attacked paths: the witnesses of the lengthened
+outputs recorded in --attacks results files (this model's records only).`
+
 func newGatesCmd(a *app) *cobra.Command {
 	var modelDir string
 	var images, maxSteps int
@@ -338,15 +362,8 @@ func newGatesCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "gates",
 		Short: "Measure an LSTM decoder's gate saturation and end-of-caption eos margin along clean and attacked decoding paths",
-		Long: `Decode inputs greedily in float64 and measure, at every step, the fraction of
-the LSTM's gate pre-activations (i, f, g, o) with |z| > --threshold, and,
-where the output stops, the margin by which eos beat the runner-up at the
-step it was emitted (and its probability): the paper's explanation of why
-Show-and-Tell resists lengthening (§5.2: saturated sigmoid gates, a strong
-bias to short outputs). Clean paths: --images random test images (or
---index, or --input files); attacked paths: the witnesses of the lengthened
-outputs recorded in --attacks results files (this model's records only).`,
-		Args: noArgs,
+		Long:  gatesHelp,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if modelDir == "" {
 				return usagef("--model is required")

@@ -108,18 +108,8 @@ func newTrainCmd(a *app) *cobra.Command {
 	f.Float64Var(&opt.WeightDecay, "weight-decay", def.WeightDecay, "AdamW decoupled weight decay on weight matrices")
 	f.Float64Var(&opt.Dropout, "dropout", def.Dropout, "dropout probability in the encoder's fully connected layers, in [0, 1)")
 	f.BoolVar(&shift, "shift", shift, "shift training canvases horizontally (digits stay inside; labels unchanged)")
-	f.Float64Var(&opt.Stability, "stability", def.Stability, "weight of the ReLU-stability regulariser (verification-friendly training; 0: off)")
-	f.Float64Var(&opt.StabilityEps, "stability-eps", def.StabilityEps, "L∞ radius of the regulariser's interval bounds, at most the input range's width (with --stability only)")
-	f.Float64Var(&opt.StabilityRamp, "stability-ramp", def.StabilityRamp, "fraction of the steps over which the radius ramps up from 0 (with --stability only)")
-	f.Float64Var(&opt.IBP, "ibp", def.IBP, "weight of the interval-bound (certified) loss at the end of its ramp, in [0, 1] (0: off)")
-	f.Float64Var(&opt.IBPEps, "ibp-eps", def.IBPEps, "L∞ radius the certified loss trains for, at most the input range's width (with --ibp only; required with it)")
-	f.Float64Var(&opt.IBPRamp, "ibp-ramp", def.IBPRamp, "fraction of the steps over which the certified loss's weight and radius ramp up from 0 (with --ibp only)")
-	f.StringVar(&bound, "ibp-bound", string(model.BoundInterval), "the certified loss's bound: interval (IBP) or crown-ibp (tighter: linear bounds above fc1; rnn_relu cell only; with --ibp only)")
-	f.BoolVar(&opt.IBPAttack, "ibp-attack", def.IBPAttack, "take the cross-entropy term at a one-step attack inside the ball (MTL-IBP) instead of at the image (with --ibp only)")
-	f.IntVar(&arch.Conv[0].OutChannels, "conv1", arch.Conv[0].OutChannels, "channels of the first convolution")
-	f.IntVar(&arch.Conv[1].OutChannels, "conv2", arch.Conv[1].OutChannels, "channels of the second convolution")
-	f.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the first fully connected layer")
-	f.StringVar(&arch.Cell, "cell", arch.Cell, "decoder cell: rnn_relu, lstm or gru (PyTorch nn.RNNCell, nn.LSTMCell, nn.GRUCell; all verifiable)")
+	robustnessFlags(f, &opt, &bound)
+	captionerArchFlags(f, arch)
 	return group("train", "Train models", c, newTrainNMTCmd(a), newTrainShowTellCmd(a))
 }
 
@@ -167,6 +157,27 @@ func captionerModel(c *cobra.Command, cfg *model.Config, init string, seed uint6
 	}
 	d.Config().Training = nil
 	return d, nil
+}
+
+// robustnessFlags adds the flags of verification-friendly and certified
+// training, defaulting to opt's values.
+func robustnessFlags(f *pflag.FlagSet, opt *train.Options, bound *string) {
+	f.Float64Var(&opt.Stability, "stability", opt.Stability, "weight of the ReLU-stability regulariser (verification-friendly training; 0: off)")
+	f.Float64Var(&opt.StabilityEps, "stability-eps", opt.StabilityEps, "L∞ radius of the regulariser's interval bounds, at most the input range's width (with --stability only)")
+	f.Float64Var(&opt.StabilityRamp, "stability-ramp", opt.StabilityRamp, "fraction of the steps over which the radius ramps up from 0 (with --stability only)")
+	f.Float64Var(&opt.IBP, "ibp", opt.IBP, "weight of the interval-bound (certified) loss at the end of its ramp, in [0, 1] (0: off)")
+	f.Float64Var(&opt.IBPEps, "ibp-eps", opt.IBPEps, "L∞ radius the certified loss trains for, at most the input range's width (with --ibp only; required with it)")
+	f.Float64Var(&opt.IBPRamp, "ibp-ramp", opt.IBPRamp, "fraction of the steps over which the certified loss's weight and radius ramp up from 0 (with --ibp only)")
+	f.StringVar(bound, "ibp-bound", string(model.BoundInterval), "the certified loss's bound: interval (IBP) or crown-ibp (tighter: linear bounds above fc1; rnn_relu cell only; with --ibp only)")
+	f.BoolVar(&opt.IBPAttack, "ibp-attack", opt.IBPAttack, "take the cross-entropy term at a one-step attack inside the ball (MTL-IBP) instead of at the image (with --ibp only)")
+}
+
+// captionerArchFlags adds the captioner's size and cell flags.
+func captionerArchFlags(f *pflag.FlagSet, arch *model.CaptionerConfig) {
+	f.IntVar(&arch.Conv[0].OutChannels, "conv1", arch.Conv[0].OutChannels, "channels of the first convolution")
+	f.IntVar(&arch.Conv[1].OutChannels, "conv2", arch.Conv[1].OutChannels, "channels of the second convolution")
+	f.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the first fully connected layer")
+	f.StringVar(&arch.Cell, "cell", arch.Cell, "decoder cell: rnn_relu, lstm or gru (PyTorch nn.RNNCell, nn.LSTMCell, nn.GRUCell; all verifiable)")
 }
 
 // captionerStatus is a training step's progress line.
