@@ -519,3 +519,34 @@ func loadCheckpoint(dir string, d model.Decoder[float32], adam *ad.Adam[float32]
 	adam.SetState(step, mom, vel)
 	return at, nil
 }
+
+// TokenRate is the target tokens per second of the last steps of a run,
+// for progress lines: the rate over a window of steps, not since the
+// start, so a resumed run or a slow first step does not skew it.
+type TokenRate struct {
+	// Window is how many steps the rate spans (0: 50).
+	Window int
+	steps  []Progress
+}
+
+// Add records a step and returns the rate over the window so far (0 until
+// two steps are in it).
+func (r *TokenRate) Add(p Progress) float64 {
+	w := r.Window
+	if w <= 0 {
+		w = 50
+	}
+	r.steps = append(r.steps, p)
+	if len(r.steps) > w {
+		r.steps = r.steps[1:]
+	}
+	n := len(r.steps)
+	if n < 2 {
+		return 0
+	}
+	toks := 0
+	for _, s := range r.steps[1:] {
+		toks += s.Tokens
+	}
+	return float64(toks) / (r.steps[n-1].Elapsed - r.steps[0].Elapsed).Seconds()
+}

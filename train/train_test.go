@@ -417,3 +417,19 @@ func TestShardedStep(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenRate: the rate counts the tokens of the steps after the
+// window's first over the time between its ends, and forgets older steps.
+func TestTokenRate(t *testing.T) {
+	r := TokenRate{Window: 3}
+	for i, want := range []float64{0, 10, 10, 15} {
+		// Steps of 10, 10, 10 then 20 tokens, one second apart.
+		toks := 10
+		if i == 3 {
+			toks = 20
+		}
+		if got := r.Add(Progress{Tokens: toks, Elapsed: time.Duration(i) * time.Second}); got != want {
+			t.Errorf("step %d: rate %v, want %v", i, got, want)
+		}
+	}
+}

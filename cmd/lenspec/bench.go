@@ -17,17 +17,11 @@ import (
 	"github.com/lenspec/lenspec/results"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-func newBenchCmd(a *app) *cobra.Command {
-	var modelDir, isa, record string
-	opt := bench.DefaultOptions()
-	peer := bench.DefaultPeerOptions()
-	var cf corpusFlags
-	c := &cobra.Command{
-		Use:   "bench",
-		Short: "Time training, decoding and input gradients against the GEMM bound for the same FLOPs",
-		Long: `Measure one training step, batched greedy decoding and one input's
+// benchHelp is the command's long help.
+const benchHelp = `Measure one training step, batched greedy decoding and one input's
 gradient (encoder + decoder steps), each as a median time and as the fraction
 of the time one large float32 GEMM needs for the same number of floating-point
 operations, measured in the same run. Ratios are comparable across machines
@@ -60,8 +54,18 @@ After the table comes one JSON line per operation with all of it
 OpenBLAS's for the AVX2 CPUs of the same vendor (Zen on AMD, Haswell
 otherwise), in lenspec and in the PyTorch peer, whose ATen and oneDNN
 kernels are capped at AVX2 too (ATEN_CPU_CAPABILITY, DNNL_MAX_CPU_ISA):
-a measurement of an AVX2 machine on an AVX-512 one.`,
-		Args: noArgs,
+a measurement of an AVX2 machine on an AVX-512 one.`
+
+func newBenchCmd(a *app) *cobra.Command {
+	var modelDir, isa, record string
+	opt := bench.DefaultOptions()
+	peer := bench.DefaultPeerOptions()
+	var cf corpusFlags
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Time training, decoding and input gradients against the GEMM bound for the same FLOPs",
+		Long:  benchHelp,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if modelDir == "" {
 				return usagef("--model is required")
@@ -114,24 +118,20 @@ a measurement of an AVX2 machine on an AVX-512 one.`,
 			if err != nil {
 				return err
 			}
-			return out.emit(rep, rep.Machine, rep.Records(modelDir), func(w io.Writer) {
-				fmt.Fprintf(w, "BLAS %s; reference %s: %.1f GFLOP/s\n", rep.Machine.BLAS, rep.GEMMShape, rep.GEMMGFLOPS)
-				fmt.Fprintf(w, "%-40s %12s %12s %14s %8s\n", "operation", "time", "MFLOP", "GEMM bound", "ratio")
-				for _, m := range rep.Measurements {
-					fmt.Fprintf(w, "%-40s %10.3fms %12.1f %12.3fms %7.1f%%\n", m.Name, m.Seconds*1e3, m.FLOPs/1e6, m.GEMMSeconds*1e3, 100*m.Ratio)
-				}
-				b := rep.DecodeBoundEvalsPerSec
-				fmt.Fprintf(w, "decode bound (GEMM-bound decoding): %.0f evaluations/s\n", b)
-				fmt.Fprintf(w, "random search: %.0f evaluations/s (%.1f%% of the decode bound)\n", rep.RandomEvalsPerSec, 100*rep.RandomEvalsPerSec/b)
-				fmt.Fprintf(w, "PGD: %.1f iterations/s per input, batch %d (%.1f%% of the decode bound; an iteration is a forward and a backward pass)\n",
-					rep.PGDStepsPerSecPerImage, opt.PGDBatch, 100*rep.PGDStepsPerSecPerImage/b)
-			})
+			return out.emit(rep, rep.Machine, rep.Records(modelDir), func(w io.Writer) { writeBench(w, rep, opt.PGDBatch) })
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&modelDir, "model", "", "model directory")
 	f.StringVar(&isa, "isa", ad.ISANative, "instruction set of the kernels of lenspec, OpenBLAS and the PyTorch peer: native or avx2")
 	f.StringVar(&record, "record", "", "append one JSON line per operation to this JSON Lines file")
+	benchFlags(f, &opt, &peer)
+	cf.add(c)
+	return c
+}
+
+// benchFlags adds the measurement's and the peer comparison's flags.
+func benchFlags(f *pflag.FlagSet, opt *bench.Options, peer *bench.PeerOptions) {
 	f.IntVar(&opt.Reps, "reps", opt.Reps, "repetitions per measurement (median reported)")
 	f.IntVar(&opt.DecodeN, "decode", opt.DecodeN, "inputs per decode measurement")
 	f.IntVar(&opt.TrainBatch, "batch", opt.TrainBatch, "training batch size")
@@ -147,8 +147,20 @@ a measurement of an AVX2 machine on an AVX-512 one.`,
 		"--peer: stop an operation's rounds once its ratio's 90% interval is within this fraction of it (0: run --rounds)")
 	f.DurationVar(&peer.Budget, "budget", peer.Budget, "--peer: no round past this much of an operation's rounds, once --min-rounds ran (0: no limit)")
 	f.DurationVar(&peer.RoundTime, "round-time", peer.RoundTime, "--peer: each side's timed runs per round add up to about this")
-	cf.add(c)
-	return c
+}
+
+// writeBench prints a benchmark report's table.
+func writeBench(w io.Writer, rep *bench.Report, pgdBatch int) {
+	fmt.Fprintf(w, "BLAS %s; reference %s: %.1f GFLOP/s\n", rep.Machine.BLAS, rep.GEMMShape, rep.GEMMGFLOPS)
+	fmt.Fprintf(w, "%-40s %12s %12s %14s %8s\n", "operation", "time", "MFLOP", "GEMM bound", "ratio")
+	for _, m := range rep.Measurements {
+		fmt.Fprintf(w, "%-40s %10.3fms %12.1f %12.3fms %7.1f%%\n", m.Name, m.Seconds*1e3, m.FLOPs/1e6, m.GEMMSeconds*1e3, 100*m.Ratio)
+	}
+	b := rep.DecodeBoundEvalsPerSec
+	fmt.Fprintf(w, "decode bound (GEMM-bound decoding): %.0f evaluations/s\n", b)
+	fmt.Fprintf(w, "random search: %.0f evaluations/s (%.1f%% of the decode bound)\n", rep.RandomEvalsPerSec, 100*rep.RandomEvalsPerSec/b)
+	fmt.Fprintf(w, "PGD: %.1f iterations/s per input, batch %d (%.1f%% of the decode bound; an iteration is a forward and a backward pass)\n",
+		rep.PGDStepsPerSecPerImage, pgdBatch, 100*rep.PGDStepsPerSecPerImage/b)
 }
 
 // benchTranslator benchmarks a translator on its corpus: the dev split to

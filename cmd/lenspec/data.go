@@ -26,20 +26,19 @@ func (a *app) mnistDir() (string, error) {
 	return mnist.DefaultDir()
 }
 
+// sources is where the image data sets come from, by the global flags.
+func (a *app) sources() (experiment.Sources, error) {
+	dir, err := a.mnistDir()
+	return experiment.Sources{MNISTDir: dir, FashionDir: a.fashionDir, Logf: a.logf}, err
+}
+
 // loadMultiMNIST fetches MNIST if needed and builds the Multi-MNIST splits.
 func (a *app) loadMultiMNIST(ctx context.Context, seed uint64) (train, test *multimnist.Dataset, err error) {
-	dir, err := a.mnistDir()
+	src, err := a.sources()
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := mnist.Fetch(ctx, dir, a.logf); err != nil {
-		return nil, nil, err
-	}
-	mtr, mte, err := mnist.Load(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	return multimnist.Build(mtr, mte, multimnist.DefaultTrain, multimnist.DefaultTest, seed)
+	return src.MultiMNIST(ctx, seed)
 }
 
 // checkSplit refuses a split name before any work.
@@ -66,23 +65,32 @@ func (a *app) dataset(ctx context.Context, seed uint64, name string) (train, ds 
 	return tr, te, nil
 }
 
-// modelData is the named Multi-MNIST split as an experiment's data for a
-// model reading in.
+// modelData is the named split of the data set a model reading in runs
+// on, as an experiment's data.
 func (a *app) modelData(ctx context.Context, in model.InputSpec, seed uint64, split string) (experiment.Data, error) {
-	if experiment.CheckCaptions(in) == nil {
-		return a.captionsData(ctx, in, seed, split)
-	}
-	if err := experiment.CheckMultiMNIST(in); err != nil {
+	if err := checkSplit(split); err != nil {
 		return experiment.Data{}, err
 	}
-	_, ds, err := a.dataset(ctx, seed, split)
+	src, err := a.sources()
 	if err != nil {
 		return experiment.Data{}, err
 	}
-	return experiment.MultiMNIST(ds, split, seed, in)
+	return src.ImageData(ctx, in, seed, split)
 }
 
+// dataHelp is the command's long help.
+const dataHelp = `Copy Multi30k's raw files (train, val and test_2016_flickr, .de.gz and .en.gz:
+data/task1/raw/ of the public repository multi30k/dataset, Elliott et al.
+2016) from --from into the data cache, each checked against its pinned
+sha256 first. The dataset states no licence, so lenspec never ships or
+downloads it: point --from at a copy. Translator commands read it with
+--corpus multi30k.`
+
 func newDataCmd(a *app) *cobra.Command {
+	return group("data", "Prepare and inspect datasets", newMNISTDataCmd(a), newMultiMNISTDataCmd(a), newMulti30kDataCmd(a), newCaptionsDataCmd(a))
+}
+
+func newMNISTDataCmd(a *app) *cobra.Command {
 	var from, dir string
 	mn := &cobra.Command{
 		Use:   "mnist",
@@ -112,7 +120,10 @@ func newDataCmd(a *app) *cobra.Command {
 	}
 	mn.Flags().StringVar(&from, "from", "", "import from this directory of IDX files (raw or .gz) instead of fetching")
 	mn.Flags().StringVar(&dir, "dir", "", "destination (default: --mnist-dir, $LENSPEC_DATA/mnist or the user cache dir)")
+	return mn
+}
 
+func newMultiMNISTDataCmd(a *app) *cobra.Command {
 	var out, splitName string
 	var count, scale int
 	var seed uint64
@@ -162,17 +173,16 @@ func newDataCmd(a *app) *cobra.Command {
 	mm.Flags().IntVar(&count, "count", 8, "number of canvases")
 	mm.Flags().IntVar(&scale, "scale", 4, "integer upscaling of the PNG (nearest neighbour; decode --image undoes it)")
 	mm.Flags().Uint64Var(&seed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
+	return mm
+}
+
+func newMulti30kDataCmd(a *app) *cobra.Command {
 	var m30kFrom, m30kDir string
 	m30k := &cobra.Command{
 		Use:   "multi30k",
 		Short: "Import Multi30k task 1 German–English (train, val, test_2016_flickr) into the data cache, checking pinned sha256 hashes",
-		Long: `Copy Multi30k's raw files (train, val and test_2016_flickr, .de.gz and .en.gz:
-data/task1/raw/ of the public repository multi30k/dataset, Elliott et al.
-2016) from --from into the data cache, each checked against its pinned
-sha256 first. The dataset states no licence, so lenspec never ships or
-downloads it: point --from at a copy. Translator commands read it with
---corpus multi30k.`,
-		Args: noArgs,
+		Long:  dataHelp,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if m30kFrom == "" {
 				return usagef("--from is required: a directory holding Multi30k's raw files (multi30k/dataset data/task1/raw/)")
@@ -200,5 +210,5 @@ downloads it: point --from at a copy. Translator commands read it with
 	}
 	m30k.Flags().StringVar(&m30kFrom, "from", "", "directory holding Multi30k's raw .gz files")
 	m30k.Flags().StringVar(&m30kDir, "dir", "", "destination (default: $LENSPEC_DATA/multi30k or the user cache dir)")
-	return group("data", "Prepare and inspect datasets", mn, mm, m30k, newCaptionsDataCmd(a))
+	return m30k
 }

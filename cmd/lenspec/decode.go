@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -72,15 +73,8 @@ func (r decodeRecord) line() string {
 	return s
 }
 
-func newDecodeCmd(a *app) *cobra.Command {
-	var modelDir, image, input, splitName string
-	var indices []int
-	var maxSteps int
-	var dataSeed uint64
-	c := &cobra.Command{
-		Use:   "decode",
-		Short: "Greedily decode inputs (a witness file, a PNG image, or Multi-MNIST canvases) and print the tokens",
-		Long: `Greedily decode with the float64 replay path (ties go to the lowest token
+// decodeHelp is the command's long help.
+const decodeHelp = `Greedily decode with the float64 replay path (ties go to the lowest token
 index). Each output shows its tokens, whether it stopped within the step cap,
 and its smallest top-2 logit margin. An output whose logits stop being finite
 (a state that grows without bound overflows at long step caps) ends at that
@@ -93,8 +87,57 @@ batch dimension of 1), every value finite and inside the model's input range
 (config.json input.min/max). Attack and verification witnesses are saved this
 way. --image reads a grayscale PNG of the model's size, or an exact integer
 enlargement of it (lenspec data multimnist writes 4x), bytes 0..255 mapped
-linearly onto the input range.`,
-		Args: noArgs,
+linearly onto the input range.`
+
+// decodeInputs reads what decode decodes: a witness file, a PNG image,
+// or canvases of the data set the model runs on, with their names and
+// labels (nil for files).
+func (a *app) decodeInputs(ctx context.Context, modelDir string, in model.InputSpec, input, image string, indices []int, splitName string, dataSeed uint64) (x []float64, srcs []string, labels [][]int, err error) {
+	switch {
+	case input != "":
+		if x, err = experiment.ReadWitness(input, in); err != nil {
+			return nil, nil, nil, err
+		}
+		srcs, labels = []string{input}, [][]int{nil}
+	case image != "":
+		if in.Kind != model.Continuous || len(in.Shape) != 3 || in.Shape[0] != 1 {
+			return nil, nil, nil, fmt.Errorf("%s: the model reads %v %v inputs; PNG decoding supports one-channel images", modelDir, in.Kind, in.Shape)
+		}
+		if x, err = multimnist.ReadPNG(image, in.Shape[1], in.Shape[2], in.Min, in.Max); err != nil {
+			return nil, nil, nil, err
+		}
+		srcs, labels = []string{image}, [][]int{nil}
+	default:
+		data, err := a.modelData(ctx, in, dataSeed, splitName)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		n := data.Source.Len()
+		for _, i := range indices {
+			if i < 0 || i >= n {
+				return nil, nil, nil, usagef("--index %d outside the %s split of %d", i, splitName, n)
+			}
+		}
+		var lab [][]int
+		x, _, lab = data.Source.Batch(indices, nil)
+		for k, i := range indices {
+			srcs = append(srcs, fmt.Sprintf("%s[%d]", splitName, i))
+			labels = append(labels, lab[k])
+		}
+	}
+	return x, srcs, labels, nil
+}
+
+func newDecodeCmd(a *app) *cobra.Command {
+	var modelDir, image, input, splitName string
+	var indices []int
+	var maxSteps int
+	var dataSeed uint64
+	c := &cobra.Command{
+		Use:   "decode",
+		Short: "Greedily decode inputs (a witness file, a PNG image, or Multi-MNIST canvases) and print the tokens",
+		Long:  decodeHelp,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if modelDir == "" {
 				return usagef("--model is required")
@@ -118,41 +161,9 @@ linearly onto the input range.`,
 			if err != nil {
 				return err
 			}
-			in := d.Input()
-			var x []float64
-			var srcs []string
-			var labels [][]int
-			switch {
-			case input != "":
-				if x, err = experiment.ReadWitness(input, in); err != nil {
-					return err
-				}
-				srcs, labels = []string{input}, [][]int{nil}
-			case image != "":
-				if in.Kind != model.Continuous || len(in.Shape) != 3 || in.Shape[0] != 1 {
-					return fmt.Errorf("%s: the model reads %v %v inputs; PNG decoding supports one-channel images", modelDir, in.Kind, in.Shape)
-				}
-				if x, err = multimnist.ReadPNG(image, in.Shape[1], in.Shape[2], in.Min, in.Max); err != nil {
-					return err
-				}
-				srcs, labels = []string{image}, [][]int{nil}
-			default:
-				data, err := a.modelData(c.Context(), in, dataSeed, splitName)
-				if err != nil {
-					return err
-				}
-				n := data.Source.Len()
-				for _, i := range indices {
-					if i < 0 || i >= n {
-						return usagef("--index %d outside the %s split of %d", i, splitName, n)
-					}
-				}
-				var lab [][]int
-				x, _, lab = data.Source.Batch(indices, nil)
-				for k, i := range indices {
-					srcs = append(srcs, fmt.Sprintf("%s[%d]", splitName, i))
-					labels = append(labels, lab[k])
-				}
+			x, srcs, labels, err := a.decodeInputs(c.Context(), modelDir, d.Input(), input, image, indices, splitName, dataSeed)
+			if err != nil {
+				return err
 			}
 			res, err := model.Decode(c.Context(), d, model.Batch[float64]{X: x}, maxSteps)
 			if err != nil {

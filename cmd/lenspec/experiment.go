@@ -154,6 +154,27 @@ summary covers every shard file in OUT (docs/scale-out.md).`,
 	return c
 }
 
+// nMTAttackExperimentHelp is the command's long help.
+const nMTAttackExperimentHelp = `Attack --sentences random sentences of the translator's corpus (--split) at every δ of
+--eps with every method of --methods (random search, PGD through a Gumbel-softmax
+relaxation, PGD on the embeddings, and lenspec's gradient-guided substitution),
+then draw the output-length histograms per δ and method with a "> 100" bin (PNG
+and SVG; the paper's figures 4 and 5) and a table: outputs longer than 100 tokens
+per method, the longest output and its input, the largest output/input length
+ratio, and (I, O, I', O') examples. Results go to OUT/nmt-attacks.jsonl as they are
+produced; rerunning resumes.`
+
+// budgetsRun refuses a method's --METHOD-budget when --methods does not
+// run it.
+func budgetsRun(c *cobra.Command, methods []string) error {
+	for _, m := range experiment.TextMethods {
+		if c.Flags().Changed(m+"-budget") && !slices.Contains(methods, m) {
+			return usagef("--%s-budget: --methods %s does not run %s", m, strings.Join(methods, ","), m)
+		}
+	}
+	return nil
+}
+
 func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 	f := &attackFlags{}
 	var outDir string
@@ -162,15 +183,8 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "nmt-attack",
 		Short: "The paper's NMT attack experiment: random search, Gumbel PGD, embedding PGD and flip over a δ grid",
-		Long: `Attack --sentences random sentences of the translator's corpus (--split) at every δ of
---eps with every method of --methods (random search, PGD through a Gumbel-softmax
-relaxation, PGD on the embeddings, and lenspec's gradient-guided substitution),
-then draw the output-length histograms per δ and method with a "> 100" bin (PNG
-and SVG; the paper's figures 4 and 5) and a table: outputs longer than 100 tokens
-per method, the longest output and its input, the largest output/input length
-ratio, and (I, O, I', O') examples. Results go to OUT/nmt-attacks.jsonl as they are
-produced; rerunning resumes.`,
-		Args: noArgs,
+		Long:  nMTAttackExperimentHelp,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if outDir == "" {
 				return usagef("--out is required")
@@ -191,10 +205,8 @@ produced; rerunning resumes.`,
 			if err := unreadFlags(c, methods, experiment.TextMethods, textProbe, experiment.TextAttackSettings.Normalize, textSettingFlags); err != nil {
 				return err
 			}
-			for _, m := range experiment.TextMethods {
-				if c.Flags().Changed(m+"-budget") && !slices.Contains(methods, m) {
-					return usagef("--%s-budget: --methods %s does not run %s", m, strings.Join(methods, ","), m)
-				}
+			if err := budgetsRun(c, methods); err != nil {
+				return err
 			}
 			shard, m, err := f.textModel(c, a)
 			if err != nil {
@@ -212,32 +224,15 @@ produced; rerunning resumes.`,
 			}
 			progress, finish := a.bars()
 			defer finish()
-			var match []func(experiment.TextAttackRecord) bool
-			for _, eps := range f.eps {
-				for i := range cfgs {
-					cfg := cfgs[i]
-					cfg.Data, cfg.Samples, cfg.Eps, cfg.Progress = data, picked, []float64{eps}, progress
-					if err := experiment.RunTextAttack(c.Context(), cfg, nil); err != nil {
-						return err
-					}
-				}
-			}
 			for i := range cfgs {
-				cfgs[i].Data, cfgs[i].Samples = data, picked
-				match = append(match, cfgs[i].Match)
+				cfgs[i].Data, cfgs[i].Samples, cfgs[i].Progress = data, picked, progress
 			}
+			sum, err := experiment.RunTextExperiment(c.Context(), cfgs, f.eps, outDir, "NMT: output length under attack")
 			finish()
-			recs, err := experiment.ReadRun(f.out, match...)
 			if err != nil {
 				return err
 			}
-			sum, err := experiment.SummariseTextAttacks(recs, outDir, "NMT: output length under attack")
-			if err != nil {
-				return err
-			}
-			return a.emit(sum, func(w io.Writer) {
-				fmt.Fprintf(w, "figure: %s, %s\n\n%s", sum.FigurePNG, sum.FigureSVG, sum.Table)
-			})
+			return a.emit(sum, func(w io.Writer) { fmt.Fprint(w, sum.Text()) })
 		},
 	}
 	f.register(c, false)

@@ -21,6 +21,7 @@ import (
 	"syscall"
 
 	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/internal/oneline"
 	"github.com/spf13/cobra"
 )
@@ -292,7 +293,7 @@ func run(ctx context.Context, a *app, args []string) int {
 	}
 	fmt.Fprintf(a.stderr, "lenspec: %s\n", oneline.Fold(err.Error()))
 	var u usageError
-	if errors.As(err, &u) {
+	if errors.As(err, &u) || errors.As(err, new(experiment.SettingsError)) {
 		return 2
 	}
 	return 1

@@ -9,7 +9,6 @@ import (
 
 	"github.com/lenspec/lenspec/bpe"
 	"github.com/lenspec/lenspec/corpus"
-	"github.com/lenspec/lenspec/internal/progress"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/nmt"
 	"github.com/lenspec/lenspec/train"
@@ -91,6 +90,72 @@ type nmtSummary struct {
 	UnstoppedDev int     `json:"unstopped_dev"`
 }
 
+// trainNMTHelp is the command's long help.
+const trainNMTHelp = `Train the paper's third model, an attention sequence-to-sequence translator,
+on the Ding German-English dictionary that Debian ships (trans-de-en; its
+sentences and multi-word phrases, split into train/dev/test by a seeded hash
+of the source) or on --corpus FILE.tsv, and write config.json,
+model.safetensors, vocab.json and merges.txt (the BPE tokenizer learnt on the
+training split) to --out. The defaults build models/nmt-de-en.
+
+Training targets longer than --max-target tokens are left out (the paper caps
+them at 50). A checkpoint is written every --checkpoint-every and after every
+epoch; rerunning the same command resumes from it, also after kill -9. At the
+end the model is evaluated: BLEU on the test split against a word-by-word
+dictionary baseline, and the greedy output lengths on the dev split. A model
+trained on the Ding dictionary is GPL-2.0-or-later: --out receives a LICENSE
+notice saying so.`
+
+// checkTrainNMT refuses train nmt's flags that make no sense, alone or
+// together, before any work.
+func checkTrainNMT(c *cobra.Command, initDir string, vocab, maxTarget, sentenceRepeat int, every time.Duration, sentencesOnly bool) error {
+	if initDir != "" {
+		for _, name := range []string{"vocab", "embedding", "hidden", "layers", "decoder", "attention", "combine"} {
+			if c.Flags().Changed(name) {
+				return usagef("--%s conflicts with --init (the sizes and the tokenizer come from %s)", name, initDir)
+			}
+		}
+	}
+	if vocab < nmt.MinVocab || vocab > 1<<16 {
+		return usagef("--vocab %d must be in %d..65536 (the special and byte tokens, and the corpus's characters)", vocab, nmt.MinVocab)
+	}
+	if maxTarget < 1 || maxTarget > model.MaxStepCap {
+		return usagef("--max-target %d must be in 1..%d", maxTarget, model.MaxStepCap)
+	}
+	if every < 0 {
+		return usagef("--checkpoint-every %v must not be negative", every)
+	}
+	if sentenceRepeat < 1 || sentenceRepeat > 100 {
+		return usagef("--sentence-repeat %d must be in 1..100", sentenceRepeat)
+	}
+	if sentenceRepeat > 1 && sentencesOnly {
+		return usagef("--sentence-repeat oversamples the sentences among the phrases; with --sentences-only there are none (use --epochs)")
+	}
+	return nil
+}
+
+// vocabUsage is err, or the usage error it is when the corpus has more
+// characters than --vocab leaves room for (known only once the corpus is
+// read).
+func vocabUsage(err error, vocab int, path string) error {
+	var small *bpe.VocabSizeError
+	if errors.As(err, &small) {
+		return usagef("--vocab %d is below the %d tokens %s needs (4 special, 256 byte and %d character tokens): give --vocab %d or more",
+			vocab, small.Need(), path, small.Alphabet, small.Need())
+	}
+	return err
+}
+
+// translatorFlags adds the translator's size flags.
+func translatorFlags(f *pflag.FlagSet, arch *model.TranslatorConfig) {
+	f.IntVar(&arch.Embedding, "embedding", arch.Embedding, "embedding size")
+	f.IntVar(&arch.EncoderHidden, "hidden", arch.EncoderHidden, "encoder LSTM size per direction")
+	f.IntVar(&arch.EncoderLayers, "layers", arch.EncoderLayers, "encoder layers")
+	f.IntVar(&arch.DecoderHidden, "decoder", arch.DecoderHidden, "decoder LSTM size")
+	f.IntVar(&arch.Attention, "attention", arch.Attention, "attention size")
+	f.IntVar(&arch.Combine, "combine", arch.Combine, "size of the layer before the output projection")
+}
+
 func newTrainNMTCmd(a *app) *cobra.Command {
 	def := train.DefaultOptions()
 	opt := def
@@ -107,46 +172,14 @@ func newTrainNMTCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "nmt",
 		Short: "Train the German→English attention translator (BPE, bidirectional LSTM, Bahdanau attention)",
-		Long: `Train the paper's third model, an attention sequence-to-sequence translator,
-on the Ding German-English dictionary that Debian ships (trans-de-en; its
-sentences and multi-word phrases, split into train/dev/test by a seeded hash
-of the source) or on --corpus FILE.tsv, and write config.json,
-model.safetensors, vocab.json and merges.txt (the BPE tokenizer learnt on the
-training split) to --out. The defaults build models/nmt-de-en.
-
-Training targets longer than --max-target tokens are left out (the paper caps
-them at 50). A checkpoint is written every --checkpoint-every and after every
-epoch; rerunning the same command resumes from it, also after kill -9. At the
-end the model is evaluated: BLEU on the test split against a word-by-word
-dictionary baseline, and the greedy output lengths on the dev split. A model
-trained on the Ding dictionary is GPL-2.0-or-later: --out receives a LICENSE
-notice saying so.`,
-		Args: noArgs,
+		Long:  trainNMTHelp,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if out == "" {
 				return usagef("--out is required")
 			}
-			if initDir != "" {
-				for _, name := range []string{"vocab", "embedding", "hidden", "layers", "decoder", "attention", "combine"} {
-					if c.Flags().Changed(name) {
-						return usagef("--%s conflicts with --init (the sizes and the tokenizer come from %s)", name, initDir)
-					}
-				}
-			}
-			if vocab < nmt.MinVocab || vocab > 1<<16 {
-				return usagef("--vocab %d must be in %d..65536 (the special and byte tokens, and the corpus's characters)", vocab, nmt.MinVocab)
-			}
-			if maxTarget < 1 || maxTarget > model.MaxStepCap {
-				return usagef("--max-target %d must be in 1..%d", maxTarget, model.MaxStepCap)
-			}
-			if every < 0 {
-				return usagef("--checkpoint-every %v must not be negative", every)
-			}
-			if sentenceRepeat < 1 || sentenceRepeat > 100 {
-				return usagef("--sentence-repeat %d must be in 1..100", sentenceRepeat)
-			}
-			if sentenceRepeat > 1 && sentencesOnly {
-				return usagef("--sentence-repeat oversamples the sentences among the phrases; with --sentences-only there are none (use --epochs)")
+			if err := checkTrainNMT(c, initDir, vocab, maxTarget, sentenceRepeat, every, sentencesOnly); err != nil {
+				return err
 			}
 			if err := opt.Validate(); err != nil {
 				return usage(err)
@@ -162,40 +195,17 @@ notice saying so.`,
 			}
 			a.logf("%s: %d training, %d dev, %d test pairs", sp.Path, len(sp.Train), len(sp.Dev), len(sp.Test))
 			opt.CheckpointEvery = every
-			var rep *progress.Reporter
-			var window []train.Progress // the last steps, for tokens/s
+			progress, finish := a.bars()
+			var rate train.TokenRate
 			opt.Progress = func(p train.Progress) {
-				if rep == nil {
-					rep = progress.New("train nmt", p.Steps, a.quiet)
-				}
-				window = append(window, p)
-				if len(window) > 50 {
-					window = window[1:]
-				}
-				rate := 0.0
-				if n := len(window); n > 1 {
-					toks := 0
-					for _, w := range window[1:] {
-						toks += w.Tokens
-					}
-					rate = float64(toks) / (window[n-1].Elapsed - window[0].Elapsed).Seconds()
-				}
-				rep.Set(p.Step, fmt.Sprintf("epoch %d/%d loss %.3f, %.0f target tokens/s", p.Epoch, p.Epochs, p.Loss, rate))
+				progress("train nmt", p.Step, p.Steps, fmt.Sprintf("epoch %d/%d loss %.3f, %.0f target tokens/s", p.Epoch, p.Epochs, p.Loss, rate.Add(p)))
 			}
 			res, err := nmt.Train(c.Context(), nmt.Options{Out: out, Corpus: sp, SplitSeed: cf.seed, Config: cfg, Vocab: vocab, Init: initDir,
 				SentencesOnly: sentencesOnly, SentenceRepeat: sentenceRepeat, SelectDev: selectDev, MaxTarget: maxTarget, Train: opt,
 				Command: rebuildCommand(c.Flags()), Logf: a.logf})
-			if rep != nil {
-				rep.Finish()
-			}
-			var small *bpe.VocabSizeError
-			if errors.As(err, &small) {
-				// Known only once the corpus is read: its characters.
-				return usagef("--vocab %d is below the %d tokens %s needs (4 special, 256 byte and %d character tokens): give --vocab %d or more",
-					vocab, small.Need(), sp.Path, small.Alphabet, small.Need())
-			}
+			finish()
 			if err != nil {
-				return err
+				return vocabUsage(err, vocab, sp.Path)
 			}
 			s := nmtSummary{out, res.Seconds, res.FinalLoss, res.BLEU, res.BaselineBLEU, res.MaxLenDev, res.UnstoppedDev}
 			return a.emit(s, func(w io.Writer) {
@@ -220,12 +230,7 @@ notice saying so.`,
 	f.IntVar(&vocab, "vocab", vocab, "BPE vocabulary size (shared by German and English), up to 65536: at least 260 (special and byte tokens) plus the training split's characters (Multi30k 355, Ding 367)")
 	f.IntVar(&maxTarget, "max-target", maxTarget, "leave out training pairs whose target is longer (tokens)")
 	f.DurationVar(&every, "checkpoint-every", every, "also checkpoint within an epoch this often (0: after every epoch only)")
-	f.IntVar(&arch.Embedding, "embedding", arch.Embedding, "embedding size")
-	f.IntVar(&arch.EncoderHidden, "hidden", arch.EncoderHidden, "encoder LSTM size per direction")
-	f.IntVar(&arch.EncoderLayers, "layers", arch.EncoderLayers, "encoder layers")
-	f.IntVar(&arch.DecoderHidden, "decoder", arch.DecoderHidden, "decoder LSTM size")
-	f.IntVar(&arch.Attention, "attention", arch.Attention, "attention size")
-	f.IntVar(&arch.Combine, "combine", arch.Combine, "size of the layer before the output projection")
+	translatorFlags(f, arch)
 	return c
 }
 

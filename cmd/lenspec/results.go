@@ -3,13 +3,16 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/spf13/cobra"
 )
 
 func newResultsCmd(a *app) *cobra.Command {
+	return group("results", "Merge, summarise and retry results files", newMergeCmd(a), newSummaryCmd(a), newRetryCmd(a))
+}
+
+func newMergeCmd(a *app) *cobra.Command {
 	var out, onConflict string
 	merge := &cobra.Command{
 		Use:   "merge --out FILE SHARD.jsonl...",
@@ -58,7 +61,10 @@ then. Exit status 1 for a refusal, 2 for a usage error.`,
 	}
 	merge.Flags().StringVar(&out, "out", "", "merged results file (created, or extended)")
 	merge.Flags().StringVar(&onConflict, "on-conflict", string(experiment.Refuse), "records of one unit that disagree: refuse, or keep the best (see above)")
+	return merge
+}
 
+func newSummaryCmd(a *app) *cobra.Command {
 	var dir, title, sumConflict string
 	summary := &cobra.Command{
 		Use:   "summary --out DIR FILE.jsonl...",
@@ -82,54 +88,7 @@ records of one unit that disagree refused unless --on-conflict best chooses.`,
 			if err != nil {
 				return usagef("--on-conflict %s: want refuse or best", sumConflict)
 			}
-			opt := experiment.JoinOptions{Conflict: conflict}
-			kind := ""
-			for _, p := range args {
-				k, err := experiment.FileKind(p)
-				if err != nil {
-					return err
-				}
-				if kind != "" && k != "" && k != kind {
-					return usagef("%s holds %s records, the others %s records", p, k, kind)
-				}
-				if k != "" {
-					kind = k
-				}
-			}
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return err
-			}
-			if kind == "text-attack" {
-				j, err := experiment.Join[experiment.TextAttackRecord](args, opt)
-				if err != nil {
-					return fmt.Errorf("summary: %w", err)
-				}
-				sum, err := experiment.SummariseTextAttacks(j.Records, dir, title)
-				if err != nil {
-					return err
-				}
-				return a.emit(sum, func(w io.Writer) { fmt.Fprintf(w, "figure: %s, %s\n\n%s", sum.FigurePNG, sum.FigureSVG, sum.Table) })
-			}
-			if kind == "verify" {
-				j, err := experiment.Join[experiment.VerifyRecord](args, opt)
-				if err != nil {
-					return fmt.Errorf("summary: %w", err)
-				}
-				summarise := experiment.SummariseVerify
-				if experiment.IsBound(j.Records) {
-					summarise = experiment.SummariseBound
-				}
-				sum, err := summarise(j.Records, dir, title)
-				if err != nil {
-					return err
-				}
-				return a.emit(sum, func(w io.Writer) { fmt.Fprint(w, sum.Text()) })
-			}
-			j, err := experiment.Join[experiment.AttackRecord](args, opt)
-			if err != nil {
-				return fmt.Errorf("summary: %w", err)
-			}
-			sum, err := experiment.SummariseAttacks(j.Records, dir, title)
+			sum, err := experiment.SummariseFiles(args, dir, title, experiment.JoinOptions{Conflict: conflict})
 			if err != nil {
 				return err
 			}
@@ -139,6 +98,10 @@ records of one unit that disagree refused unless --on-conflict best chooses.`,
 	summary.Flags().StringVar(&dir, "out", "", "directory for the figure and table")
 	summary.Flags().StringVar(&title, "title", "lenspec results", "figure title")
 	summary.Flags().StringVar(&sumConflict, "on-conflict", string(experiment.Refuse), "records of one unit that disagree: refuse, or keep the best (see lenspec results merge --help)")
+	return summary
+}
+
+func newRetryCmd(a *app) *cobra.Command {
 	var allFailed bool
 	retry := &cobra.Command{
 		Use:   "retry [--all-failed] FILE.jsonl...",
@@ -176,5 +139,5 @@ error, say). It refuses a file a run is writing.`,
 		},
 	}
 	retry.Flags().BoolVar(&allFailed, "all-failed", false, "remove every failed record, not only crashed ones")
-	return group("results", "Merge, summarise and retry results files", merge, summary, retry)
+	return retry
 }

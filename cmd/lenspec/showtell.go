@@ -6,19 +6,14 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/captions"
 	"github.com/lenspec/lenspec/experiment"
-	"github.com/lenspec/lenspec/internal/progress"
-	"github.com/lenspec/lenspec/mnist"
 	"github.com/lenspec/lenspec/model"
-	"github.com/lenspec/lenspec/multimnist"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
@@ -41,44 +36,22 @@ func (a *app) loadCaptions(ctx context.Context, seed uint64, lengths string) (tr
 	if err != nil {
 		return nil, nil, err
 	}
-	dir, err := a.mnistDir()
+	src, err := a.sources()
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := mnist.Fetch(ctx, dir, a.logf); err != nil {
-		return nil, nil, err
-	}
-	dtr, dte, err := mnist.Load(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	fdir := a.fashionDir
-	if fdir == "" {
-		fdir = mnist.FashionDir
-	}
-	ftr, fte, err := mnist.LoadFashion(fdir)
-	if err != nil {
-		return nil, nil, err
-	}
-	return captions.Build(dtr, dte, ftr, fte, captions.DefaultTrain, captions.DefaultTest, seed, opt)
+	return src.Captions(ctx, seed, opt)
 }
 
-// captionsData is the named split of the captions data set (skewed
-// lengths) as an experiment's data.
-func (a *app) captionsData(ctx context.Context, in model.InputSpec, seed uint64, split string) (experiment.Data, error) {
-	if err := checkSplit(split); err != nil {
-		return experiment.Data{}, err
-	}
-	tr, te, err := a.loadCaptions(ctx, seed, "skewed")
-	if err != nil {
-		return experiment.Data{}, err
-	}
-	ds := te
-	if split == "train" {
-		ds = tr
-	}
-	return experiment.Captions(ds, split, "skewed", seed, in)
-}
+// captionsDataHelp is the command's long help.
+const captionsDataHelp = `Build the captions data set (MNIST digits and Fashion-MNIST articles on
+56×112 canvases, captioned by a small grammar; docs/models.md) and write the
+first --count canvases of --split to --out: NAME.png, the canvas enlarged
+--scale times (lenspec decode --image reads it), and NAME-caption.png, the
+same with its caption printed under it, and with --model the model's greedy
+caption too. --histogram prints the split's caption-length histogram.
+Fashion-MNIST comes from Debian's dataset-fashion-mnist (make setup
+installs it; --fashion-dir points elsewhere).`
 
 func newCaptionsDataCmd(a *app) *cobra.Command {
 	var out, split, lengths, modelDir string
@@ -88,15 +61,8 @@ func newCaptionsDataCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "captions",
 		Short: "Write canvases of the word-captioning data set as PNG files with their captions (and a model's, with --model)",
-		Long: `Build the captions data set (MNIST digits and Fashion-MNIST articles on
-56×112 canvases, captioned by a small grammar; docs/models.md) and write the
-first --count canvases of --split to --out: NAME.png, the canvas enlarged
---scale times (lenspec decode --image reads it), and NAME-caption.png, the
-same with its caption printed under it, and with --model the model's greedy
-caption too. --histogram prints the split's caption-length histogram.
-Fashion-MNIST comes from Debian's dataset-fashion-mnist (make setup
-installs it; --fashion-dir points elsewhere).`,
-		Args: noArgs,
+		Long:  captionsDataHelp,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if out == "" {
 				return usagef("--out is required")
@@ -128,48 +94,9 @@ installs it; --fashion-dir points elsewhere).`,
 			if split == "train" {
 				ds = tr
 			}
-			n := min(count, ds.N)
-			var outs []model.Result
-			if d != nil {
-				idx := make([]int, n)
-				for i := range idx {
-					idx[i] = i
-				}
-				src, err := captions.NewSource[float64](ds, d.Input().Min, d.Input().Max)
-				if err != nil {
-					return err
-				}
-				x, _, _ := src.Batch(idx, nil)
-				if outs, err = model.Decode(c.Context(), d, model.Batch[float64]{X: x}, 0); err != nil {
-					return err
-				}
-			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
+			items, err := experiment.WriteCaptionPreviews(c.Context(), ds, d, split, out, count, scale)
+			if err != nil {
 				return err
-			}
-			type item struct {
-				Index   int    `json:"index"`
-				Caption string `json:"caption"`
-				Output  string `json:"output,omitempty"`
-				PNG     string `json:"png"`
-				Preview string `json:"preview"`
-			}
-			var items []item
-			for i := range n {
-				it := item{Index: i, Caption: ds.Captions[i].String(),
-					PNG: filepath.Join(out, fmt.Sprintf("%s-%05d.png", split, i)), Preview: filepath.Join(out, fmt.Sprintf("%s-%05d-caption.png", split, i))}
-				if err := multimnist.WritePNG(it.PNG, ds.Canvas(i), captions.Height, captions.Width, scale); err != nil {
-					return err
-				}
-				second := ""
-				if outs != nil {
-					it.Output = spellOutput(d.Config(), outs[i])
-					second = "model: " + it.Output
-				}
-				if err := captions.WritePreview(it.Preview, ds.Canvas(i), "caption: "+it.Caption, second, scale); err != nil {
-					return err
-				}
-				items = append(items, it)
 			}
 			h := ds.LengthHistogram()
 			return a.emit(map[string]any{"items": items, "length_histogram": h}, func(w io.Writer) {
@@ -203,33 +130,8 @@ installs it; --fashion-dir points elsewhere).`,
 	return c
 }
 
-// spellOutput is a decoded output as words, "…" marking one that did not
-// stop.
-func spellOutput(cfg *model.Config, r model.Result) string {
-	w := make([]string, len(r.Tokens))
-	for i, t := range r.Tokens {
-		w[i] = cfg.Token(t)
-	}
-	s := strings.Join(w, " ")
-	if !r.Stopped {
-		s += " …"
-	}
-	return s
-}
-
-func newTrainShowTellCmd(a *app) *cobra.Command {
-	def := train.DefaultOptions()
-	opt := train.Options{Seed: 1, Epochs: 10, BatchSize: 64, LR: 1e-3, FinalLR: 5e-5, WeightDecay: 0.01, Dropout: 0.1, ClipNorm: 5, Shards: def.Shards}
-	cfg := model.DefaultShowTellConfig(captions.Vocab)
-	arch := cfg.Arch.(*model.ShowTellConfig)
-	var out, lengths string
-	var dataSeed uint64
-	var every time.Duration = 2 * time.Minute
-	pretrain := 3
-	c := &cobra.Command{
-		Use:   "showtell",
-		Short: "Train the Show-and-Tell captioner (CNN encoder, LSTM decoder) on the captions data set",
-		Long: `Train the Show-and-Tell stand-in (docs/models.md: a strided-convolution
+// trainShowTellHelp is the command's long help.
+const trainShowTellHelp = `Train the Show-and-Tell stand-in (docs/models.md: a strided-convolution
 encoder whose image embedding is the LSTM's input at step −1, word embeddings,
 PyTorch's nn.LSTMCell, a linear output) on the captions data set with Adam and
 the teacher-forced cross-entropy, and write config.json and model.safetensors
@@ -245,8 +147,41 @@ Checkpoints go to --out/checkpoint (and --out/checkpoint-pretrain) every
 --checkpoint-every and after every epoch; rerunning the same command resumes
 (a checkpoint written with other settings is refused). Prints the
 exact-caption accuracy and BLEU-4 on the test split. The defaults reproduce
-models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`,
-		Args: noArgs,
+models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`
+
+// captionSources are the training split of the captions data set with
+// the caption lengths named, and the test split every model is evaluated
+// on (skewed), as training sources for a model reading in.
+func (a *app) captionSources(ctx context.Context, seed uint64, lengths string, in model.InputSpec) (tr, te *captions.Source[float32], err error) {
+	trd, _, err := a.loadCaptions(ctx, seed, lengths)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, ted, err := a.loadCaptions(ctx, seed, "skewed")
+	if err != nil {
+		return nil, nil, err
+	}
+	if tr, err = captions.NewSource[float32](trd, in.Min, in.Max); err != nil {
+		return nil, nil, err
+	}
+	te, err = captions.NewSource[float32](ted, in.Min, in.Max)
+	return tr, te, err
+}
+
+func newTrainShowTellCmd(a *app) *cobra.Command {
+	def := train.DefaultOptions()
+	opt := train.Options{Seed: 1, Epochs: 10, BatchSize: 64, LR: 1e-3, FinalLR: 5e-5, WeightDecay: 0.01, Dropout: 0.1, ClipNorm: 5, Shards: def.Shards}
+	cfg := model.DefaultShowTellConfig(captions.Vocab)
+	arch := cfg.Arch.(*model.ShowTellConfig)
+	var out, lengths string
+	var dataSeed uint64
+	var every time.Duration = 2 * time.Minute
+	pretrain := 3
+	c := &cobra.Command{
+		Use:   "showtell",
+		Short: "Train the Show-and-Tell captioner (CNN encoder, LSTM decoder) on the captions data set",
+		Long:  trainShowTellHelp,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if out == "" {
 				return usagef("--out is required")
@@ -267,69 +202,29 @@ models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`,
 			if err != nil {
 				return err
 			}
-			in := d.Input()
-			tr, _, err := a.loadCaptions(c.Context(), dataSeed, lengths)
-			if err != nil {
-				return err
-			}
-			// Every model is evaluated on the same test canvases (skewed).
-			_, te, err := a.loadCaptions(c.Context(), dataSeed, "skewed")
-			if err != nil {
-				return err
-			}
-			src, err := captions.NewSource[float32](tr, in.Min, in.Max)
-			if err != nil {
-				return err
-			}
-			start := time.Now()
-			data := fmt.Sprintf("captions lengths %s data-seed %d", lengths, dataSeed)
-			encoder := "none"
-			if pretrain > 0 {
-				if encoder, err = pretrainEncoder(c.Context(), a, d, src, opt, pretrain, data, filepath.Join(out, "pretrain"), every); err != nil {
-					return err
-				}
-			}
-			opt.CheckpointDir, opt.CheckpointEvery = filepath.Join(out, "checkpoint"), every
-			opt.Data = data + " encoder " + encoder
-			rep := progress.New("train", tr.N/opt.BatchSize*opt.Epochs, a.quiet)
-			opt.Progress = func(p train.Progress) {
-				rep.Set(p.Step, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
-			}
-			if _, err := train.Fit(c.Context(), d, src, opt); err != nil {
-				rep.Finish()
-				return err
-			}
-			rep.Finish()
-			secs := time.Since(start).Seconds()
-			teSrc, err := captions.NewSource[float32](te, in.Min, in.Max)
-			if err != nil {
-				return err
-			}
-			ev, score, err := train.EvaluateWords(c.Context(), d, teSrc, 0)
+			src, teSrc, err := a.captionSources(c.Context(), dataSeed, lengths, d.Input())
 			if err != nil {
 				return err
 			}
 			cmd := fmt.Sprintf("lenspec train showtell --out DIR --seed %d --epochs %d --pretrain-epochs %d --batch %d --lr %g --final-lr %g --dropout %g --lengths %s --shards %d",
 				opt.Seed, opt.Epochs, pretrain, opt.BatchSize, opt.LR, opt.FinalLR, opt.Dropout, lengths, opt.Shards)
-			d.Config().Training = map[string]any{
-				"seed": opt.Seed, "data_seed": dataSeed, "lengths": lengths, "epochs": opt.Epochs, "pretrain_epochs": pretrain, "batch_size": opt.BatchSize,
-				"lr": opt.LR, "final_lr": opt.FinalLR, "optimizer": "adamw", "weight_decay": opt.WeightDecay, "dropout": opt.Dropout,
-				"clip_norm": opt.ClipNorm, "shards": opt.Shards, "seconds_last_run": secs,
-				"test_exact_caption_accuracy": ev.SequenceAccuracy, "test_bleu4": score.BLEU, "test_max_len": ev.MaxLen, "command": cmd,
-			}
-			if err := model.Save(out, d); err != nil {
+			progress, finish := a.bars()
+			opt.CheckpointEvery, opt.Data = every, fmt.Sprintf("captions lengths %s data-seed %d", lengths, dataSeed)
+			res, err := train.ShowTell(c.Context(), d, src, teSrc, train.ShowTellOptions{Options: opt, Out: out, PretrainEpochs: pretrain,
+				Record: map[string]any{"data_seed": dataSeed, "lengths": lengths, "command": cmd},
+				Stage: func(stage string, p train.Progress) {
+					progress(stage, p.Step, p.Steps, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
+				}})
+			finish()
+			if err != nil {
 				return err
 			}
-			for _, dir := range []string{opt.CheckpointDir, filepath.Join(out, "pretrain")} {
-				if err := os.RemoveAll(dir); err != nil {
-					return err
-				}
-			}
-			res := map[string]any{"out": out, "seconds": secs, "test_exact_caption_accuracy": ev.SequenceAccuracy,
+			ev, score := res.Eval, res.BLEU
+			rep := map[string]any{"out": out, "seconds": res.Seconds, "test_exact_caption_accuracy": ev.SequenceAccuracy,
 				"test_bleu4": score.BLEU, "bleu": score.String(), "test_max_len": ev.MaxLen, "test_unstopped": ev.Unstopped}
-			return a.emit(res, func(w io.Writer) {
+			return a.emit(rep, func(w io.Writer) {
 				fmt.Fprintf(w, "trained %s in %.0fs (this run): test exact-caption accuracy %.4f, %s; longest test output %d (unstopped %d)\n",
-					out, secs, ev.SequenceAccuracy, score, ev.MaxLen, ev.Unstopped)
+					out, res.Seconds, ev.SequenceAccuracy, score, ev.MaxLen, ev.Unstopped)
 			})
 		},
 	}
@@ -351,58 +246,6 @@ models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`,
 	return c
 }
 
-// pretrainEncoder trains d's encoder for epochs under a ReLU RNN decoder
-// (a cnn-rnn-captioner with the same encoder and sizes, saved to dir so
-// that a resumed run skips it) and copies it into d. It returns the
-// pretrained model's digest, which keys the main run's checkpoint.
-func pretrainEncoder(ctx context.Context, a *app, d model.Decoder[float32], src train.Source[float32], opt train.Options, epochs int, data, dir string, every time.Duration) (string, error) {
-	st := d.Config().Arch.(*model.ShowTellConfig)
-	if _, err := os.Stat(filepath.Join(dir, model.WeightsFile)); err != nil {
-		cfg := model.Config{Architecture: model.ArchCaptioner, Vocab: d.Config().Vocab, EOS: d.EOS(), MaxSteps: d.MaxSteps(), DType: "float32",
-			Arch: &model.CaptionerConfig{Input: st.Input, Conv: st.Conv, FCHidden: st.FCHidden, Embedding: st.Embedding, Hidden: st.Hidden, Cell: model.CellReLU}}
-		pre, err := model.New[float32](&cfg, rand.New(rand.NewPCG(opt.Seed, 1)))
-		if err != nil {
-			return "", err
-		}
-		popt := opt
-		popt.Epochs, popt.CheckpointDir, popt.CheckpointEvery, popt.Data = epochs, dir+"-checkpoint", every, data+" pretrain"
-		rep := progress.New("pretrain encoder", src.Len()/opt.BatchSize*epochs, a.quiet)
-		popt.Progress = func(p train.Progress) {
-			rep.Set(p.Step, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
-		}
-		_, err = train.Fit(ctx, pre, src, popt)
-		rep.Finish()
-		if err != nil {
-			return "", err
-		}
-		if err := model.Save(dir, pre); err != nil {
-			return "", err
-		}
-		if err := os.RemoveAll(popt.CheckpointDir); err != nil {
-			return "", err
-		}
-	}
-	pre, err := model.Load[float32](dir)
-	if err != nil {
-		return "", err
-	}
-	from := map[string]*ad.Param[float32]{}
-	for _, p := range pre.Params() {
-		from[p.Name] = p
-	}
-	for _, p := range d.Params() {
-		if !strings.HasPrefix(p.Name, "encoder.") {
-			continue
-		}
-		q, ok := from[p.Name]
-		if !ok || len(q.W.Data) != len(p.W.Data) {
-			return "", fmt.Errorf("%s: no tensor %s of %d values for the encoder", dir, p.Name, len(p.W.Data))
-		}
-		copy(p.W.Data, q.W.Data)
-	}
-	return model.Digest(dir)
-}
-
 // captionModelData is the data an image captioner's experiments run on:
 // the captions data set for a model reading its canvases, Multi-MNIST
 // otherwise.
@@ -410,18 +253,8 @@ func (a *app) captionModelData(ctx context.Context, m *experiment.Model, seed ui
 	return a.modelData(ctx, m.D32.Input(), seed, "test")
 }
 
-func newCaptionAttackCmd(a *app) *cobra.Command {
-	var models []string
-	var outDir, losses string
-	var images, first, samples, steps, restarts, maxSteps, capLen, batch int
-	var eps []float64
-	var lr, clip float64
-	var seed, dataSeed uint64
-	var summaryOnly bool
-	c := &cobra.Command{
-		Use:   "caption-attack",
-		Short: "The paper's Show-and-Tell experiment: random search and PGD (both losses) at δ = 0.5 on word and digit captioners, table and figures",
-		Long: `For each --model (an image captioner: the Show-and-Tell models on the captions
+// captionAttackHelp is the command's long help.
+const captionAttackHelp = `For each --model (an image captioner: the Show-and-Tell models on the captions
 data set, the Multi-MNIST captioners on Multi-MNIST), attack --images random
 test images at every δ of --eps with random search (--samples uniform samples
 per image) and PGD on the paper's proxy J̃ and on the eos log-probability
@@ -434,8 +267,21 @@ every model's rows side by side: lengthened %, mean length ratio, longest
 output, and how many outputs pass --cap (the training cap, 20); every
 lengthened output's witness is decoded again in float64 and counted in
 "witnesses replayed". --summary-only skips the attacks and summarises the
-records there are.`,
-		Args: noArgs,
+records there are.`
+
+func newCaptionAttackCmd(a *app) *cobra.Command {
+	var models []string
+	var outDir, losses string
+	var images, first, samples, steps, restarts, maxSteps, capLen, batch int
+	var eps []float64
+	var lr, clip float64
+	var seed, dataSeed uint64
+	var summaryOnly bool
+	c := &cobra.Command{
+		Use:   "caption-attack",
+		Short: "The paper's Show-and-Tell experiment: random search and PGD (both losses) at δ = 0.5 on word and digit captioners, table and figures",
+		Long:  captionAttackHelp,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if len(models) == 0 || outDir == "" {
 				return usagef("--model and --out are required")
@@ -459,80 +305,17 @@ records there are.`,
 				}
 				lossList = append(lossList, loss)
 			}
-			var rows []experiment.CaptionRow
-			for _, dir := range models {
-				name := filepath.Base(filepath.Clean(dir))
-				m, err := experiment.LoadModel(dir)
-				if err != nil {
-					return err
-				}
-				out := filepath.Join(outDir, name, "attacks.jsonl")
-				base := experiment.AttackConfig{Model: m, Eps: eps, Batch: batch, Out: out,
-					WitnessDir: filepath.Join(outDir, name, "witnesses"), Logf: a.logf}
-				base.Settings = experiment.AttackSettings{MaxLen: -1, MaxSteps: maxSteps, Seed: seed}
-				var cfgs []experiment.AttackConfig
-				rs := base
-				rs.Method, rs.Settings.Budget = experiment.MethodRandom, samples
-				cfgs = append(cfgs, rs)
-				for _, loss := range lossList {
-					p := base
-					p.Method = experiment.MethodPGD
-					p.Settings.Budget, p.Settings.Loss, p.Settings.LR, p.Settings.Clip, p.Settings.Restarts, p.Settings.EarlyStop = steps, string(loss), lr, clip, restarts, true
-					cfgs = append(cfgs, p)
-				}
-				for i := range cfgs {
-					if err := cfgs[i].Validate(); err != nil {
-						return usage(fmt.Errorf("%s: %w", dir, err))
-					}
-				}
-				data, err := a.captionModelData(c.Context(), m, dataSeed)
-				if err != nil {
-					return err
-				}
-				picked, err := experiment.PickSamples(images, nil, data.Source.Len(), seed)
-				if err != nil {
-					return usage(err)
-				}
-				var match []func(experiment.AttackRecord) bool
-				for i := range cfgs {
-					cfgs[i].Data, cfgs[i].Samples = data, picked
-					match = append(match, cfgs[i].Match)
-				}
-				if !summaryOnly {
-					progress, finish := a.bars()
-					for _, e := range eps {
-						for _, cfg := range cfgs {
-							cfg.Eps, cfg.Progress = []float64{e}, progress
-							if first > 0 && first < len(picked) {
-								cfg.Samples = picked[:first]
-							}
-							if err := experiment.RunAttack(c.Context(), cfg, nil); err != nil {
-								finish()
-								return err
-							}
-						}
-					}
-					finish()
-				}
-				recs, err := experiment.ReadRun(out, match...)
-				if err != nil {
-					return err
-				}
-				if len(recs) == 0 {
-					a.logf("%s: no records yet", name)
-					continue
-				}
-				sum, err := experiment.SummariseCaptionAttacks(c.Context(), recs, m, name, filepath.Join(outDir, name), name+": output length under attack", capLen)
-				if err != nil {
-					return err
-				}
-				rows = append(rows, sum.Rows...)
-			}
-			if len(rows) == 0 {
-				return fmt.Errorf("%s: no records to summarise", outDir)
-			}
-			table := experiment.CaptionTable(rows, capLen)
-			if err := os.WriteFile(filepath.Join(outDir, "comparison.md"), []byte(table), 0o644); err != nil {
+			progress, finish := a.bars()
+			defer finish()
+			e := experiment.CaptionExperiment{Models: models, Out: outDir, Images: images, First: first, Eps: eps,
+				Samples: samples, Steps: steps, Restarts: restarts, LR: lr, Clip: clip, Losses: lossList, MaxSteps: maxSteps,
+				Cap: capLen, Batch: batch, Seed: seed, SummaryOnly: summaryOnly, Progress: progress, Logf: a.logf,
+				Data: func(ctx context.Context, m *experiment.Model) (experiment.Data, error) {
+					return a.captionModelData(ctx, m, dataSeed)
+				}}
+			rows, table, err := e.Run(c.Context())
+			finish()
+			if err != nil {
 				return err
 			}
 			return a.emit(rows, func(w io.Writer) { fmt.Fprint(w, table) })
@@ -559,6 +342,16 @@ records there are.`,
 	return c
 }
 
+// gatesHelp is the command's long help.
+const gatesHelp = `Decode inputs greedily in float64 and measure, at every step, the fraction of
+the LSTM's gate pre-activations (i, f, g, o) with |z| > --threshold, and,
+where the output stops, the margin by which eos beat the runner-up at the
+step it was emitted (and its probability): the paper's explanation of why
+Show-and-Tell resists lengthening (§5.2: saturated sigmoid gates, a strong
+bias to short outputs). Clean paths: --images random test images (or
+--index, or --input files); attacked paths: the witnesses of the lengthened
+outputs recorded in --attacks results files (this model's records only).`
+
 func newGatesCmd(a *app) *cobra.Command {
 	var modelDir string
 	var images, maxSteps int
@@ -569,15 +362,8 @@ func newGatesCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "gates",
 		Short: "Measure an LSTM decoder's gate saturation and end-of-caption eos margin along clean and attacked decoding paths",
-		Long: `Decode inputs greedily in float64 and measure, at every step, the fraction of
-the LSTM's gate pre-activations (i, f, g, o) with |z| > --threshold, and,
-where the output stops, the margin by which eos beat the runner-up at the
-step it was emitted (and its probability): the paper's explanation of why
-Show-and-Tell resists lengthening (§5.2: saturated sigmoid gates, a strong
-bias to short outputs). Clean paths: --images random test images (or
---index, or --input files); attacked paths: the witnesses of the lengthened
-outputs recorded in --attacks results files (this model's records only).`,
-		Args: noArgs,
+		Long:  gatesHelp,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if modelDir == "" {
 				return usagef("--model is required")
@@ -595,16 +381,11 @@ outputs recorded in --attacks results files (this model's records only).`,
 			if _, ok := m.D64.(model.GateStepper[float64]); !ok {
 				return fmt.Errorf("%s: a %s has no LSTM gates to measure", modelDir, m.D64.Config().Architecture)
 			}
-			in := m.D64.Input()
 			var clean []float64
 			switch {
 			case len(inputs) > 0:
-				for _, p := range inputs {
-					x, err := experiment.ReadWitness(p, in)
-					if err != nil {
-						return err
-					}
-					clean = append(clean, x...)
+				if clean, err = experiment.ReadInputs(m, inputs); err != nil {
+					return err
 				}
 			case images > 0 || len(indices) > 0:
 				data, err := a.captionModelData(c.Context(), m, dataSeed)
@@ -617,43 +398,16 @@ outputs recorded in --attacks results files (this model's records only).`,
 				}
 				clean, _, _ = data.Source.Batch(picked, nil)
 			}
-			var attacked []float64
-			for _, p := range attackFiles {
-				recs, err := experiment.ReadAttackRecords(p)
-				if err != nil {
-					return err
-				}
-				for _, r := range recs {
-					if r.ModelSHA256 != m.Digest || !r.Success || r.Witness == "" {
-						continue
-					}
-					x, err := experiment.ReadWitness(r.Witness, in)
-					if err != nil {
-						return err
-					}
-					attacked = append(attacked, x...)
-				}
+			attacked, err := experiment.LengthenedInputs(m, attackFiles)
+			if err != nil {
+				return err
 			}
 			if len(clean) == 0 && len(attacked) == 0 {
 				return usagef("give inputs: --images, --index or --input, and/or --attacks")
 			}
-			type set struct {
-				Name    string            `json:"name"`
-				Summary model.GateSummary `json:"summary"`
-			}
-			var sets []set
-			for _, s := range []struct {
-				name string
-				x    []float64
-			}{{"clean", clean}, {"attacked", attacked}} {
-				if len(s.x) == 0 {
-					continue
-				}
-				paths, err := model.GateSaturation(c.Context(), m.D64, model.Batch[float64]{X: s.x}, maxSteps, threshold)
-				if err != nil {
-					return err
-				}
-				sets = append(sets, set{s.name, model.SummariseGates(paths)})
+			sets, err := experiment.Gates(c.Context(), m, clean, attacked, maxSteps, threshold)
+			if err != nil {
+				return err
 			}
 			return a.emit(sets, func(w io.Writer) {
 				for _, s := range sets {

@@ -1,0 +1,78 @@
+package experiment
+
+import (
+	"context"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/lenspec/lenspec/captions"
+	"github.com/lenspec/lenspec/mnist"
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/multimnist"
+)
+
+// TestWriteCaptionPreviews: the canvases written read back as the data
+// set's, with their captions, and a model's outputs are its greedy
+// decoding spelled out.
+func TestWriteCaptionPreviews(t *testing.T) {
+	set := func(seed uint64) *mnist.Set {
+		r := rand.New(rand.NewPCG(seed, 1))
+		s := &mnist.Set{N: 30, Images: make([]uint8, 30*mnist.Pixels), Labels: make([]uint8, 30)}
+		for i := range s.Images {
+			s.Images[i] = uint8(r.IntN(256))
+		}
+		for i := range s.Labels {
+			s.Labels[i] = uint8(r.IntN(10))
+		}
+		return s
+	}
+	ds, err := captions.Generate(set(1), set(2), 5, 3, captions.Skewed())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := model.DefaultShowTellConfig(captions.Vocab)
+	st := cfg.Arch.(*model.ShowTellConfig)
+	st.Conv, st.FCHidden, st.Embedding, st.Hidden = []model.ConvConfig{{OutChannels: 2, Kernel: 3, Stride: 4, Padding: 1}}, 8, 4, 6
+	d, err := model.New[float64](&cfg, rand.New(rand.NewPCG(4, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	items, err := WriteCaptionPreviews(context.Background(), ds, d, "test", dir, 8, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != ds.N {
+		t.Fatalf("%d previews of %d canvases", len(items), ds.N)
+	}
+	src, err := captions.NewSource[float64](ds, -1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, it := range items {
+		if it.PNG != filepath.Join(dir, "test-0000"+string(rune('0'+i))+".png") || it.Caption != ds.Captions[i].String() {
+			t.Errorf("item %d: %+v", i, it)
+		}
+		got, err := multimnist.ReadPNG(it.PNG, captions.Height, captions.Width, -1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _, _ := src.Batch([]int{i}, nil)
+		for k := range x {
+			if got[k] != x[k] {
+				t.Fatalf("item %d: pixel %d reads %v, the canvas has %v", i, k, got[k], x[k])
+			}
+		}
+		res, err := model.Decode(context.Background(), d, model.Batch[float64]{X: x}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it.Output != Spell(d.Config(), res[0]) {
+			t.Errorf("item %d: output %q, decoding gives %q", i, it.Output, Spell(d.Config(), res[0]))
+		}
+	}
+	if r := (model.Result{Tokens: []int{0, 1}}); Spell(d.Config(), r) != captions.Vocab[0]+" "+captions.Vocab[1]+" …" {
+		t.Errorf("an unstopped output spells %q", Spell(d.Config(), r))
+	}
+}

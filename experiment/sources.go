@@ -1,0 +1,98 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lenspec/lenspec/captions"
+	"github.com/lenspec/lenspec/mnist"
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/multimnist"
+)
+
+// Sources says where the image data sets come from: MNIST (fetched into
+// MNISTDir when missing) and Fashion-MNIST. The CLI fills it from its
+// global flags; a library user fills it once and builds every split from
+// it.
+type Sources struct {
+	// MNISTDir holds MNIST's IDX files; mnist.Fetch fills it if needed.
+	MNISTDir string
+	// FashionDir holds Fashion-MNIST ("": mnist.FashionDir, Debian's
+	// dataset-fashion-mnist).
+	FashionDir string
+	// Logf, if not nil, hears about downloads.
+	Logf func(format string, args ...any)
+}
+
+// mnist fetches MNIST if needed and loads its splits.
+func (s Sources) mnist(ctx context.Context) (train, test *mnist.Set, err error) {
+	if err := mnist.Fetch(ctx, s.MNISTDir, s.logf); err != nil {
+		return nil, nil, err
+	}
+	return mnist.Load(s.MNISTDir)
+}
+
+func (s Sources) logf(format string, args ...any) {
+	if s.Logf != nil {
+		s.Logf(format, args...)
+	}
+}
+
+// MultiMNIST builds the Multi-MNIST splits (the standard sizes) drawn with
+// seed.
+func (s Sources) MultiMNIST(ctx context.Context, seed uint64) (train, test *multimnist.Dataset, err error) {
+	mtr, mte, err := s.mnist(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return multimnist.Build(mtr, mte, multimnist.DefaultTrain, multimnist.DefaultTest, seed)
+}
+
+// Captions builds the captions data set's splits (the standard sizes)
+// from MNIST and Fashion-MNIST, drawn with seed and caption lengths opt.
+func (s Sources) Captions(ctx context.Context, seed uint64, opt captions.Options) (train, test *captions.Dataset, err error) {
+	dtr, dte, err := s.mnist(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	fdir := s.FashionDir
+	if fdir == "" {
+		fdir = mnist.FashionDir
+	}
+	ftr, fte, err := mnist.LoadFashion(fdir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return captions.Build(dtr, dte, ftr, fte, captions.DefaultTrain, captions.DefaultTest, seed, opt)
+}
+
+// ImageData is the split ("train" or "test") of the data set a model
+// reading in runs on, as an experiment's data: the captions data set
+// (skewed lengths) for a model reading its canvases, Multi-MNIST
+// otherwise.
+func (s Sources) ImageData(ctx context.Context, in model.InputSpec, seed uint64, split string) (Data, error) {
+	if split != "train" && split != "test" {
+		return Data{}, fmt.Errorf("split %q: want train or test", split)
+	}
+	if CheckCaptions(in) == nil {
+		tr, te, err := s.Captions(ctx, seed, captions.Skewed())
+		if err != nil {
+			return Data{}, err
+		}
+		if split == "train" {
+			te = tr
+		}
+		return Captions(te, split, "skewed", seed, in)
+	}
+	if err := CheckMultiMNIST(in); err != nil {
+		return Data{}, err
+	}
+	tr, te, err := s.MultiMNIST(ctx, seed)
+	if err != nil {
+		return Data{}, err
+	}
+	if split == "train" {
+		te = tr
+	}
+	return MultiMNIST(te, split, seed, in)
+}

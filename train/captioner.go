@@ -1,0 +1,103 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lenspec/lenspec/model"
+)
+
+// CaptionerRun configures Captioner: the run's Options (Captioner sets
+// their CheckpointDir) and where the model goes.
+type CaptionerRun struct {
+	Options
+	// Out is the model directory written at the end; its checkpoint
+	// (Out/checkpoint) lives there until then, so a rerun resumes.
+	Out string
+	// Init names the model d was loaded from for fine-tuning ("": trained
+	// from scratch); the training record keeps it.
+	Init string
+	// Record is added to the training record in the model's config.json
+	// (how the data were drawn and augmented).
+	Record map[string]any
+}
+
+// CaptionerResult is what Captioner measured: the wall time and final
+// loss of this run, and greedy decoding of the test and training sets.
+type CaptionerResult struct {
+	Seconds, Loss float64
+	Test, Train   Eval
+}
+
+// Captioner trains the Multi-MNIST captioner d on src, evaluates it on
+// test and on the training set (trainEval: src without augmentation),
+// writes it with its training record, including the command that
+// reproduces it, to run.Out and removes the checkpoint.
+func Captioner(ctx context.Context, d model.Decoder[float32], src, trainEval, test Source[float32], run CaptionerRun) (CaptionerResult, error) {
+	opt := run.Options
+	opt.CheckpointDir = filepath.Join(run.Out, "checkpoint")
+	start := time.Now()
+	var res CaptionerResult
+	var err error
+	if res.Loss, err = Fit(ctx, d, src, opt); err != nil {
+		return res, err
+	}
+	res.Seconds = time.Since(start).Seconds()
+	if res.Test, err = Evaluate(ctx, d, test, 0, nil); err != nil {
+		return res, err
+	}
+	if res.Train, err = Evaluate(ctx, d, trainEval, 0, nil); err != nil {
+		return res, err
+	}
+	rec := captionerRecord(d, run)
+	rec["seconds"], rec["test_sequence_accuracy"], rec["max_len_train"] = res.Seconds, res.Test.SequenceAccuracy, res.Train.MaxLen
+	d.Config().Training = rec
+	if err := model.Save(run.Out, d); err != nil {
+		return res, err
+	}
+	return res, os.RemoveAll(opt.CheckpointDir)
+}
+
+// captionerRecord is a captioner's training record: its settings and the
+// command that reproduces it.
+func captionerRecord(d model.Decoder[float32], run CaptionerRun) map[string]any {
+	opt := run.Options
+	cell := ""
+	if a, ok := d.Config().Arch.(*model.CaptionerConfig); ok {
+		cell = a.Cell
+	}
+	rec := map[string]any{
+		"seed": opt.Seed, "epochs": opt.Epochs, "batch_size": opt.BatchSize,
+		"lr": opt.LR, "final_lr": opt.FinalLR, "optimizer": "adamw", "weight_decay": opt.WeightDecay,
+		"dropout": opt.Dropout, "clip_norm": opt.ClipNorm, "shards": opt.Shards,
+	}
+	for k, v := range run.Record {
+		rec[k] = v
+	}
+	cmd := fmt.Sprintf("lenspec train captioner --out DIR --seed %d --epochs %d --cell %s --shards %d", opt.Seed, opt.Epochs, cell, opt.Shards)
+	if run.Init != "" {
+		rec["init"] = run.Init
+		cmd = fmt.Sprintf("%s --init %s --lr %g --final-lr %g", cmd, run.Init, opt.LR, opt.FinalLR)
+	}
+	if opt.Stability > 0 {
+		rec["stability"], rec["stability_eps"], rec["stability_ramp"] = opt.Stability, opt.StabilityEps, opt.StabilityRamp
+		cmd = fmt.Sprintf("%s --stability %g --stability-eps %g --stability-ramp %g", cmd, opt.Stability, opt.StabilityEps, opt.StabilityRamp)
+	}
+	if opt.IBP > 0 {
+		rec["ibp"], rec["ibp_eps"], rec["ibp_ramp"] = opt.IBP, opt.IBPEps, opt.IBPRamp
+		cmd = fmt.Sprintf("%s --ibp %g --ibp-eps %g --ibp-ramp %g", cmd, opt.IBP, opt.IBPEps, opt.IBPRamp)
+		if opt.IBPBound != model.BoundInterval {
+			rec["ibp_bound"] = opt.IBPBound
+			cmd = fmt.Sprintf("%s --ibp-bound %s", cmd, opt.IBPBound)
+		}
+		if opt.IBPAttack {
+			rec["ibp_attack"] = true
+			cmd += " --ibp-attack"
+		}
+	}
+	rec["command"] = cmd
+	return rec
+}
