@@ -126,7 +126,8 @@ type VerifySettings struct {
 	// the domains they cover unbounded (verify.Options.Cuts).
 	Cuts bool `json:"cuts,omitempty"`
 	// Clip cuts each branch-and-bound child's input box by its new split
-	// (verify.Options.Clip).
+	// (verify.Options.Clip; the CLI's --clip-input, apart from the
+	// attacks' --clip, which is J̃'s ε).
 	Clip bool `json:"clip,omitempty"`
 	// The PGD warm start.
 	AttackSteps    int     `json:"attack_steps"`

@@ -42,7 +42,7 @@ func (f *verifyFlags) register(c *cobra.Command, samples bool) {
 	fl.BoolVar(&f.s.Tokens, "tokens", f.s.Tokens, "the token search after the box MIP: branch and bound over the emitted tokens with LP bounds (needs the MIP solver)")
 	fl.BoolVar(&f.s.BaB, "bab", f.s.BaB, "branch and bound over ReLU splits and tokens with α,β-CROWN bounds: a quarter of the time after the first falsifier round, then, after the token search, half of what is left, in slices between which the wide falsifier runs again (--search-restarts > 0) whenever the bound is not falling fast enough to prove in time; with --no-mip, all the time; --bab=false: the falsifier round and the MIP stages alone")
 	fl.BoolVar(&f.s.Cuts, "cuts", f.s.Cuts, "learn nogoods from branch and bound's closed leaves (strengthened by dropping splits whose constraint multipliers were 0, proved again) and close the domains they cover without bounding them")
-	fl.BoolVar(&f.s.Clip, "clip", f.s.Clip, "cut each branch-and-bound child's input box to the half-space its new split gives through CROWN's linear bound of the split neuron")
+	fl.BoolVar(&f.s.Clip, "clip-input", f.s.Clip, "cut each branch-and-bound child's input box to the half-space its new split gives through CROWN's linear bound of the split neuron")
 	fl.BoolVar(&f.s.Abstract, "abstract", f.s.Abstract, "the MIPs with the encoder abstracted by its bounds: around i₀ as a box before the token search, then by CROWN's linear bounds at i₀ and at fc1 before the exact MIP (needs the MIP solver)")
 	fl.Float64Var(&f.s.Safety, "safety", f.s.Safety, "robust needs the proven margin bound ≤ −safety")
 	fl.StringVar(&f.writeMPS, "write-mps", "", "write each sample's MIP to this directory (MPS, for SCIP, Gurobi, HiGHS…)")
