@@ -50,13 +50,7 @@ func (bd *bounder) clipChildren(cs []*domain) (clipped int) {
 			if s.coef[0] != nil {
 				a = s.coef[0].row(r)
 			}
-			abs := s.kabs[r]
-			for j, iv := range in {
-				if a != nil {
-					abs += s.abs[0].v[r*len(in)+j] * math.Max(math.Abs(iv.Lo), math.Abs(iv.Hi))
-				}
-			}
-			k := s.k[r] + relPad*abs + absPad
+			k := s.paddedConst(r, in)
 			// σz ≤ a·x + k and σz ≥ σp (p the side's end of the cut):
 			// (−a)·x ≤ k − σp.
 			ct := c.splits[c.last]

@@ -642,6 +642,19 @@ func (s *backState) concretize(xs *block) []float64 {
 	return out
 }
 
+// paddedConst is row r's constant of a padded back-substitution, with the
+// rounding allowance for its input coefficients over the box in (|x| ≤
+// max(|lo|, |hi|)): a·x + paddedConst bounds the row soundly on the box.
+func (s *backState) paddedConst(r int, in []Interval) float64 {
+	abs := s.kabs[r]
+	if s.coef[0] != nil {
+		for i, iv := range in {
+			abs += s.abs[0].v[r*len(in)+i] * math.Max(math.Abs(iv.Lo), math.Abs(iv.Hi))
+		}
+	}
+	return s.k[r] + relPad*abs + absPad
+}
+
 // alphaStart is the first node whose BoundAlphaCROWNFull bounds can differ
 // from those in b, CROWN's (or α-CROWN's) bounds of the same box: before it
 // no pre-activation node has 1..maxAlphaNeurons unstable neurons and no

@@ -131,12 +131,7 @@ func (s *babSearch) unused(leaf, root *domain) []neuron {
 			out = append(out, nu)
 		}
 	}
-	slices.SortFunc(out, func(a, b neuron) int {
-		if a.node != b.node {
-			return a.node - b.node
-		}
-		return a.index - b.index
-	})
+	slices.SortFunc(out, byNode)
 	return out
 }
 
@@ -153,12 +148,7 @@ func (s *babSearch) closedWith(splits splitSet, leaf, root *domain) bool {
 			order = append(order, nu)
 		}
 	}
-	slices.SortFunc(order, func(a, b neuron) int {
-		if a.node != b.node {
-			return a.node - b.node
-		}
-		return a.index - b.index
-	})
+	slices.SortFunc(order, byNode)
 	b := root.b
 	part := maps.Clone(root.splits)
 	if part == nil {
@@ -207,4 +197,13 @@ func (s *babSearch) closedWith(splits splitSet, leaf, root *domain) bool {
 	}
 	ub, _, _, _ := g.optimise(dom, start, c, k, rows, rx0, s.with(babChildAlpha))
 	return ub != nil && slices.Max(ub) < 0 && !math.IsNaN(slices.Max(ub))
+}
+
+// byNode orders neurons by node, then index: the order branch and bound
+// derives a domain's bounds in, one split at a time.
+func byNode(a, b neuron) int {
+	if a.node != b.node {
+		return a.node - b.node
+	}
+	return a.index - b.index
 }

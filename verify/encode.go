@@ -174,15 +174,11 @@ func (g *graph) linearBounds(b *Bounds, id int) (up, lo []affineBound) {
 	s := g.newBack(sameDomain(b, c.rows), nil, true, false)
 	s.run(id, c, make([]float64, c.rows))
 	for r := 0; r < c.rows; r++ {
-		abs := s.kabs[r]
 		xc := make([]float64, len(b.Input))
 		if s.coef[0] != nil {
 			copy(xc, s.coef[0].row(r))
-			for i, iv := range b.Input {
-				abs += s.abs[0].v[r*len(b.Input)+i] * math.Max(math.Abs(iv.Lo), math.Abs(iv.Hi))
-			}
 		}
-		a := affineBound{xc, s.k[r] + relPad*abs + absPad}
+		a := affineBound{xc, s.paddedConst(r, b.Input)}
 		if r%2 == 0 {
 			up = append(up, a)
 		} else { // −z ≤ a·x: z ≥ −a·x
