@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
-
-	"github.com/lenspec/lenspec/spec"
 )
 
 // TestCutsAgainstGrid: branch and bound with learned cuts and input
@@ -19,71 +17,48 @@ import (
 func TestCutsAgainstGrid(t *testing.T) {
 	var proven, strengthened, pruned, learned, clipped int64
 	wrongPlanted := 0
-	for seed := uint64(1); seed <= 80; seed++ {
-		pixels := 2 + int(seed%3)
-		m, ball := pixelProblem(t, seed, pixels, []float64{0.2, 0.5, 1}[seed%3])
-		lo, hi := ball.Box()
-		maxLen, _ := gridMax(t, m, lo, hi, map[int]int{2: 301, 3: 61, 4: 25}[pixels], 12)
-		if maxLen > 11 {
-			continue
+	forBaBProblems(t, 80, func(seed uint64) (int, float64) { return 2 + int(seed%3), []float64{0.2, 0.5, 1}[seed%3] }, func() bool { return true }, func(p babProblem) {
+		maxLen, K, lo, hi, g, b, candidate := p.maxLen, p.K, p.lo, p.hi, p.g, p.b, p.candidate
+		search := func(cuts, clip, plant bool) (babOutcome, *babSearch) {
+			opt := verifyOpts()
+			opt.Cuts, opt.Clip = cuts, clip
+			s := g.newBaB(context.Background(), lo, hi, opt, []*domain{{splits: splitSet{}, b: b}}, candidate)
+			s.learnOpen = plant
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			out, err := s.run(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out, s
 		}
-		n, err := Lower(m)
-		if err != nil {
-			t.Fatal(err)
+		if K < maxLen {
+			// A longer output exists: never proven, with both on.
+			if out, _ := search(true, true, false); out.status == babProven {
+				t.Fatalf("seed %d: branch and bound with cuts and clipping proves K̂ %d, the grid finds length %d", p.seed, K, maxLen)
+			}
+			if bad, _ := search(true, false, true); bad.status == babProven {
+				wrongPlanted++
+			}
+			return
 		}
-		for _, K := range []int{maxLen - 1, maxLen} {
-			if K < 0 {
-				continue
+		plain, _ := search(false, false, false)
+		for _, on := range []struct{ cuts, clip bool }{{true, false}, {false, true}} {
+			out, s := search(on.cuts, on.clip, false)
+			if plain.status != babTimeLimit && out.status != babTimeLimit && (plain.status == babProven) != (out.status == babProven) {
+				t.Fatalf("seed %d K̂ %d: with cuts %v and clipping %v the search ends %v, without %v", p.seed, K, on.cuts, on.clip, out.status, plain.status)
 			}
-			g := newGraph(n, K)
-			b := computeBounds(context.Background(), g, lo, hi, BoundCROWN)
-			if b.Proven {
-				continue
+			if out.status == babProven {
+				proven++
 			}
-			candidate := func(x []float64) (bool, error) {
-				return spec.Exceeds(decode(t, m, x, 12)[0], K), nil
+			if on.cuts {
+				learned += s.cuts.learned
+				strengthened += s.cuts.strengthened
+				pruned += s.cuts.pruned
 			}
-			search := func(cuts, clip, plant bool) (babOutcome, *babSearch) {
-				opt := verifyOpts()
-				opt.Cuts, opt.Clip = cuts, clip
-				s := g.newBaB(context.Background(), lo, hi, opt, []*domain{{splits: splitSet{}, b: b}}, candidate)
-				s.learnOpen = plant
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				out, err := s.run(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return out, s
-			}
-			if K < maxLen {
-				// A longer output exists: never proven, with both on.
-				if out, _ := search(true, true, false); out.status == babProven {
-					t.Fatalf("seed %d: branch and bound with cuts and clipping proves K̂ %d, the grid finds length %d", seed, K, maxLen)
-				}
-				if bad, _ := search(true, false, true); bad.status == babProven {
-					wrongPlanted++
-				}
-				continue
-			}
-			plain, _ := search(false, false, false)
-			for _, on := range []struct{ cuts, clip bool }{{true, false}, {false, true}} {
-				out, s := search(on.cuts, on.clip, false)
-				if plain.status != babTimeLimit && out.status != babTimeLimit && (plain.status == babProven) != (out.status == babProven) {
-					t.Fatalf("seed %d K̂ %d: with cuts %v and clipping %v the search ends %v, without %v", seed, K, on.cuts, on.clip, out.status, plain.status)
-				}
-				if out.status == babProven {
-					proven++
-				}
-				if on.cuts {
-					learned += s.cuts.learned
-					strengthened += s.cuts.strengthened
-					pruned += s.cuts.pruned
-				}
-				clipped += s.bd.clipped
-			}
+			clipped += s.bd.clipped
 		}
-	}
+	})
 	t.Logf("%d proofs with cuts and clipping; %d nogoods learned, %d strengthened, %d domains closed by them, %d input boxes clipped; planted cuts proved %d false properties", proven, learned, strengthened, pruned, clipped, wrongPlanted)
 	if proven == 0 || strengthened == 0 || pruned == 0 || clipped == 0 {
 		t.Fatalf("cuts or clipping unused: %d proofs, %d strengthened, %d domains closed by them, %d boxes clipped", proven, strengthened, pruned, clipped)

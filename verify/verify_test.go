@@ -580,76 +580,53 @@ func fiveTokens(t *testing.T) (*model.Captioner[float64], spec.Ball) {
 // finds a longer output.
 func TestBaBResumes(t *testing.T) {
 	compared, sliced, between := 0, 0, 0
-	for seed := uint64(1); seed <= 40 && compared < 8; seed++ {
-		pixels := 2 + int(seed%2)
-		m, ball := pixelProblem(t, seed, pixels, []float64{0.2, 0.5}[seed%2])
-		lo, hi := ball.Box()
-		maxLen, _ := gridMax(t, m, lo, hi, map[int]int{2: 301, 3: 61}[pixels], 12)
-		if maxLen > 11 {
-			continue
+	forBaBProblems(t, 40, func(seed uint64) (int, float64) { return 2 + int(seed%2), []float64{0.2, 0.5}[seed%2] }, func() bool { return compared < 8 }, func(p babProblem) {
+		maxLen, K, lo, hi, g, b, candidate := p.maxLen, p.K, p.lo, p.hi, p.g, p.b, p.candidate
+		search := func() *babSearch {
+			return g.newBaB(context.Background(), lo, hi, verifyOpts(), []*domain{{splits: splitSet{}, b: b}}, candidate)
 		}
-		n, err := Lower(m)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		whole, err := search().run(ctx)
+		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, K := range []int{maxLen - 1, maxLen} {
-			if K < 0 {
-				continue
-			}
-			g := newGraph(n, K)
-			b := computeBounds(context.Background(), g, lo, hi, BoundCROWN)
-			if b.Proven {
-				continue
-			}
-			candidate := func(x []float64) (bool, error) {
-				return spec.Exceeds(decode(t, m, x, 12)[0], K), nil
-			}
-			search := func() *babSearch {
-				return g.newBaB(context.Background(), lo, hi, verifyOpts(), []*domain{{splits: splitSet{}, b: b}}, candidate)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			whole, err := search().run(ctx)
-			cancel()
+		if whole.status == babTimeLimit {
+			return
+		}
+		s := search()
+		var out babOutcome
+		for slices := 0; ; slices++ {
+			// Pauses land at every point of the loop, between a
+			// domain's children among them.
+			out, err = s.run(&countdown{Context: context.Background(), left: 1 + slices%4})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if whole.status == babTimeLimit {
-				continue
+			if out.status != babTimeLimit || slices > 1e5 {
+				sliced += slices
+				break
 			}
-			s := search()
-			var out babOutcome
-			for slices := 0; ; slices++ {
-				// Pauses land at every point of the loop, between a
-				// domain's children among them.
-				out, err = s.run(&countdown{Context: context.Background(), left: 1 + slices%4})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if out.status != babTimeLimit || slices > 1e5 {
-					sliced += slices
-					break
-				}
-				if len(s.queued) > 0 {
-					between++
-				}
+			if len(s.queued) > 0 {
+				between++
 			}
-			if out.status != whole.status {
-				t.Fatalf("seed %d K̂ %d: sliced search ends %v, whole search %v", seed, K, out.status, whole.status)
-			}
-			// A resumed search does no work twice: it bounds exactly the
-			// domains the whole search bounds.
-			if out.domains != whole.domains {
-				t.Fatalf("seed %d K̂ %d: sliced search bounded %d domains, whole search %d", seed, K, out.domains, whole.domains)
-			}
-			if out.status == babProven && maxLen > K {
-				t.Fatalf("seed %d: branch and bound proves K̂ %d, the grid finds length %d", seed, K, maxLen)
-			}
-			if again, _ := s.run(context.Background()); again.status != out.status {
-				t.Fatalf("seed %d: an ended search resumed ends %v, had ended %v", seed, again.status, out.status)
-			}
-			compared++
 		}
-	}
+		if out.status != whole.status {
+			t.Fatalf("seed %d K̂ %d: sliced search ends %v, whole search %v", p.seed, K, out.status, whole.status)
+		}
+		// A resumed search does no work twice: it bounds exactly the
+		// domains the whole search bounds.
+		if out.domains != whole.domains {
+			t.Fatalf("seed %d K̂ %d: sliced search bounded %d domains, whole search %d", p.seed, K, out.domains, whole.domains)
+		}
+		if out.status == babProven && maxLen > K {
+			t.Fatalf("seed %d: branch and bound proves K̂ %d, the grid finds length %d", p.seed, K, maxLen)
+		}
+		if again, _ := s.run(context.Background()); again.status != out.status {
+			t.Fatalf("seed %d: an ended search resumed ends %v, had ended %v", p.seed, again.status, out.status)
+		}
+		compared++
+	})
 	if compared < 4 || sliced == 0 || between == 0 {
 		t.Fatalf("%d searches compared, %d slices, %d paused between a domain's children: too few", compared, sliced, between)
 	}
@@ -734,4 +711,51 @@ func TestLimitHoldsWhenSolverDoesNot(t *testing.T) {
 		t.Fatalf("the sample took %v of a 1 s limit: it waited for the solver", took)
 	}
 	t.Logf("%v of a 1 s limit (phases %+v)", took, r.Phases)
+}
+
+// babProblem is a brute-forced branch-and-bound problem: a random pixel
+// captioner, its ball's box, K̂ next to the grid's longest output, the
+// graph, its root bounds (not proven) and the replay of a candidate.
+type babProblem struct {
+	seed      uint64
+	maxLen, K int
+	lo, hi    []float64
+	g         *graph
+	b         *Bounds
+	candidate func([]float64) (bool, error)
+}
+
+// forBaBProblems calls each on the problems of seeds 1..seeds while more
+// says so (asked before each seed): shape picks a seed's pixels and δ, K̂
+// is the grid's longest output and one less, and problems whose root
+// bounds prove the property are skipped.
+func forBaBProblems(t *testing.T, seeds uint64, shape func(seed uint64) (int, float64), more func() bool, each func(p babProblem)) {
+	t.Helper()
+	for seed := uint64(1); seed <= seeds && more(); seed++ {
+		pixels, delta := shape(seed)
+		m, ball := pixelProblem(t, seed, pixels, delta)
+		lo, hi := ball.Box()
+		maxLen, _ := gridMax(t, m, lo, hi, map[int]int{2: 301, 3: 61, 4: 25}[pixels], 12)
+		if maxLen > 11 {
+			continue
+		}
+		n, err := Lower(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, K := range []int{maxLen - 1, maxLen} {
+			if K < 0 {
+				continue
+			}
+			g := newGraph(n, K)
+			b := computeBounds(context.Background(), g, lo, hi, BoundCROWN)
+			if b.Proven {
+				continue
+			}
+			candidate := func(x []float64) (bool, error) {
+				return spec.Exceeds(decode(t, m, x, 12)[0], K), nil
+			}
+			each(babProblem{seed: seed, maxLen: maxLen, K: K, lo: lo, hi: hi, g: g, b: b, candidate: candidate})
+		}
+	}
 }
