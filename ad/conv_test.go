@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -224,5 +225,50 @@ func BenchmarkConv(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestConv2DReLUInto: the output lands in the caller's slice, equal to
+// Conv2DReLU's, on every kernel variant; a recording tape and a slice of
+// the wrong size are refused.
+func TestConv2DReLUInto(t *testing.T) {
+	defer setKernels("")
+	rng := rand.New(rand.NewPCG(3, 4))
+	g := ConvGeom{3, 2, 1}
+	x := Convert[float32](randTensor(rng, []int{3, 8, 14, 56}))
+	w := Convert[float32](randTensor(rng, []int{16, 8, 3, 3}))
+	bias := Convert[float32](randTensor(rng, []int{16}))
+	for _, variant := range []string{"v4", "v3", "base"} {
+		setKernels(variant)
+		tp := NewTape[float32](false).Use(dirtyArena[float32](1 << 20))
+		want := tp.Conv2DReLU(tp.Const(x), tp.Const(w), tp.Const(bias), g)
+		dst := make([]float32, want.Value.Len()+2) // a sentinel on each side
+		dst[0], dst[len(dst)-1] = 7, 7
+		got := tp.Conv2DReLUInto(dst[1:len(dst)-1], tp.Const(x), tp.Const(w), tp.Const(bias), g)
+		if &got.Value.Data[0] != &dst[1] || !slices.Equal(got.Value.Shape, want.Value.Shape) {
+			t.Fatalf("%s: output of shape %v not in dst", variant, got.Value.Shape)
+		}
+		if !slices.Equal(dst[1:len(dst)-1], want.Value.Data) || dst[0] != 7 || dst[len(dst)-1] != 7 {
+			t.Fatalf("%s: Conv2DReLUInto differs from Conv2DReLU or wrote past dst", variant)
+		}
+	}
+	for name, f := range map[string]func(){
+		"recording tape": func() {
+			tp := NewTape[float32](true)
+			tp.Conv2DReLUInto(make([]float32, 3*16*7*28), tp.Const(x), tp.Const(w), tp.Const(bias), g)
+		},
+		"short dst": func() {
+			tp := NewTape[float32](false)
+			tp.Conv2DReLUInto(make([]float32, 3*16*7*28-1), tp.Const(x), tp.Const(w), tp.Const(bias), g)
+		},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
 	}
 }

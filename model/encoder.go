@@ -94,7 +94,9 @@ func (e *encoder[T]) encode(tp *ad.Tape[T], x *ad.Node[T], drop float64, rng *ra
 }
 
 // features runs the convolutions of inference block by block (see
-// encodeBlock) into one [B, C·H·W] tensor for the fully connected layers.
+// encodeBlock) into one [B, C·H·W] tensor for the fully connected layers;
+// each block's last convolution writes its rows of it directly. Needs at
+// least one convolution.
 func (e *encoder[T]) features(tp *ad.Tape[T], x []T, b int) *ad.Tensor[T] {
 	in := e.in
 	size := in.Channels * in.Height * in.Width
@@ -104,10 +106,11 @@ func (e *encoder[T]) features(tp *ad.Tape[T], x []T, b int) *ad.Tensor[T] {
 		hi := min(b, lo+encodeBlock)
 		st := tp.Scratch()
 		a := st.Const(ad.FromSlice(x[lo*size:hi*size], hi-lo, in.Channels, in.Height, in.Width))
-		for _, cv := range e.Conv {
+		last := len(e.Conv) - 1
+		for _, cv := range e.Conv[:last] {
 			a = cv.ForwardReLU(st, a)
 		}
-		copy(feat.Data[lo*fsz:hi*fsz], a.Value.Data)
+		e.Conv[last].ForwardReLUInto(st, a, feat.Data[lo*fsz:hi*fsz]) // the block's rows, in place
 	}
 	return feat
 }

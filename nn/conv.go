@@ -34,6 +34,12 @@ func (c *Conv2D[T]) ForwardReLU(tp *ad.Tape[T], x *ad.Node[T]) *ad.Node[T] {
 	return tp.Conv2DReLU(x, tp.Param(c.W), tp.Param(c.B), c.Geom)
 }
 
+// ForwardReLUInto is ForwardReLU with the output written to dst, on a
+// tape that does not record (ad.Tape.Conv2DReLUInto).
+func (c *Conv2D[T]) ForwardReLUInto(tp *ad.Tape[T], x *ad.Node[T], dst []T) *ad.Node[T] {
+	return tp.Conv2DReLUInto(dst, x, tp.Param(c.W), tp.Param(c.B), c.Geom)
+}
+
 // Params lists the layer's parameters.
 func (c *Conv2D[T]) Params() []*ad.Param[T] { return []*ad.Param[T]{c.W, c.B} }
 
