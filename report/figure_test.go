@@ -276,6 +276,37 @@ func TestLengthFigure(t *testing.T) {
 	}
 }
 
+// TestLengthFigureFitsHeader: a one-panel figure of four methods with
+// long names (the caption experiment's) is as wide as its legend row and
+// its title, which were cut at both edges before.
+func TestLengthFigureFitsHeader(t *testing.T) {
+	var pts []LengthPoint
+	for _, m := range []string{"original", "random", "pgd-eos-logprob", "pgd-margin"} {
+		d := 0.5
+		if m == "original" {
+			d = 0
+		}
+		pts = append(pts, LengthPoint{m, d, 3, true}, LengthPoint{m, d, 25, true})
+	}
+	h, err := lengthHistograms(pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const title = "showtell-lstm-flat: output length under attack"
+	w, ht := h.size(title)
+	if lw := legendWidth(h.methods); w < lw {
+		t.Errorf("figure %v wide, legend %v", w, lw)
+	}
+	if tw := textStyle(titleSize).Width(title); w < tw {
+		t.Errorf("figure %v wide, title %v", w, tw)
+	}
+	dir := t.TempDir()
+	if err := LengthFigure(pts, title, filepath.Join(dir, "f.png"), ""); err != nil {
+		t.Fatal(err)
+	}
+	checkPNG(t, filepath.Join(dir, "f.png"), w, ht)
+}
+
 func TestLengthFigureGrid(t *testing.T) {
 	for _, tt := range []struct{ n, rows, cols int }{{1, 1, 1}, {2, 1, 2}, {3, 1, 3}, {4, 2, 2}, {5, 2, 3}, {6, 2, 3}, {7, 3, 3}, {10, 3, 4}} {
 		h := &lengthHist{deltas: make([]float64, tt.n)}

@@ -330,8 +330,14 @@ func (h *lengthHist) grid() (rows, cols int) {
 // size returns the width and height of the figure.
 func (h *lengthHist) size(title string) (w, ht vg.Length) {
 	rows, cols := h.grid()
-	return wholePixels(vg.Length(cols)*panelWidth + 0.3*vg.Inch),
-		wholePixels(headerHeight(title, h.methods) + vg.Length(rows)*panelHeight)
+	w = vg.Length(cols)*panelWidth + 0.3*vg.Inch
+	// A one-panel figure of four methods is narrower than its legend
+	// row or its title: widen it rather than cut them at the edges.
+	w = max(w, legendWidth(h.methods)+vg.Points(16))
+	if title != "" {
+		w = max(w, textStyle(titleSize).Width(title)+vg.Points(16))
+	}
+	return wholePixels(w), wholePixels(headerHeight(title, h.methods) + vg.Length(rows)*panelHeight)
 }
 
 // panel builds the plot of panel i. Axis labels are drawn only on the outer
