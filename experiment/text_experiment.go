@@ -10,24 +10,24 @@ import (
 // radius of eps in turn, so the smallest radius is done first for every
 // method, then summarises all their records, resumed ones included, into
 // dir.
-func RunTextExperiment(ctx context.Context, cfgs []TextAttackConfig, eps []float64, dir, title string) (*TextSummary, error) {
+func RunTextExperiment(ctx context.Context, cfgs []AttackConfig, eps []float64, dir, title string) (*TextSummary, error) {
 	if len(cfgs) == 0 {
 		return nil, errors.New("text experiment: no methods")
 	}
-	// Validated, as RunTextAttack does, so that their settings are the
+	// Validated, as RunAttack does, so that their settings are the
 	// records' (normalised for the method, the step cap filled in).
-	cfgs = append([]TextAttackConfig(nil), cfgs...)
+	cfgs = append([]AttackConfig(nil), cfgs...)
 	for i := range cfgs {
 		cfgs[i].Eps = eps
 		if err := cfgs[i].Validate(); err != nil {
 			return nil, SettingsError{err}
 		}
 	}
-	var match []func(TextAttackRecord) bool
+	var match []func(AttackRecord) bool
 	for _, e := range eps {
 		for _, cfg := range cfgs {
 			cfg.Eps = []float64{e}
-			if err := RunTextAttack(ctx, cfg, nil); err != nil {
+			if err := RunAttack(ctx, cfg, nil); err != nil {
 				return nil, err
 			}
 		}

@@ -15,22 +15,22 @@ func TestRunTextExperiment(t *testing.T) {
 	data := toyTranslations(t, m, toyPairs, "dev")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "nmt.jsonl")
-	cfg := func(method string, budget int, seed uint64) TextAttackConfig {
-		return TextAttackConfig{Model: m, Data: data, Samples: []int{0, 1}, Method: method, Batch: 2, Out: out,
-			Settings: TextAttackSettings{MaxLen: -1, Budget: budget, Seed: seed, LR: 0.05, Tau: 1, Clip: 1, Beam: 2, Swaps: 8}}
+	cfg := func(method string, budget int, seed uint64) AttackConfig {
+		return AttackConfig{Model: m, Data: data, Samples: []int{0, 1}, Method: method, Batch: 2, Out: out,
+			Settings: AttackSettings{MaxLen: -1, Budget: budget, Seed: seed, LR: 0.05, Tau: 1, Clip: 1, Beam: 2, Swaps: 8}}
 	}
 	other := cfg(MethodRandom, 10, 9)
 	other.Eps = []float64{1}
 	other.Settings = other.Settings.Normalize(MethodRandom)
-	if err := RunTextAttack(context.Background(), other, nil); err != nil {
+	if err := RunAttack(context.Background(), other, nil); err != nil {
 		t.Fatal(err)
 	}
-	cfgs := []TextAttackConfig{cfg(MethodRandom, 20, 1), cfg(MethodFlip, 20, 1)}
+	cfgs := []AttackConfig{cfg(MethodRandom, 20, 1), cfg(MethodFlip, 20, 1)}
 	sum, err := RunTextExperiment(context.Background(), cfgs, []float64{0.5, 1}, dir, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := ReadTextAttackRecords(out)
+	recs, err := ReadAttackRecords(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/lenspec/lenspec/attack"
@@ -183,7 +184,7 @@ func (f *attackFlags) register(c *cobra.Command, samples bool) {
 	f.runFlags.register(c, samples)
 	fl := c.Flags()
 	if samples {
-		fl.StringVar(&f.method, "method", experiment.MethodPGD, "images: random or pgd; text: random, gumbel, embedding or flip")
+		fl.StringVar(&f.method, "method", experiment.MethodPGD, "images: "+orList(experiment.MethodNames(false))+"; text: "+orList(experiment.TextMethods))
 		fl.StringVar(&f.witnessDir, "witness-dir", "", "where witnesses go (default: next to --out, in OUT.witnesses/)")
 		fl.IntVar(&f.budget, "budget", 10000, "samples per input (random), PGD iterations (pgd, gumbel, embedding) or model evaluations (flip)")
 		fl.IntVar(&f.sentences, "sentences", 0, "text: this many sentences of --split, drawn at random with --seed")
@@ -256,13 +257,13 @@ source replays from its text with lenspec translate. The step cap defaults to 1,
 			if kind, err := inputKind(f.modelDir); err == nil && kind == model.Tokens {
 				return runTextAttack(c, a, f)
 			}
-			if f.method != experiment.MethodRandom && f.method != experiment.MethodPGD {
-				return usagef("--method %q: want random or pgd", f.method)
+			if !slices.Contains(experiment.MethodNames(false), f.method) {
+				return usagef("--method %q: want %s", f.method, strings.Join(experiment.MethodNames(false), " or "))
 			}
 			if name, ok := givenFlag(c, textOnlyFlags); ok {
 				return usagef("--%s is for text models; %s takes images", name, f.modelDir)
 			}
-			if err := unreadFlags(c, []string{f.method}, []string{experiment.MethodRandom, experiment.MethodPGD}, imageProbe, experiment.AttackSettings.Normalize, imageSettingFlags); err != nil {
+			if err := unreadFlags(c, []string{f.method}, experiment.MethodNames(false), probe, experiment.AttackSettings.Normalize, settingFlags); err != nil {
 				return err
 			}
 			shard, m, err := f.loadModel(c, a)
@@ -324,19 +325,6 @@ func inputKind(dir string) (model.InputKind, error) {
 	return model.Continuous, nil
 }
 
-// textDefaults are the budgets and learning rates each text method takes
-// unless the flags say otherwise (the paper's for random search and
-// Gumbel PGD).
-var textDefaults = map[string]struct {
-	budget int
-	lr     float64
-}{
-	experiment.MethodRandom:    {10000, 0},
-	experiment.MethodGumbel:    {800, 0.005},
-	experiment.MethodEmbedding: {800, 0.005},
-	experiment.MethodFlip:      {800, 0},
-}
-
 // defaultHorizon is the text attacks' default gradient horizon: twice the
 // 100 tokens the paper counts as a success, so a row far past that stops
 // costing a forward and backward pass per token.
@@ -347,22 +335,22 @@ func (f *attackFlags) addHorizon(fl *pflag.FlagSet) {
 }
 
 // textConfig builds a text attack's configuration from the flags.
-func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (experiment.TextAttackConfig, error) {
-	def, ok := textDefaults[method]
-	if !ok {
-		return experiment.TextAttackConfig{}, usagef("--method %q: a text model takes random, gumbel, embedding or flip", method)
+func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (experiment.AttackConfig, error) {
+	def, ok := experiment.LookupMethod(method)
+	if !ok || !def.Text {
+		return experiment.AttackConfig{}, usagef("--method %q: a text model takes %s", method, orList(experiment.TextMethods))
 	}
 	if name, ok := givenFlag(c, imageOnlyFlags); ok {
-		return experiment.TextAttackConfig{}, usagef("--%s is for image models; a text attack does not take it", name)
+		return experiment.AttackConfig{}, usagef("--%s is for image models; a text attack does not take it", name)
 	}
 	if _, err := attack.ParseLoss(f.loss); err != nil {
-		return experiment.TextAttackConfig{}, usagef("--loss: %v", err)
+		return experiment.AttackConfig{}, usagef("--loss: %v", err)
 	}
 	k, err := f.k(c)
 	if err != nil {
-		return experiment.TextAttackConfig{}, err
+		return experiment.AttackConfig{}, err
 	}
-	budget, lr, steps := def.budget, def.lr, f.maxSteps
+	budget, lr, steps := def.TextBudget, def.TextLR, f.maxSteps
 	if c.Flags().Changed("budget") {
 		budget = f.budget
 	}
@@ -372,8 +360,8 @@ func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (exper
 	if !c.Flags().Changed("max-steps") {
 		steps = 1000
 	}
-	cfg := experiment.TextAttackConfig{Eps: f.eps, Method: method, Batch: min(f.batch, 25),
-		Settings: experiment.TextAttackSettings{MaxLen: k, MaxSteps: steps, Budget: budget, Seed: f.seed, Loss: f.loss, LR: lr, Tau: f.tau,
+	cfg := experiment.AttackConfig{Eps: f.eps, Method: method, Batch: min(f.batch, 25),
+		Settings: experiment.AttackSettings{MaxLen: k, MaxSteps: steps, Budget: budget, Seed: f.seed, Loss: f.loss, LR: lr, Tau: f.tau,
 			Clip: f.pgd.Eps, Beam: f.beam, Swaps: f.swaps, Horizon: min(f.horizon, steps), Loop: f.loop},
 		Out: f.out, WitnessDir: f.witnessDir, Logf: a.logf}
 	return cfg, nil
@@ -386,33 +374,26 @@ type settingFlag[S any] struct {
 	read func(S) bool
 }
 
-// textSettingFlags are the text attack flags some methods ignore.
-var textSettingFlags = []settingFlag[experiment.TextAttackSettings]{
-	{"lr", func(s experiment.TextAttackSettings) bool { return s.LR != 0 }},
-	{"tau", func(s experiment.TextAttackSettings) bool { return s.Tau != 0 }},
-	{"clip", func(s experiment.TextAttackSettings) bool { return s.Clip != 0 }},
-	{"horizon", func(s experiment.TextAttackSettings) bool { return s.Horizon != 0 }},
-	{"beam", func(s experiment.TextAttackSettings) bool { return s.Beam != 0 }},
-	{"swaps", func(s experiment.TextAttackSettings) bool { return s.Swaps != 0 }},
-	{"loop", func(s experiment.TextAttackSettings) bool { return s.Loop }},
-	{"loss", func(s experiment.TextAttackSettings) bool { return s.Loss != "" }},
-}
-
-// textProbe has every field textSettingFlags name set, so Normalize shows
-// which a method keeps.
-var textProbe = experiment.TextAttackSettings{LR: 1, Tau: 1, Clip: 1, Horizon: 1, Beam: 1, Swaps: 1, Loop: true,
-	Loss: string(attack.LossEOSLogProb)}
-
-// imageSettingFlags are the image attack flags random search ignores.
-var imageSettingFlags = []settingFlag[experiment.AttackSettings]{
+// settingFlags are the attack flags some methods ignore, in the order
+// unreadFlags names them.
+var settingFlags = []settingFlag[experiment.AttackSettings]{
 	{"lr", func(s experiment.AttackSettings) bool { return s.LR != 0 }},
+	{"tau", func(s experiment.AttackSettings) bool { return s.Tau != 0 }},
 	{"clip", func(s experiment.AttackSettings) bool { return s.Clip != 0 }},
+	{"horizon", func(s experiment.AttackSettings) bool { return s.Horizon != 0 }},
+	{"beam", func(s experiment.AttackSettings) bool { return s.Beam != 0 }},
+	{"swaps", func(s experiment.AttackSettings) bool { return s.Swaps != 0 }},
+	{"loop", func(s experiment.AttackSettings) bool { return s.Loop }},
 	{"loss", func(s experiment.AttackSettings) bool { return s.Loss != "" }},
 	{"restarts", func(s experiment.AttackSettings) bool { return s.Restarts != 0 }},
 	{"early-stop", func(s experiment.AttackSettings) bool { return s.EarlyStop }},
 }
 
-var imageProbe = experiment.AttackSettings{LR: 1, Clip: 1, Loss: string(attack.LossMargin), Restarts: 1, EarlyStop: true}
+// probe has every field settingFlags name set, so Normalize shows which a
+// method keeps (its loss not the margin, which some methods record as
+// empty).
+var probe = experiment.AttackSettings{LR: 1, Tau: 1, Clip: 1, Horizon: 1, Beam: 1, Swaps: 1, Loop: true,
+	Loss: string(attack.LossEOSLogProb), Restarts: 1, EarlyStop: true}
 
 // textOnlyFlags are the attack flags an image model has no use for, and
 // imageOnlyFlags those a text model has none for.
@@ -420,6 +401,14 @@ var (
 	textOnlyFlags  = append([]string{"sentences", "text", "text-file", "tau", "beam", "swaps", "loop", "horizon"}, corpusFlagNames()...)
 	imageOnlyFlags = []string{"restarts", "early-stop", "data-seed"}
 )
+
+// orList lists names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
 
 // givenFlag is the first of names given on the command line.
 func givenFlag(c *cobra.Command, names []string) (string, bool) {
@@ -560,7 +549,7 @@ func runTextAttack(c *cobra.Command, a *app, f *attackFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := unreadFlags(c, []string{f.method}, experiment.TextMethods, textProbe, experiment.TextAttackSettings.Normalize, textSettingFlags); err != nil {
+	if err := unreadFlags(c, []string{f.method}, experiment.TextMethods, probe, experiment.AttackSettings.Normalize, settingFlags); err != nil {
 		return err
 	}
 	var m *experiment.Model
@@ -577,13 +566,13 @@ func runTextAttack(c *cobra.Command, a *app, f *attackFlags) error {
 	progress, finish := a.bars()
 	defer finish()
 	cfg.Progress = progress
-	return experiment.RunTextAttack(c.Context(), cfg, func(r experiment.TextAttackRecord) error {
+	return experiment.RunAttack(c.Context(), cfg, func(r experiment.AttackRecord) error {
 		finish()
 		return a.emit(r, func(w io.Writer) { fmt.Fprintln(w, textAttackLine(r)) })
 	})
 }
 
-func textAttackLine(r experiment.TextAttackRecord) string {
+func textAttackLine(r experiment.AttackRecord) string {
 	if r.Error != "" {
 		return fmt.Sprintf("sentence %d eps %g %s: FAILED: %s", r.Sample, r.Eps, r.Method, r.Error)
 	}

@@ -191,7 +191,7 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 			}
 			f.out = filepath.Join(outDir, "nmt-attacks.jsonl")
 			f.witnessDir = filepath.Join(outDir, "witnesses")
-			var cfgs []experiment.TextAttackConfig
+			var cfgs []experiment.AttackConfig
 			for _, method := range methods {
 				cfg, err := f.textConfig(c, a, method)
 				if err != nil {
@@ -202,7 +202,7 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 				}
 				cfgs = append(cfgs, cfg)
 			}
-			if err := unreadFlags(c, methods, experiment.TextMethods, textProbe, experiment.TextAttackSettings.Normalize, textSettingFlags); err != nil {
+			if err := unreadFlags(c, methods, experiment.TextMethods, probe, experiment.AttackSettings.Normalize, settingFlags); err != nil {
 				return err
 			}
 			if err := budgetsRun(c, methods); err != nil {
@@ -242,7 +242,8 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 	fl.Float64SliceVar(&f.eps, "eps", []float64{0.3, 0.5, 1}, "δ grid: the fraction of a sentence's tokens that may change")
 	fl.StringSliceVar(&methods, "methods", experiment.TextMethods, "methods to run")
 	for _, m := range experiment.TextMethods {
-		b := textDefaults[m].budget
+		def, _ := experiment.LookupMethod(m)
+		b := def.TextBudget
 		budgets[m] = &b
 		fl.IntVar(budgets[m], m+"-budget", b, "budget of "+m+" (samples, iterations or evaluations per sentence)")
 	}
