@@ -5,12 +5,11 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/lenspec/lenspec/bpe"
+	"github.com/lenspec/lenspec/internal/testmodels"
 	"github.com/lenspec/lenspec/model"
 )
 
@@ -51,35 +50,6 @@ func TestReadLine(t *testing.T) {
 	}
 }
 
-// tinyTranslator is a small translator with random weights and a
-// tokenizer learnt on a few phrases, reading at most 8 source tokens.
-func tinyTranslator(t *testing.T) model.Decoder[float32] {
-	t.Helper()
-	var texts []string
-	for _, s := range []string{"das haus ist klein", "die katze ist alt", "the house is small", "der hund"} {
-		texts = append(texts, model.TokenizerText(s))
-	}
-	tok, err := bpe.Train(texts, bpe.TrainOptions{VocabSize: 300, MinFrequency: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := model.DefaultTranslatorConfig(tok.Size(), bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID)
-	a := cfg.Arch.(*model.TranslatorConfig)
-	a.Embedding, a.EncoderHidden, a.DecoderHidden, a.Attention, a.Combine, a.MaxSourceLen = 8, 8, 8, 8, 8, 8
-	cfg.MaxSteps, cfg.Tokenizer = 10, tok
-	m, err := model.New[float32](&cfg, rand.New(rand.NewPCG(7, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(7, 2))
-	for _, p := range m.Params() {
-		for i := range p.W.Data {
-			p.W.Data[i] = float32(rng.NormFloat64())
-		}
-	}
-	return m
-}
-
 // failingReader gives its text, then fails.
 type failingReader struct{ r io.Reader }
 
@@ -96,7 +66,10 @@ func (f failingReader) Read(p []byte) (int, error) {
 // cannot read with its reason; a read error names the line it stopped
 // at.
 func TestTranslateLines(t *testing.T) {
-	d := tinyTranslator(t)
+	d, err := testmodels.Translator(8)
+	if err != nil {
+		t.Fatal(err)
+	}
 	lines := []string{"das haus", "", "die katze ist alt und der hund ist klein und das haus", "der hund ist klein"}
 	in := strings.Join(lines, "\n") + "\n"
 	for _, batch := range []int{1, 2, 1024} {
@@ -120,7 +93,7 @@ func TestTranslateLines(t *testing.T) {
 		}
 	}
 	var n int
-	err := TranslateLines(context.Background(), d, failingReader{strings.NewReader("das haus\nder hund\n")}, 8, 0, func(int, string, model.Translation) error { n++; return nil })
+	err = TranslateLines(context.Background(), d, failingReader{strings.NewReader("das haus\nder hund\n")}, 8, 0, func(int, string, model.Translation) error { n++; return nil })
 	var re *ReadError
 	if !errors.As(err, &re) || re.Line != 3 || n != 2 {
 		t.Errorf("read error after 2 lines: %v (%d lines passed on)", err, n)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"os"
 	"reflect"
 	"strings"
@@ -16,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lenspec/lenspec/bpe"
+	"github.com/lenspec/lenspec/internal/testmodels"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/nmt"
 )
@@ -32,27 +31,9 @@ func tinyTranslatorDir(t *testing.T) string {
 // maxSource tokens.
 func tinyTranslatorReading(t *testing.T, maxSource int) string {
 	t.Helper()
-	var texts []string
-	for _, s := range []string{"das haus ist klein", "die katze ist alt", "the house is small", "der hund"} {
-		texts = append(texts, model.TokenizerText(s))
-	}
-	tok, err := bpe.Train(texts, bpe.TrainOptions{VocabSize: 300, MinFrequency: 1})
+	m, err := testmodels.Translator(maxSource)
 	if err != nil {
 		t.Fatal(err)
-	}
-	cfg := model.DefaultTranslatorConfig(tok.Size(), bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID)
-	a := cfg.Arch.(*model.TranslatorConfig)
-	a.Embedding, a.EncoderHidden, a.DecoderHidden, a.Attention, a.Combine, a.MaxSourceLen = 8, 8, 8, 8, 8, maxSource
-	cfg.MaxSteps, cfg.Tokenizer = 10, tok
-	m, err := model.New[float32](&cfg, rand.New(rand.NewPCG(7, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(7, 2))
-	for _, p := range m.Params() {
-		for i := range p.W.Data {
-			p.W.Data[i] = float32(rng.NormFloat64())
-		}
 	}
 	dir := t.TempDir()
 	if err := model.Save(dir, m); err != nil {
