@@ -107,6 +107,42 @@ func MethodNames(text bool) []string {
 // take them.
 var TextMethods = MethodNames(true)
 
+// ReadBy lists the methods of methods that read setting (by its JSON
+// name, AttackSettings), in their order.
+func ReadBy(setting string, methods []string) []string {
+	var out []string
+	for _, name := range methods {
+		if m, ok := LookupMethod(name); ok && slices.Contains(m.Reads, setting) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// TextMaxSteps is a text attack's step cap unless told otherwise.
+const TextMaxSteps = 1000
+
+// MaxTextBatch is the most sentences a text attack runs side by side.
+const MaxTextBatch = 25
+
+// TextDefaults returns s with the text attack defaults in place of the
+// settings the caller did not give (given reports whether it did, by the
+// setting's JSON name): the method's budget and learning rate, and a step
+// cap of TextMaxSteps; the gradient horizon is at most the step cap.
+func (m Method) TextDefaults(s AttackSettings, given func(setting string) bool) AttackSettings {
+	if !given("budget") {
+		s.Budget = m.TextBudget
+	}
+	if !given("lr") {
+		s.LR = m.TextLR
+	}
+	if !given("max_steps") {
+		s.MaxSteps = TextMaxSteps
+	}
+	s.Horizon = min(s.Horizon, s.MaxSteps)
+	return s
+}
+
 // run returns the method's search for points of type E, or nil.
 func run[E any](m Method) func(context.Context, Job[E]) ([]attack.Outcome[E], error) {
 	for _, f := range []any{m.Points, m.Tokens} {

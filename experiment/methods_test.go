@@ -115,3 +115,39 @@ func TestMethodRegistry(t *testing.T) {
 		t.Error("a method with continuous points only has a token search")
 	}
 }
+
+// TestReadBy: the methods that read a setting, in the order given.
+func TestReadBy(t *testing.T) {
+	for _, tc := range []struct {
+		setting string
+		methods []string
+		want    []string
+	}{
+		{"loss", TextMethods, []string{MethodGumbel, MethodEmbedding}},
+		{"loss", MethodNames(false), []string{MethodPGD}},
+		{"horizon", TextMethods, []string{MethodGumbel, MethodEmbedding, MethodFlip}},
+		{"tau", []string{MethodFlip, MethodGumbel}, []string{MethodGumbel}},
+		{"lr", []string{MethodRandom}, nil},
+		{"lr", []string{"no such method"}, nil},
+	} {
+		if got := ReadBy(tc.setting, tc.methods); !slices.Equal(got, tc.want) {
+			t.Errorf("%s by %v: %v, want %v", tc.setting, tc.methods, got, tc.want)
+		}
+	}
+}
+
+// TestTextDefaults: a setting not given takes the method's default, one
+// given keeps its value (even zero, for validation to refuse); the
+// gradient horizon never exceeds the step cap.
+func TestTextDefaults(t *testing.T) {
+	gumbel, _ := LookupMethod(MethodGumbel)
+	s := AttackSettings{Budget: 5, LR: 0, MaxSteps: 30, Horizon: 200}
+	none := func(string) bool { return false }
+	if got := gumbel.TextDefaults(s, none); got.Budget != 800 || got.LR != 0.005 || got.MaxSteps != TextMaxSteps || got.Horizon != 200 {
+		t.Errorf("nothing given: %+v", got)
+	}
+	all := func(string) bool { return true }
+	if got := gumbel.TextDefaults(s, all); got.Budget != 5 || got.LR != 0 || got.MaxSteps != 30 || got.Horizon != 30 {
+		t.Errorf("everything given: %+v", got)
+	}
+}

@@ -40,6 +40,24 @@ func Translations(pairs []corpus.Pair, name, split string, seed uint64, d model.
 	return td, nil
 }
 
+// CorpusText is split "test" or "dev" of a translator's corpus sp (read
+// with split seed seed) as text-attack data for model d: named by the
+// corpus's format and content, its text kept out of the records where the
+// corpus asks for it (corpus.Splits.Restricted).
+func CorpusText(sp *corpus.Splits, split string, seed uint64, d model.Decoder[float32]) (TextData, error) {
+	pairs := sp.Test
+	switch split {
+	case "test":
+	case "dev":
+		pairs = sp.Dev
+	default:
+		return TextData{}, fmt.Errorf("split %q: a text model's sentences come from dev or test", split)
+	}
+	data, err := Translations(pairs, sp.Format+":"+sp.SHA256[:12], split, seed, d)
+	data.Redact = sp.Restricted
+	return data, err
+}
+
 // Reference identifies the sentences in records.
 func (d TextData) Reference() DataRef { return d.Ref }
 

@@ -324,3 +324,23 @@ func TestTextSummaryFailed(t *testing.T) {
 		}
 	}
 }
+
+// TestCorpusText: a corpus split as attack data, named by the corpus's
+// format and content, redacted where the corpus asks; no other split.
+func TestCorpusText(t *testing.T) {
+	m := tinyTextModel(t)
+	sp := &corpus.Splits{Dev: []corpus.Pair{{Src: "das haus", Tgt: "the house"}}, Test: []corpus.Pair{{Src: "der hund", Tgt: "the dog"}, {Src: "die katze", Tgt: "the cat"}},
+		Format: "tsv", SHA256: strings.Repeat("ab", 32), Restricted: true}
+	for split, want := range map[string][]corpus.Pair{"test": sp.Test, "dev": sp.Dev} {
+		d, err := CorpusText(sp, split, 3, m.D32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Ref != (DataRef{Name: "tsv:abababababab", Split: split, Seed: 3}) || !slices.Equal(d.Pairs, want) || len(d.Sources) != len(want) || !d.Redact {
+			t.Errorf("%s: %+v", split, d)
+		}
+	}
+	if _, err := CorpusText(sp, "train", 3, m.D32); err == nil {
+		t.Error("the train split given as attack data")
+	}
+}

@@ -202,7 +202,7 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 				}
 				cfgs = append(cfgs, cfg)
 			}
-			if err := unreadFlags(c, methods, experiment.TextMethods, probe, experiment.AttackSettings.Normalize, settingFlags); err != nil {
+			if err := unreadFlags(c, methods, experiment.TextMethods); err != nil {
 				return err
 			}
 			if err := budgetsRun(c, methods); err != nil {
