@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestRunTextExperiment: every method runs at every radius into one file,
-// and the summary is SummariseTextAttacks' of all the records; a record of
-// another experiment in the file (another seed) is left out.
-func TestRunTextExperiment(t *testing.T) {
+// TestRunAttackExperiment: every method runs at every radius into one
+// file, and the summary is SummariseTextAttacks' of all the records; a
+// record of another experiment in the file (another seed) is left out.
+func TestRunAttackExperiment(t *testing.T) {
 	m := tinyTextModel(t)
 	data := toyTranslations(t, m, toyPairs, "dev")
 	dir := t.TempDir()
@@ -26,7 +26,7 @@ func TestRunTextExperiment(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfgs := []AttackConfig{cfg(MethodRandom, 20, 1), cfg(MethodFlip, 20, 1)}
-	sum, err := RunTextExperiment(context.Background(), cfgs, []float64{0.5, 1}, dir, "t")
+	sum, err := RunAttackExperiment(context.Background(), cfgs, []float64{0.5, 1}, dir, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestRunTextExperiment(t *testing.T) {
 	}
 	// Rows add up their records whatever their order (the highlights'
 	// ties go by order).
-	if !reflect.DeepEqual(sum.Rows, want.Rows) {
-		t.Errorf("rows %+v\nwant %+v", sum.Rows, want.Rows)
+	if got := sum.(*TextSummary).Rows; !reflect.DeepEqual(got, want.Rows) {
+		t.Errorf("rows %+v\nwant %+v", got, want.Rows)
 	}
 }
