@@ -201,13 +201,7 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ev, score := res.Eval, res.BLEU
-			rep := map[string]any{"out": out, "seconds": res.Seconds, "test_exact_caption_accuracy": ev.SequenceAccuracy,
-				"test_bleu4": score.BLEU, "bleu": score.String(), "test_max_len": ev.MaxLen, "test_unstopped": ev.Unstopped}
-			return a.emit(rep, func(w io.Writer) {
-				fmt.Fprintf(w, "trained %s in %.0fs (this run): test exact-caption accuracy %.4f, %s; longest test output %d (unstopped %d)\n",
-					out, res.Seconds, ev.SequenceAccuracy, score, ev.MaxLen, ev.Unstopped)
-			})
+			return emitShowTell(a, out, res)
 		},
 	}
 	f := c.Flags()
@@ -226,6 +220,18 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 	f.IntVar(&arch.Embedding, "embedding", arch.Embedding, "image and word embedding size")
 	f.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the encoder's first fully connected layer")
 	return c
+}
+
+// emitShowTell prints what train showtell reports of the model it wrote
+// to out.
+func emitShowTell(a *app, out string, res train.ShowTellResult) error {
+	ev, score := res.Eval, res.BLEU
+	rep := map[string]any{"out": out, "seconds": res.Seconds, "test_exact_caption_accuracy": ev.SequenceAccuracy,
+		"test_bleu4": score.BLEU, "bleu": score.String(), "test_max_len": ev.MaxLen, "test_unstopped": ev.Unstopped}
+	return a.emit(rep, func(w io.Writer) {
+		fmt.Fprintf(w, "trained %s in %.0fs (this run): test exact-caption accuracy %.4f, %s; longest test output %d (unstopped %d)\n",
+			out, res.Seconds, ev.SequenceAccuracy, score, ev.MaxLen, ev.Unstopped)
+	})
 }
 
 // captionModelData is the data an image captioner's experiments run on:
