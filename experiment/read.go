@@ -113,17 +113,22 @@ func ReadVerifyRecords(path string) ([]VerifyRecord, error) {
 
 // decodeAttack decodes an attack record of either input kind. Text
 // records have schema 1 only; those from before src_len get it from their
-// source ids.
+// source ids. A current image record is decoded once; others go through
+// decode (migration, schema checks).
 func decodeAttack(raw json.RawMessage) (AttackRecord, error) {
 	var r AttackRecord
-	if err := json.Unmarshal(raw, &r); err == nil && r.IsText() {
-		if r.SchemaVersion != SchemaVersion {
+	if err := json.Unmarshal(raw, &r); err == nil {
+		switch {
+		case r.IsText() && r.SchemaVersion != SchemaVersion:
 			return r, fmt.Errorf("text attack record of schema version %d; this lenspec reads %d", r.SchemaVersion, SchemaVersion)
+		case r.IsText():
+			if r.SrcLen == 0 {
+				r.SrcLen = len(r.SrcIDs)
+			}
+			return r, nil
+		case r.SchemaVersion == SchemaVersion:
+			return r, nil
 		}
-		if r.SrcLen == 0 {
-			r.SrcLen = len(r.SrcIDs)
-		}
-		return r, nil
 	}
 	return decode(raw, func(o attackRecord0) AttackRecord { return o.migrate() })
 }
