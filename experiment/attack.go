@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lenspec/lenspec/attack"
@@ -13,30 +14,52 @@ import (
 	"github.com/lenspec/lenspec/spec"
 )
 
-// Attack methods.
-const (
-	MethodRandom = "random"
-	MethodPGD    = "pgd"
-)
-
-// AttackConfig is one attack run: a method over samples × radii.
+// AttackConfig is one attack run: a method over samples × radii, of
+// images or of sentences.
 type AttackConfig struct {
-	Model    *Model
-	Data     Data
+	Model *Model
+	// Data are the images (Data) or sentences (TextData) the samples
+	// index.
+	Data     AttackData
 	Samples  []int
 	Eps      []float64
 	Method   string
 	Settings AttackSettings
-	// Batch is how many samples PGD runs side by side (and random search
-	// decodes Batch·20 samples at a time); it changes speed, not results.
+	// Batch is how many samples a batched method (PGD) runs side by side,
+	// and random search decodes Batch·20 images or Batch·8 sentences at a
+	// time; it changes speed, not results.
 	Batch int
 	// Out is the results file (JSONL); WitnessDir (default: Out without
-	// its extension, plus ".witnesses") receives successful witnesses.
+	// its extension, plus ".witnesses") receives the witnesses.
 	Out, WitnessDir string
 	Shard           Shard
 	Progress        Progress
 	Logf            func(format string, args ...any)
 }
+
+// AttackData are the samples of an attack: images (Data) or sentences
+// (TextData). Each builds its samples' perturbation sets and its kind's
+// part of their records.
+type AttackData interface {
+	// Reference identifies the data in records.
+	Reference() DataRef
+	// targets builds the targets of units us for method m.
+	targets(ctx context.Context, c *AttackConfig, m Method, us []unit) (batch, error)
+	// failed starts the record of a unit that failed.
+	failed(rec *AttackRecord, sample int)
+	// checkSamples refuses samples outside the data.
+	checkSamples(samples []int) error
+}
+
+// batch is a batch of targets of one point type, run by a method
+// (runBatch).
+type batch interface {
+	run(ctx context.Context, r *attackRun, m Method, us []unit) error
+}
+
+// text reports whether c attacks a text model (by its input kind; the
+// data may not be loaded yet).
+func (c *AttackConfig) text() bool { return c.Model.D32.Input().Kind == model.Tokens }
 
 // Validate checks the settings before any work (the data and samples may
 // not be loaded yet), resolving the step cap (0: the model's).
@@ -46,19 +69,30 @@ func (c *AttackConfig) Validate() error {
 	if c.Model == nil {
 		return errors.New("no model")
 	}
-	if c.Method != MethodRandom && c.Method != MethodPGD {
-		bad("method %q: want %s or %s", c.Method, MethodRandom, MethodPGD)
-	}
-	if err := checkEps(c.Eps, c.Model.D64.Input()); err != nil {
-		errs = append(errs, err)
+	text := c.text()
+	m, ok := LookupMethod(c.Method)
+	if !ok || (text && !m.Text) || (!text && !m.Images) {
+		if text {
+			bad("method %q: want one of %v", c.Method, MethodNames(true))
+		} else {
+			bad("method %q: want %s", c.Method, strings.Join(MethodNames(false), " or "))
+		}
+		m = Method{}
 	}
 	s := &c.Settings
+	if text {
+		checkTextEps(bad, c.Eps)
+	} else if err := checkEps(c.Eps, c.Model.D64.Input()); err != nil {
+		errs = append(errs, err)
+	}
 	checkRun(bad, c.Model.D32, &s.MaxSteps, s.MaxLen, c.Batch)
-	if s.Budget < 0 || s.Budget > 1e9 {
+	if text {
+		checkTextSettings(bad, s)
+	} else if s.Budget < 0 || s.Budget > 1e9 {
 		bad("budget %d must be in 0..1e9", s.Budget)
 	}
-	if c.Method == MethodPGD {
-		if err := c.pgd().Validate(); err != nil {
+	if m.Validate != nil {
+		if err := m.Validate(*s); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -67,14 +101,9 @@ func (c *AttackConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (c *AttackConfig) pgd() attack.PGDOptions {
-	s := c.Settings
-	return attack.PGDOptions{Steps: s.Budget, LR: s.LR, Eps: s.Clip, Loss: attack.Loss(s.Loss), Restarts: s.Restarts, MaxSteps: s.MaxSteps, EarlyStop: s.EarlyStop}
-}
-
 // base is the record every unit of the run starts from.
 func (c *AttackConfig) base() AttackRecord {
-	return AttackRecord{SchemaVersion: SchemaVersion, Model: c.Model.Dir, ModelSHA256: c.Model.Digest, Data: c.Data.Ref, Method: c.Method, Settings: c.Settings}
+	return AttackRecord{SchemaVersion: SchemaVersion, Model: c.Model.Dir, ModelSHA256: c.Model.Digest, Data: c.Data.Reference(), Method: c.Method, Settings: c.Settings}
 }
 
 // units lists this shard's units.
@@ -94,22 +123,30 @@ func RunAttack(ctx context.Context, c AttackConfig, emit func(AttackRecord) erro
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("attack: %w", err)
 	}
-	if c.Data.Source == nil || len(c.Samples) == 0 {
+	if c.Data == nil || len(c.Samples) == 0 {
 		return errors.New("attack: no data or no samples")
 	}
+	if err := c.Data.checkSamples(c.Samples); err != nil {
+		return fmt.Errorf("attack: %w", err)
+	}
+	m, _ := LookupMethod(c.Method)
 	f, err := openOut(c.Out, c.Shard, attackKey)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	logf(c.Logf, f)
-	r := &attackRun{c: &c, f: f, emit: emit}
+	r := &attackRun{c: &c, f: f, emit: emit, m: m}
+	size := 1
+	if m.Batched {
+		size = c.Batch
+	}
 	units := c.units()
 	for i := 0; i < len(units); {
-		// One radius at a time, Batch samples at a time.
+		// One radius at a time, a batch of samples at a time.
 		j := i
 		var todo []unit
-		for ; j < len(units) && units[j].eps == units[i].eps && len(todo) < c.Batch; j++ {
+		for ; j < len(units) && units[j].eps == units[i].eps && len(todo) < size; j++ {
 			if f.Done(units[j].key) {
 				continue
 			}
@@ -125,7 +162,7 @@ func RunAttack(ctx context.Context, c AttackConfig, emit func(AttackRecord) erro
 		if len(todo) == 0 {
 			continue
 		}
-		if err := r.run(ctx, todo); err != nil {
+		if err := batchOrAlone(ctx, r.f, todo, r.attack, r.fail); err != nil {
 			return err
 		}
 	}
@@ -144,6 +181,7 @@ type attackRun struct {
 	c    *AttackConfig
 	f    *results.File
 	emit func(AttackRecord) error
+	m    Method
 }
 
 // checkRun checks the settings every attack shares: the step cap (0: the
@@ -163,93 +201,129 @@ func checkRun(bad func(string, ...any), d model.Decoder[float32], maxSteps *int,
 	}
 }
 
-// run attacks a batch of units of one radius (see batchOrAlone).
-func (r *attackRun) run(ctx context.Context, us []unit) error {
-	return batchOrAlone(ctx, r.f, us, r.attack, r.fail)
-}
-
 // fail records a failed unit.
 func (r *attackRun) fail(u unit, cause error) error {
 	rec := r.c.base()
 	rec.Sample, rec.Eps, rec.Error, rec.Crashed = u.sample, u.eps, oneline.Fold(cause.Error()), isCrash(cause)
-	rec.Label = nonNil(r.c.Data.label(u.sample))
-	return r.finish(u.key, rec)
+	r.c.Data.failed(&rec, u.sample)
+	return record(r.f, r.emit, u.key, rec)
 }
-
-func (r *attackRun) finish(key string, rec AttackRecord) error { return record(r.f, r.emit, key, rec) }
 
 // attack runs one batch of units.
 func (r *attackRun) attack(ctx context.Context, us []unit) error {
-	c, m := r.c, r.c.Model
-	spec0 := m.D64.Input()
-	targets := make([]attack.Target[[]float64], len(us))
-	labels := make([][]int, len(us))
-	for i, u := range us {
-		x0, label := c.Data.sample(u.sample)
-		labels[i] = label
-		ball, err := spec.NewBall(x0, u.eps, spec0.Min, spec0.Max)
-		if err != nil {
-			return fmt.Errorf("sample %d: %w", u.sample, err)
-		}
-		if targets[i], err = attack.NewTarget[[]float64](ctx, m.D64, attack.NewContinuous(ball), c.Settings.MaxLen, c.Settings.MaxSteps, c.Settings.Seed, uint64(u.sample)); err != nil {
-			return err
-		}
+	b, err := r.c.Data.targets(ctx, r.c, r.m, us)
+	if err != nil {
+		return err
 	}
-	var outs []attack.Outcome[[]float64]
-	var secs []float64
-	switch c.Method {
-	case MethodRandom:
-		for i, tg := range targets {
-			start := time.Now()
-			o, err := attack.RandomSearch(ctx, m.D32, m.D64, tg, attack.RandomOptions{
-				Samples: c.Settings.Budget, Batch: c.Batch * 20, MaxSteps: c.Settings.MaxSteps,
-				Progress: func(done, best int) {
-					if c.Progress != nil {
-						c.Progress(fmt.Sprintf("random δ=%g sample %d", us[i].eps, us[i].sample), done, c.Settings.Budget, fmt.Sprintf("longest %d", best))
-					}
-				},
-			})
-			if err != nil {
-				return err
-			}
-			outs, secs = append(outs, o), append(secs, time.Since(start).Seconds())
-		}
-	case MethodPGD:
-		opt := c.pgd()
-		opt.Progress = func(step, n int) {
+	return b.run(ctx, r, r.m, us)
+}
+
+// targetBatch is a batch of targets whose points are of type E, and what
+// the data's records need of each besides its outcome.
+type targetBatch[E any] struct {
+	targets []attack.Target[E]
+	// record fills in unit i's record from its outcome (the kind's part,
+	// its witness).
+	record func(i int, rec *AttackRecord, o attack.Outcome[E]) error
+}
+
+// run attacks the batch with method m and records each unit.
+func (b targetBatch[E]) run(ctx context.Context, r *attackRun, m Method, us []unit) error {
+	c := r.c
+	search := run[E](m)
+	if search == nil {
+		return fmt.Errorf("method %s does not attack this kind of input", m.Name)
+	}
+	noun := "sample"
+	if c.text() {
+		noun = "sentence"
+	}
+	stage := fmt.Sprintf("%s δ=%g %s %d", m.Name, us[0].eps, noun, us[0].sample)
+	if m.Batched {
+		stage = fmt.Sprintf("%s δ=%g, %d %ss", m.Name, us[0].eps, len(us), noun)
+	}
+	draws := 20
+	if c.text() {
+		draws = 8
+	}
+	job := Job[E]{D32: c.Model.D32, D64: c.Model.D64, Targets: b.targets, Settings: c.Settings, Draws: c.Batch * draws,
+		Progress: func(done, total int, status string) {
 			if c.Progress != nil {
-				c.Progress(fmt.Sprintf("pgd δ=%g, %d samples", us[0].eps, len(us)), step, opt.Steps, fmt.Sprintf("lengthened %d/%d", n, len(us)))
+				c.Progress(stage, done, total, status)
 			}
-		}
-		start := time.Now()
-		var err error
-		if outs, err = attack.PGD(ctx, m.D32, m.D64, targets, opt); err != nil {
-			return err
-		}
-		per := time.Since(start).Seconds() / float64(len(us))
-		for range us {
-			secs = append(secs, per)
-		}
+		}}
+	start := time.Now()
+	outs, err := search(ctx, job)
+	if err != nil {
+		return err
 	}
+	if len(outs) != len(us) {
+		return fmt.Errorf("method %s returned %d outcomes for %d targets", m.Name, len(outs), len(us))
+	}
+	secs := time.Since(start).Seconds() / float64(len(us))
 	for i, u := range us {
 		rec := c.base()
-		tg, o := targets[i], outs[i]
-		rec.Sample, rec.Eps, rec.Label, rec.K = u.sample, u.eps, nonNil(labels[i]), tg.K
-		rec.OrigLength, rec.OrigTokens, rec.OrigNonFinite = len(tg.Original.Tokens), nonNil(tg.Original.Tokens), tg.Original.NonFinite
-		rec.AdvLength, rec.AdvTokens, rec.Stopped, rec.NonFinite = len(o.Result.Tokens), nonNil(o.Result.Tokens), o.Result.Stopped, o.Result.NonFinite
+		tg, o := b.targets[i], outs[i]
+		rec.Sample, rec.Eps, rec.K = u.sample, u.eps, tg.K
+		rec.OrigLength, rec.OrigNonFinite = len(tg.Original.Tokens), tg.Original.NonFinite
+		rec.AdvLength, rec.Stopped, rec.NonFinite = len(o.Result.Tokens), o.Result.Stopped, o.Result.NonFinite
 		rec.Success, rec.MinRelMargin, rec.Found32 = o.Success, margin(o.Result.MinRelMargin), o.Found32
-		rec.Evals, rec.Steps, rec.Seconds, rec.LengthCounts = o.Evals, o.Steps, secs[i], o.LengthCounts
-		if o.Success {
-			meta := map[string]string{"key": u.key, "model": c.Model.Dir, "model_sha256": c.Model.Digest, "length": fmt.Sprint(rec.AdvLength),
-				"stopped": fmt.Sprint(rec.Stopped), "tokens": fmt.Sprint(rec.AdvTokens)}
-			var err error
-			if rec.Witness, rec.WitnessPNG, err = saveWitness(c.WitnessDir, witnessName(c.Data.Ref, u.sample, u.eps, c.Method, u.key), meta, o.Input, m.D64.Input()); err != nil {
-				return recordError{err}
-			}
+		rec.Evals, rec.Seconds, rec.LengthCounts = o.Evals, secs, o.LengthCounts
+		if err := b.record(i, &rec, o); err != nil {
+			return recordError{err}
 		}
-		if err := r.finish(u.key, rec); err != nil {
+		if err := record(r.f, r.emit, u.key, rec); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// targets builds the images' targets: the L∞ ball of each sample.
+func (d Data) targets(ctx context.Context, c *AttackConfig, _ Method, us []unit) (batch, error) {
+	m := c.Model
+	in := m.D64.Input()
+	b := targetBatch[[]float64]{targets: make([]attack.Target[[]float64], len(us))}
+	labels := make([][]int, len(us))
+	for i, u := range us {
+		x0, label := d.sample(u.sample)
+		labels[i] = label
+		ball, err := spec.NewBall(x0, u.eps, in.Min, in.Max)
+		if err != nil {
+			return nil, fmt.Errorf("sample %d: %w", u.sample, err)
+		}
+		if b.targets[i], err = attack.NewTarget[[]float64](ctx, m.D64, attack.NewContinuous(ball), c.Settings.MaxLen, c.Settings.MaxSteps, c.Settings.Seed, uint64(u.sample)); err != nil {
+			return nil, err
+		}
+	}
+	b.record = func(i int, rec *AttackRecord, o attack.Outcome[[]float64]) error {
+		orig := b.targets[i].Original
+		rec.AttackImage = &AttackImage{Label: nonNil(labels[i]), OrigTokens: nonNil(orig.Tokens), AdvTokens: nonNil(o.Result.Tokens), Steps: o.Steps}
+		if !o.Success {
+			return nil
+		}
+		key := us[i].key
+		meta := map[string]string{"key": key, "model": m.Dir, "model_sha256": m.Digest, "length": fmt.Sprint(rec.AdvLength),
+			"stopped": fmt.Sprint(rec.Stopped), "tokens": fmt.Sprint(rec.AdvTokens)}
+		var err error
+		rec.Witness, rec.WitnessPNG, err = saveWitness(c.WitnessDir, witnessName(d.Ref, us[i].sample, us[i].eps, c.Method, key), meta, o.Input, in)
+		return err
+	}
+	return b, nil
+}
+
+// failed gives a failed image unit its label.
+func (d Data) failed(rec *AttackRecord, sample int) {
+	rec.AttackImage = &AttackImage{Label: nonNil(d.label(sample))}
+}
+
+// Reference identifies the images in records.
+func (d Data) Reference() DataRef { return d.Ref }
+
+// checkSamples accepts any sample: one outside the data fails alone.
+func (d Data) checkSamples([]int) error {
+	if d.Source == nil {
+		return errors.New("no data or no samples")
 	}
 	return nil
 }

@@ -72,7 +72,7 @@ func SummariseCaptionAttacks(ctx context.Context, recs []AttackRecord, m *Model,
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("no attack records of %s to summarise", name)
 	}
-	pts, keys, groups := groupAttacks(recs, methodLabel)
+	pts, keys, groups := groupAttacks(recs, methodLabel, imageOrder)
 	sum := &CaptionSummary{
 		FigurePNG: filepath.Join(outDir, "attack-lengths.png"),
 		FigureSVG: filepath.Join(outDir, "attack-lengths.svg"),
@@ -115,12 +115,8 @@ func captionRow(ctx context.Context, g []AttackRecord, m *Model, name string, ep
 		if r.OrigLength > capLen {
 			row.OrigOverCap++
 		}
-		for l, n := range r.LengthCounts {
-			row.Sampled += n
-			if l > capLen {
-				row.SampledOverCap += n
-			}
-		}
+		total, over := sampledOver(r.LengthCounts, capLen)
+		row.Sampled, row.SampledOverCap = row.Sampled+total, row.SampledOverCap+over
 		if r.Success {
 			row.Witnesses++
 			if m != nil {

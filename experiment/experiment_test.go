@@ -216,7 +216,7 @@ func TestChangedSettingsRedoWork(t *testing.T) {
 		"restarts":  func(c *AttackConfig) { c.Settings.Restarts = 1 },
 		"seed":      func(c *AttackConfig) { c.Settings.Seed = 6 },
 		"budget":    func(c *AttackConfig) { c.Settings.Budget = 10 },
-		"data seed": func(c *AttackConfig) { c.Data.Ref.Seed = 2 },
+		"data seed": func(c *AttackConfig) { d := c.Data.(Data); d.Ref.Seed = 2; c.Data = d },
 	} {
 		c := base
 		change(&c)
@@ -277,7 +277,7 @@ func TestFailuresAreData(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "r.jsonl")
 	c := pgdConfig(m, out, []int{1, 2, 5, 6}, 50)
 	src := testSource{n: 20, size: 24, panicOn: -1}
-	c.Data.Source = src
+	c.Data = Data{Ref: c.Data.Reference(), Source: src}
 	// Sample 6 "crashed" twice: two attempts, no record.
 	f, err := results.Open(out, attackKey)
 	if err != nil {
@@ -296,7 +296,7 @@ func TestFailuresAreData(t *testing.T) {
 	f.BeginAttempt(key6)
 	f.Close()
 	poisoned := testSource{n: 20, size: 24, panicOn: 5}
-	c.Data.Source = poisonAfterLabels{poisoned}
+	c.Data = Data{Ref: c.Data.Reference(), Source: poisonAfterLabels{poisoned}}
 	if err := RunAttack(context.Background(), c, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestFailuresAreData(t *testing.T) {
 			t.Fatalf("retry (all %v): %d removed, %v", all, n, err)
 		}
 	}
-	c.Data.Source = src
+	c.Data = Data{Ref: c.Data.Reference(), Source: src}
 	var redone []int
 	if err := RunAttack(context.Background(), c, func(r AttackRecord) error { redone = append(redone, r.Sample); return nil }); err != nil {
 		t.Fatal(err)
@@ -490,7 +490,7 @@ func TestShippedRecordsSummarise(t *testing.T) {
 		}
 	}
 	// The Multi30k translator's attacks.
-	nmt, err := ReadTextAttackRecords("../docs/runs/nmt-m30k-attack/nmt-m30k-attacks.jsonl")
+	nmt, err := ReadAttackRecords("../docs/runs/nmt-m30k-attack/nmt-m30k-attacks.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,7 +499,7 @@ func TestShippedRecordsSummarise(t *testing.T) {
 		t.Fatalf("Multi30k record files: %v (%v)", m30k, err)
 	}
 	for _, f := range m30k {
-		recs, err := ReadTextAttackRecords(f)
+		recs, err := ReadAttackRecords(f)
 		if err != nil {
 			t.Fatal(err)
 		}

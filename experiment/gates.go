@@ -2,6 +2,8 @@ package experiment
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/lenspec/lenspec/model"
 )
@@ -11,6 +13,28 @@ import (
 type GateSet struct {
 	Name    string            `json:"name"`
 	Summary model.GateSummary `json:"summary"`
+}
+
+// Text is the set's summary as lenspec gates prints it (threshold: the
+// |z| it was measured with): the fraction saturated per gate, overall, at
+// the eos step and step by step, and the eos margins.
+func (g GateSet) Text(threshold float64) string {
+	s := g.Summary
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s paths: %d (stopped %d); gates with |z| > %g:\n", g.Name, s.Paths, s.Stopped, threshold)
+	row := func(label string, n int, v [4]float64) {
+		fmt.Fprintf(&b, "  %-10s %6d  i %5.1f%%  f %5.1f%%  g %5.1f%%  o %5.1f%%\n", label, n, 100*v[0], 100*v[1], 100*v[2], 100*v[3])
+	}
+	row("all steps", s.Paths, s.Gate)
+	row("eos step", s.Stopped, s.AtEOS)
+	for t, v := range s.ByStep {
+		row(fmt.Sprintf("step %d", t), s.StepPaths[t], v)
+	}
+	if s.Stopped > 0 {
+		fmt.Fprintf(&b, "  eos margin over the runner-up at the eos step: mean %.2f, median %.2f, 10th percentile %.2f, min %.3f; mean p(eos) %.4f\n",
+			s.EOSMarginMean, s.EOSMarginMedian, s.EOSMarginP10, s.EOSMarginMin, s.EOSProbMean)
+	}
+	return b.String()
 }
 
 // Gates measures m's gate saturation (model.GateSaturation, |z| >

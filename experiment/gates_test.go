@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/lenspec/lenspec/model"
@@ -85,5 +86,23 @@ func TestGatesOfLengthenedInputs(t *testing.T) {
 	}
 	if len(sets) != 1 || sets[0].Name != "clean" || !reflect.DeepEqual(sets[0].Summary, model.SummariseGates(paths)) || sets[0].Summary.Paths != 3 {
 		t.Errorf("sets %+v", sets)
+	}
+}
+
+// TestGateSetText: the text names the set and the threshold, has a row per
+// step and the eos step's margins when a path stopped, none otherwise.
+func TestGateSetText(t *testing.T) {
+	s := GateSet{"clean", model.GateSummary{Paths: 2, Stopped: 1, Gate: [4]float64{0.5, 0.25, 0, 1}, ByStep: [][4]float64{{1, 0, 0, 0}, {0, 1, 0, 0}},
+		StepPaths: []int{2, 1}, EOSMarginMean: 1.5, EOSProbMean: 0.75}}
+	text := s.Text(3)
+	for _, want := range []string{"clean paths: 2 (stopped 1); gates with |z| > 3:", "all steps       2  i  50.0%  f  25.0%  g   0.0%  o 100.0%",
+		"step 1          1", "eos margin over the runner-up at the eos step: mean 1.50", "mean p(eos) 0.7500"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("lacks %q:\n%s", want, text)
+		}
+	}
+	s.Summary.Stopped = 0
+	if strings.Contains(s.Text(3), "eos margin") {
+		t.Errorf("margins of no stopped path:\n%s", s.Text(3))
 	}
 }

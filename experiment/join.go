@@ -12,7 +12,7 @@ import (
 // Record is a results record type: what Join, Merge and the summaries
 // take.
 type Record interface {
-	AttackRecord | TextAttackRecord | VerifyRecord
+	AttackRecord | VerifyRecord
 }
 
 // Conflict says what joining results does with two records of one unit
@@ -79,8 +79,7 @@ func (o origin) String() string {
 //     budget at δ = 1). Otherwise Join names the file that mixes two
 //     experiments, or the two files that hold different ones, once, with
 //     the fields that differ.
-//   - One unit once: records with one key (see AttackKey, VerifyKey,
-//     TextAttackKey) are copies of one unit's result when they agree on
+//   - One unit once: records with one key (see AttackKey, VerifyKey) are copies of one unit's result when they agree on
 //     everything but what legitimately differs between two runs of it:
 //     the model's path as given, timings, witness and MPS file paths, an
 //     error's wording (not whether the unit failed) and, for
@@ -399,7 +398,6 @@ func short(v any) string {
 
 // kindOps is what joining needs to know of a record type.
 type kindOps[R Record] struct {
-	kind   string
 	decode func(json.RawMessage) (R, error)
 	key    func(R) string
 	// group: records of one group share their settings; groupName says
@@ -423,24 +421,40 @@ func opsFor[R Record]() kindOps[R] {
 	switch any(z).(type) {
 	case AttackRecord:
 		ops = attackOps
-	case TextAttackRecord:
-		ops = textOps
 	case VerifyRecord:
 		ops = verifyOps
 	}
 	return ops.(kindOps[R])
 }
 
+// attackOps join attack records of either input kind: a text attack's
+// settings are one per method and δ (one run may give random search
+// another budget at δ = 1), and its records contradict each other on the
+// sentence rather than the label.
 var attackOps = kindOps[AttackRecord]{
-	kind: "attack", decode: decodeAttack, key: AttackKey,
-	group:     func(r AttackRecord) string { return r.Method },
-	groupName: func(r AttackRecord) string { return "method " + r.Method },
-	position:  func(r AttackRecord) (float64, int) { return r.Eps, r.Sample },
+	decode: decodeAttack, key: AttackKey,
+	group: func(r AttackRecord) string {
+		if r.IsText() {
+			return fmt.Sprintf("%s@%g", r.Method, r.Eps)
+		}
+		return r.Method
+	},
+	groupName: func(r AttackRecord) string {
+		if r.IsText() {
+			return fmt.Sprintf("method %s at δ %g", r.Method, r.Eps)
+		}
+		return "method " + r.Method
+	},
+	position: func(r AttackRecord) (float64, int) { return r.Eps, r.Sample },
 	identity: func(r AttackRecord) identity {
 		return identity{r.ModelSHA256, r.Data, r.Settings}
 	},
 	unit: func(r AttackRecord) string {
-		return fmt.Sprintf("sample %d at δ %g (%s)", r.Sample, r.Eps, r.Method)
+		noun := "sample"
+		if r.IsText() {
+			noun = "sentence"
+		}
+		return fmt.Sprintf("%s %d at δ %g (%s)", noun, r.Sample, r.Eps, r.Method)
 	},
 	details: []string{"model", "seconds", "witness", "witness_png"},
 	compare: func(a, b AttackRecord) int {
@@ -451,38 +465,20 @@ var attackOps = kindOps[AttackRecord]{
 		if a.Error != "" || b.Error != "" {
 			return ""
 		}
+		if a.IsText() != b.IsText() {
+			return "an image attack and a text attack"
+		}
+		if a.IsText() {
+			return differ(map[string][2]any{"src_ids": {a.SrcIDs, b.SrcIDs}, "src_len": {a.SrcLen, b.SrcLen}, "k": {a.K, b.K},
+				"orig_output": {a.OrigText, b.OrigText}, "orig_length": {a.OrigLength, b.OrigLength}, "orig_non_finite": {a.OrigNonFinite, b.OrigNonFinite}})
+		}
 		return differ(map[string][2]any{"label": {a.Label, b.Label}, "k": {a.K, b.K}, "orig_tokens": {a.OrigTokens, b.OrigTokens},
 			"orig_non_finite": {a.OrigNonFinite, b.OrigNonFinite}})
 	},
 }
 
-var textOps = kindOps[TextAttackRecord]{
-	kind: "text-attack", decode: decodeTextAttack, key: TextAttackKey,
-	group:     func(r TextAttackRecord) string { return fmt.Sprintf("%s@%g", r.Method, r.Eps) },
-	groupName: func(r TextAttackRecord) string { return fmt.Sprintf("method %s at δ %g", r.Method, r.Eps) },
-	position:  func(r TextAttackRecord) (float64, int) { return r.Eps, r.Sample },
-	identity: func(r TextAttackRecord) identity {
-		return identity{r.ModelSHA256, r.Data, r.Settings}
-	},
-	unit: func(r TextAttackRecord) string {
-		return fmt.Sprintf("sentence %d at δ %g (%s)", r.Sample, r.Eps, r.Method)
-	},
-	details: []string{"model", "seconds", "witness"},
-	compare: func(a, b TextAttackRecord) int {
-		return attackOutcome(a.Error, a.Success, a.AdvLength, a.Stopped, a.NonFinite, a.MinRelMargin).compare(
-			attackOutcome(b.Error, b.Success, b.AdvLength, b.Stopped, b.NonFinite, b.MinRelMargin))
-	},
-	contradicts: func(a, b TextAttackRecord) string {
-		if a.Error != "" || b.Error != "" {
-			return ""
-		}
-		return differ(map[string][2]any{"src_ids": {a.SrcIDs, b.SrcIDs}, "src_len": {a.SrcLen, b.SrcLen}, "k": {a.K, b.K},
-			"orig_output": {a.OrigText, b.OrigText}, "orig_length": {a.OrigLength, b.OrigLength}, "orig_non_finite": {a.OrigNonFinite, b.OrigNonFinite}})
-	},
-}
-
 var verifyOps = kindOps[VerifyRecord]{
-	kind: "verify", decode: decodeVerify, key: VerifyKey,
+	decode: decodeVerify, key: VerifyKey,
 	group:     func(VerifyRecord) string { return "" },
 	groupName: func(VerifyRecord) string { return "" },
 	position:  func(r VerifyRecord) (float64, int) { return r.Eps, r.Sample },

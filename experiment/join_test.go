@@ -32,7 +32,7 @@ func writeRecords[R any](t *testing.T, dir, name string, recs ...R) string {
 func attackRec(i, n int) AttackRecord {
 	r := AttackRecord{SchemaVersion: SchemaVersion, Model: "models/m", ModelSHA256: "aaaa", Data: DataRef{Name: "test", Split: "test", Seed: 1},
 		Sample: i, Eps: 0.1, Method: MethodPGD, Settings: AttackSettings{MaxLen: -1, MaxSteps: 20, Budget: 30, Seed: 1, Loss: "margin"},
-		Label: []int{1}, K: 1, OrigLength: 1, OrigTokens: []int{1}, Stopped: true, MinRelMargin: 0.5, Evals: 30, Seconds: 1}
+		AttackImage: &AttackImage{Label: []int{1}, OrigTokens: []int{1}}, K: 1, OrigLength: 1, Stopped: true, MinRelMargin: 0.5, Evals: 30, Seconds: 1}
 	r.AdvLength, r.AdvTokens, r.Success = n, make([]int, n), n > 1
 	return r
 }

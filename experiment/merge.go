@@ -54,13 +54,10 @@ func Merge(out string, inputs []string, opt JoinOptions) (*MergeReport, error) {
 	}
 	var rep *MergeReport
 	var err error
-	switch kind {
-	case "text-attack":
-		rep, err = merge[TextAttackRecord](out, paths, opt)
-	case "verify":
-		rep, err = merge[VerifyRecord](out, paths, opt)
-	default:
-		rep, err = merge[AttackRecord](out, paths, opt)
+	if kind == "verify" {
+		rep, err = merge[VerifyRecord](kind, out, paths, opt)
+	} else {
+		rep, err = merge[AttackRecord](kind, out, paths, opt)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
@@ -93,15 +90,16 @@ func FileKind(path string) (string, error) {
 }
 
 // kindKeys are the record keys of each kind FileKind names.
-var kindKeys = map[string]func(json.RawMessage) (string, error){"attack": attackKey, "text-attack": textAttackKey, "verify": verifyKey}
+var kindKeys = map[string]func(json.RawMessage) (string, error){"attack": attackKey, "text-attack": attackKey, "verify": verifyKey}
 
-func merge[R Record](out string, paths []string, opt JoinOptions) (*MergeReport, error) {
+// merge merges paths, records of the kind FileKind names, into out.
+func merge[R Record](kind, out string, paths []string, opt JoinOptions) (*MergeReport, error) {
 	ops := opsFor[R]()
 	j, items, err := joinFiles[R](paths, map[string]bool{out: true}, nil, opt)
 	if err != nil {
 		return nil, err
 	}
-	rep := &MergeReport{Kind: ops.kind, Out: out, Duplicates: j.Duplicates, Resolved: j.Resolved}
+	rep := &MergeReport{Kind: kind, Out: out, Duplicates: j.Duplicates, Resolved: j.Resolved}
 	// A key whose records in out are not exactly the one kept (a worse
 	// record Best replaces, a second copy) loses them first.
 	inOut := map[string]int{}
@@ -151,18 +149,4 @@ func merge[R Record](out string, paths []string, opt JoinOptions) (*MergeReport,
 		}
 	}
 	return rep, f.Close()
-}
-
-func decodeTextAttack(raw json.RawMessage) (TextAttackRecord, error) {
-	var r TextAttackRecord
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return r, err
-	}
-	if r.SchemaVersion != SchemaVersion {
-		return r, fmt.Errorf("text attack record of schema version %d; this lenspec reads %d", r.SchemaVersion, SchemaVersion)
-	}
-	if r.SrcLen == 0 { // written before src_len
-		r.SrcLen = len(r.SrcIDs)
-	}
-	return r, nil
 }

@@ -46,11 +46,11 @@ func (o attackRecord0) migrate() AttackRecord {
 	return AttackRecord{
 		SchemaVersion: SchemaVersion, Model: o.Model, Data: DataRef{Name: "multimnist", Split: o.Split, Seed: defaultDataSeed},
 		Sample: o.Image, Eps: o.Eps, Method: o.Method,
-		Settings: AttackSettings{MaxLen: -1, MaxSteps: o.MaxSteps, Budget: o.Budget, Seed: o.Seed, Loss: o.Loss, Restarts: o.Restarts},
-		Label:    o.Label, K: o.K, OrigLength: o.OrigLength, OrigTokens: o.OrigTokens,
-		AdvLength: o.AdvLength, AdvTokens: o.AdvTokens, Stopped: o.Stopped, Success: o.Success,
-		MinRelMargin: o.MinRelMargin, Found32: o.Found32, Evals: o.Evals, Steps: o.Steps, Seconds: o.Seconds,
-		Witness: o.Witness, WitnessPNG: o.WitnessPNG, LengthCounts: o.LengthCounts,
+		Settings:    AttackSettings{MaxLen: -1, MaxSteps: o.MaxSteps, Budget: o.Budget, Seed: o.Seed, Loss: o.Loss, Restarts: o.Restarts},
+		AttackImage: &AttackImage{Label: o.Label, OrigTokens: o.OrigTokens, AdvTokens: o.AdvTokens, Steps: o.Steps, WitnessPNG: o.WitnessPNG},
+		K:           o.K, OrigLength: o.OrigLength, AdvLength: o.AdvLength, Stopped: o.Stopped, Success: o.Success,
+		MinRelMargin: o.MinRelMargin, Found32: o.Found32, Evals: o.Evals, Seconds: o.Seconds,
+		Witness: o.Witness, LengthCounts: o.LengthCounts,
 	}
 }
 
@@ -111,7 +111,25 @@ func ReadVerifyRecords(path string) ([]VerifyRecord, error) {
 	return readRecords(path, decodeVerify)
 }
 
+// decodeAttack decodes an attack record of either input kind. Text
+// records have schema 1 only; those from before src_len get it from their
+// source ids. A current image record is decoded once; others go through
+// decode (migration, schema checks).
 func decodeAttack(raw json.RawMessage) (AttackRecord, error) {
+	var r AttackRecord
+	if err := json.Unmarshal(raw, &r); err == nil {
+		switch {
+		case r.IsText() && r.SchemaVersion != SchemaVersion:
+			return r, fmt.Errorf("text attack record of schema version %d; this lenspec reads %d", r.SchemaVersion, SchemaVersion)
+		case r.IsText():
+			if r.SrcLen == 0 {
+				r.SrcLen = len(r.SrcIDs)
+			}
+			return r, nil
+		case r.SchemaVersion == SchemaVersion:
+			return r, nil
+		}
+	}
 	return decode(raw, func(o attackRecord0) AttackRecord { return o.migrate() })
 }
 

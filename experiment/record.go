@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
+	"strings"
 
+	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/results"
 	"github.com/lenspec/lenspec/verify"
 )
@@ -26,34 +29,63 @@ type DataRef struct {
 }
 
 // AttackSettings are the settings that change an attack's result, besides
-// the model, data, sample, radius and method. Settings a method ignores
-// are zero (see normalize), so changing them does not redo its work.
+// the model, data, sample, radius and method, for images and text alike.
+// Settings a method does not read are zero (Normalize), so changing them
+// does not redo its work; unread settings are left out of the JSON, which
+// keeps every record's key what it was when image and text attacks had
+// settings of their own.
 type AttackSettings struct {
 	// MaxLen is K̂ (−1: the original output's length).
 	MaxLen   int    `json:"max_len"`
 	MaxSteps int    `json:"max_steps"`
-	Budget   int    `json:"budget"`
+	Budget   int    `json:"budget"` // samples, iterations or evaluations
 	Seed     uint64 `json:"seed"`
-	// PGD only.
-	Loss      string  `json:"loss,omitempty"`
-	LR        float64 `json:"lr,omitempty"`
-	Clip      float64 `json:"clip,omitempty"`
-	Restarts  int     `json:"restarts,omitempty"`
-	EarlyStop bool    `json:"early_stop,omitempty"`
+	// Loss is the relaxed attacks' objective (attack.Loss). A method with
+	// Method.MarginEmpty records the paper's margin J̃ as empty, so text
+	// records from before the field keep their keys.
+	Loss string  `json:"loss,omitempty"`
+	LR   float64 `json:"lr,omitempty"`
+	// Tau is the Gumbel-softmax temperature.
+	Tau  float64 `json:"tau,omitempty"`
+	Clip float64 `json:"clip,omitempty"`
+	// Restarts is PGD's runs per image.
+	Restarts int `json:"restarts,omitempty"`
+	// Horizon caps the decoding steps a gradient unrolls (0: MaxSteps).
+	Horizon   int  `json:"horizon,omitempty"`
+	EarlyStop bool `json:"early_stop,omitempty"`
+	// Beam and Swaps are flip's beam and substitutions per round; Loop
+	// adds its targeted continuations (attack.FlipOptions.Loop).
+	Beam  int  `json:"beam,omitempty"`
+	Swaps int  `json:"swaps,omitempty"`
+	Loop  bool `json:"loop,omitempty"`
 }
 
 // Normalize returns the settings method reads, the rest zero: the form
 // records are keyed by, so a setting a method ignores cannot split its
-// results.
+// results. An unknown method reads none of them.
 func (s AttackSettings) Normalize(method string) AttackSettings {
-	if method != MethodPGD {
-		s.Loss, s.LR, s.Clip, s.Restarts, s.EarlyStop = "", 0, 0, 0, false
+	m, _ := LookupMethod(method)
+	v := reflect.ValueOf(&s).Elem()
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if !slices.Contains(everyMethodReads, name) && !slices.Contains(m.Reads, name) {
+			v.Field(i).SetZero()
+		}
+	}
+	if m.MarginEmpty && s.Loss == string(attack.LossMargin) {
+		s.Loss = ""
 	}
 	return s
 }
 
-// AttackRecord is one line of an attack results file: one (sample, radius,
-// method). Lengths are float64 replays.
+// everyMethodReads are the settings every method reads, by their JSON
+// names.
+var everyMethodReads = []string{"max_len", "max_steps", "budget", "seed"}
+
+// AttackRecord is one line of an attack results file: one (sample,
+// radius, method), of an image or of a sentence. Lengths are float64
+// replays. The input kind's own fields are in Image or Text, exactly one
+// of which is set: a record's JSON holds the fields of its kind only.
 type AttackRecord struct {
 	SchemaVersion int            `json:"schema_version"`
 	Model         string         `json:"model"` // the path given, for people
@@ -63,24 +95,23 @@ type AttackRecord struct {
 	Eps           float64        `json:"eps"`
 	Method        string         `json:"method"`
 	Settings      AttackSettings `json:"settings"`
-	Label         []int          `json:"label"`
-	K             int            `json:"k"`
-	OrigLength    int            `json:"orig_length"`
-	OrigTokens    []int          `json:"orig_tokens"`
+	*AttackImage
+	*AttackText
+	K          int `json:"k"`
+	OrigLength int `json:"orig_length"`
 	// AdvLength is the replayed output length; with Stopped false the
 	// output had no eos within the step cap and AdvLength is the cap
 	// (ℓ ≥ cap).
 	AdvLength    int     `json:"adv_length"`
-	AdvTokens    []int   `json:"adv_tokens"`
 	Stopped      bool    `json:"stopped"`
 	Success      bool    `json:"success"` // replayed ℓ > K, no tie on the path
 	MinRelMargin float64 `json:"min_rel_margin"`
 	Found32      int     `json:"found_float32_length"`
 	Evals        int64   `json:"evals"`
-	Steps        int     `json:"pgd_steps,omitempty"`
 	Seconds      float64 `json:"seconds"`
-	Witness      string  `json:"witness,omitempty"`
-	WitnessPNG   string  `json:"witness_png,omitempty"`
+	// Witness is the adversarial input's file (safetensors): an image's,
+	// or the embedding attack's input rows.
+	Witness string `json:"witness,omitempty"`
 	// LengthCounts[ℓ] counts random samples by float32 output length; the
 	// last entry counts samples that did not stop.
 	LengthCounts []int64 `json:"length_counts,omitempty"`
@@ -99,6 +130,48 @@ type AttackRecord struct {
 	NonFinite     bool `json:"non_finite,omitempty"`
 	OrigNonFinite bool `json:"orig_non_finite,omitempty"`
 }
+
+// AttackImage is an image attack record's own part: the label and the
+// output tokens.
+type AttackImage struct {
+	Label      []int `json:"label"`
+	OrigTokens []int `json:"orig_tokens"`
+	AdvTokens  []int `json:"adv_tokens"`
+	Steps      int   `json:"pgd_steps,omitempty"`
+	// WitnessPNG shows a one-channel witness to people.
+	WitnessPNG string `json:"witness_png,omitempty"`
+}
+
+// AttackText is a text attack record's own part: the sentence, its
+// translations and the adversarial source. Ids are the model's source
+// token ids.
+type AttackText struct {
+	SrcText string `json:"src_text"`
+	SrcIDs  []int  `json:"src_ids,omitempty"`
+	RefText string `json:"ref_text"`
+	// SrcLen is the source's length in tokens.
+	SrcLen int `json:"src_len"`
+	// Redacted is set for a corpus whose text may not be copied
+	// (TextData.Redact): src_text, ref_text, src_ids and adv_text are
+	// left out, and the adversarial source is AdvSubs, its substitutions
+	// [position, token id] into sentence Sample's source ids, which the
+	// corpus restores (ApplySubs).
+	Redacted bool     `json:"redacted,omitempty"`
+	AdvSubs  [][2]int `json:"adv_subs,omitempty"`
+	Budget   int      `json:"substitutions"` // ⌈δ·n⌉
+	OrigText string   `json:"orig_output"`
+	// AdvText and AdvIDs are the adversarial source (discrete methods);
+	// AdvOutput the adversarial output's text.
+	AdvText   string `json:"adv_text,omitempty"`
+	AdvIDs    []int  `json:"adv_ids,omitempty"`
+	AdvOutput string `json:"adv_output"`
+	Steps     int    `json:"steps,omitempty"`
+	// Pick says which candidate of a relaxation won (attack.Outcome.Pick).
+	Pick string `json:"pick,omitempty"`
+}
+
+// IsText reports whether r is a text attack's record.
+func (r AttackRecord) IsText() bool { return r.AttackText != nil }
 
 // VerifySettings are the settings that change a verification's result,
 // besides the model, data, sample and radius.

@@ -96,3 +96,39 @@ func (s Sources) ImageData(ctx context.Context, in model.InputSpec, seed uint64,
 	}
 	return MultiMNIST(te, split, seed, in)
 }
+
+// CaptionLengths is the captions data set's caption-length distribution
+// named name: "skewed" (short captions most, as COCO) or "flat".
+func CaptionLengths(name string) (captions.Options, error) {
+	switch name {
+	case "skewed":
+		return captions.Skewed(), nil
+	case "flat":
+		return captions.Flat(), nil
+	}
+	return captions.Options{}, fmt.Errorf("lengths %q: want skewed or flat", name)
+}
+
+// CaptionTraining are the sources a captioner reading in trains and is
+// evaluated on: the captions data set's training split with the caption
+// lengths named (CaptionLengths), and the test split every model is
+// evaluated on (skewed), both generated with seed.
+func (s Sources) CaptionTraining(ctx context.Context, seed uint64, lengths string, in model.InputSpec) (tr, te *captions.Source[float32], err error) {
+	opt, err := CaptionLengths(lengths)
+	if err != nil {
+		return nil, nil, err
+	}
+	trd, _, err := s.Captions(ctx, seed, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, ted, err := s.Captions(ctx, seed, captions.Skewed())
+	if err != nil {
+		return nil, nil, err
+	}
+	if tr, err = captions.NewSource[float32](trd, in.Min, in.Max); err != nil {
+		return nil, nil, err
+	}
+	te, err = captions.NewSource[float32](ted, in.Min, in.Max)
+	return tr, te, err
+}

@@ -2,9 +2,11 @@ package experiment
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/lenspec/lenspec/captions"
 	"github.com/lenspec/lenspec/mnist"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
@@ -52,5 +54,41 @@ func TestSourcesImageData(t *testing.T) {
 		if x[i] != y[i] {
 			t.Fatalf("canvas value %d: %v, want %v", i, x[i], y[i])
 		}
+	}
+}
+
+// TestCaptionTraining: the training split has the lengths asked for, the
+// test split is the skewed one whatever they are; other lengths are
+// refused.
+func TestCaptionTraining(t *testing.T) {
+	dir, err := mnist.DefaultDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := Sources{MNISTDir: dir}
+	in := model.InputSpec{Kind: model.Continuous, Shape: []int{1, captions.Height, captions.Width}, Min: -1, Max: 1}
+	ctx := context.Background()
+	flatTr, flatTe, err := src.CaptionTraining(ctx, 1, "flat", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skTr, skTe, err := src.CaptionTraining(ctx, 1, "skewed", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, te, err := src.Captions(ctx, 1, captions.Skewed())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flatTe.Len() != te.N || skTe.Len() != te.N || flatTr.Len() != skTr.Len() {
+		t.Errorf("splits of %d, %d (test %d), %d and %d", flatTe.Len(), skTe.Len(), te.N, flatTr.Len(), skTr.Len())
+	}
+	a, _, la := flatTe.Batch([]int{0, 1, 2}, nil)
+	b, _, lb := skTe.Batch([]int{0, 1, 2}, nil)
+	if fmt.Sprint(a) != fmt.Sprint(b) || fmt.Sprint(la) != fmt.Sprint(lb) {
+		t.Errorf("test captions differ with the training lengths: %v vs %v", la, lb)
+	}
+	if _, _, err := src.CaptionTraining(ctx, 1, "long", in); err == nil {
+		t.Error("lengths \"long\" accepted")
 	}
 }

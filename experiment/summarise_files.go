@@ -41,7 +41,7 @@ func SummariseFiles(files []string, dir, title string, opt JoinOptions) (Summary
 	}
 	switch kind {
 	case "text-attack":
-		j, err := Join[TextAttackRecord](files, opt)
+		j, err := Join[AttackRecord](files, opt)
 		if err != nil {
 			return nil, fmt.Errorf("summary: %w", err)
 		}

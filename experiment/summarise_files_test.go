@@ -30,7 +30,7 @@ func TestSummariseFiles(t *testing.T) {
 			return SummariseAttacks(j.Records, dir, "t")
 		}},
 		{text, func(dir string) (Summary, error) {
-			j, err := Join[TextAttackRecord]([]string{text}, JoinOptions{})
+			j, err := Join[AttackRecord]([]string{text}, JoinOptions{})
 			if err != nil {
 				return nil, err
 			}

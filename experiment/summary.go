@@ -101,7 +101,7 @@ func SummariseAttacks(recs []AttackRecord, outDir, title string) (*AttackSummary
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("no attack records to summarise")
 	}
-	pts, keys, groups := groupAttacks(recs, func(r AttackRecord) string { return r.Method })
+	pts, keys, groups := groupAttacks(recs, func(r AttackRecord) string { return r.Method }, imageOrder)
 	sum := &AttackSummary{
 		FigurePNG: filepath.Join(outDir, "attack-lengths.png"),
 		FigureSVG: filepath.Join(outDir, "attack-lengths.svg"),
@@ -135,21 +135,31 @@ func SummariseAttacks(recs []AttackRecord, outDir, title string) (*AttackSummary
 	return sum, nil
 }
 
-// lengthGroup is one group of an attack table: a radius and a method.
+// lengthGroup is one group of an attack table: a radius and a method
+// (its label: a method run several ways is several groups).
 type lengthGroup struct {
 	eps    float64
 	method string
 }
 
-// groupAttacks groups recs by radius and method (method names it), in the
-// tables' order (radius, then random before pgd), and collects the length
-// figure's points: each image's original once, every attacked output.
-func groupAttacks(recs []AttackRecord, method func(AttackRecord) string) ([]report.LengthPoint, []lengthGroup, map[lengthGroup][]AttackRecord) {
+// imageOrder orders an image attack table's groups: by radius, then
+// random before pgd (and its variants).
+func imageOrder(a, b lengthGroup) bool {
+	if a.eps != b.eps {
+		return a.eps < b.eps
+	}
+	return a.method > b.method
+}
+
+// groupAttacks groups recs by radius and label, in the order less gives,
+// and collects the length figure's points: each sample's original once,
+// every attacked output.
+func groupAttacks(recs []AttackRecord, label func(AttackRecord) string, less func(a, b lengthGroup) bool) ([]report.LengthPoint, []lengthGroup, map[lengthGroup][]AttackRecord) {
 	var pts []report.LengthPoint
 	orig := map[int]bool{}
 	groups := map[lengthGroup][]AttackRecord{}
 	for _, r := range recs {
-		k := lengthGroup{r.Eps, method(r)}
+		k := lengthGroup{r.Eps, label(r)}
 		groups[k] = append(groups[k], r)
 		if r.Error != "" {
 			continue
@@ -164,30 +174,36 @@ func groupAttacks(recs []AttackRecord, method func(AttackRecord) string) ([]repo
 	for k := range groups {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].eps != keys[j].eps {
-			return keys[i].eps < keys[j].eps
-		}
-		return keys[i].method > keys[j].method // random before pgd
-	})
+	sort.Slice(keys, func(i, j int) bool { return less(keys[i], keys[j]) })
 	return pts, keys, groups
 }
 
-// attackTally is what every attack table counts in a group of records.
+// attackTally is what the attack tables count in a group of records.
 type attackTally struct {
 	failed, ties, unstopped, longest int
 	evals                            int64
 	seconds                          float64
 	// meanRatio is the mean of adversarial over original length;
-	// lengthened the fraction of the group made longer with no tie.
+	// lengthened the fraction of the group made longer with no tie: an
+	// image's output longer than the original's, a sentence's a success
+	// (longer than K̂).
 	meanRatio, lengthened float64
+	// medianEvals is the median evaluations of a unit; long counts
+	// outputs longer than LongOutput, sampledLong random search's draws
+	// that were among all sampledTotal draws.
+	medianEvals               int64
+	long                      int
+	sampledLong, sampledTotal int64
+	// pickSample and pickArgmax count which final sentence of the Gumbel
+	// attack won.
+	pickSample, pickArgmax int
 }
 
 // tallyAttacks counts a group of records; failed records count only as
 // failed.
 func tallyAttacks(g []AttackRecord) attackTally {
 	var t attackTally
-	var ratios []float64
+	var ratios, evals []float64
 	succ := 0
 	for _, r := range g {
 		if r.Error != "" {
@@ -197,8 +213,9 @@ func tallyAttacks(g []AttackRecord) attackTally {
 		if r.OrigLength > 0 {
 			ratios = append(ratios, float64(r.AdvLength)/float64(r.OrigLength))
 		}
+		evals = append(evals, float64(r.Evals))
 		tie := r.MinRelMargin < model.RelTieMargin
-		if r.AdvLength > r.OrigLength && !tie {
+		if success := r.AdvLength > r.OrigLength; (r.IsText() && r.Success || !r.IsText() && success) && !tie {
 			succ++
 		}
 		if tie {
@@ -207,13 +224,41 @@ func tallyAttacks(g []AttackRecord) attackTally {
 		if !r.Stopped {
 			t.unstopped++
 		}
+		if r.AdvLength > LongOutput {
+			t.long++
+		}
+		total, long := sampledOver(r.LengthCounts, LongOutput)
+		t.sampledTotal, t.sampledLong = t.sampledTotal+total, t.sampledLong+long
+		if r.IsText() {
+			switch r.Pick {
+			case "sample":
+				t.pickSample++
+			case "argmax":
+				t.pickArgmax++
+			}
+		}
 		t.longest = max(t.longest, r.AdvLength)
 		t.evals += r.Evals
 		t.seconds += r.Seconds
 	}
 	t.meanRatio = report.Mean(ratios)
 	t.lengthened = float64(succ) / float64(len(g))
+	if len(evals) > 0 {
+		t.medianEvals = int64(report.Quantile(evals, 0.5))
+	}
 	return t
+}
+
+// sampledOver sums a histogram of random search's draws by length
+// (LengthCounts): all draws, and those whose output was longer than n.
+func sampledOver(counts []int64, n int) (total, over int64) {
+	for l, c := range counts {
+		total += c
+		if l > n {
+			over += c
+		}
+	}
+	return total, over
 }
 
 // withFailed adds a "failed" column (failed(i): row i's units recorded

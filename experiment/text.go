@@ -8,26 +8,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/corpus"
-	"github.com/lenspec/lenspec/internal/oneline"
 	"github.com/lenspec/lenspec/model"
-	"github.com/lenspec/lenspec/results"
 	"github.com/lenspec/lenspec/safetensors"
 )
-
-// Text attack methods (paper §5.2, NMT, and lenspec's own).
-const (
-	MethodGumbel    = "gumbel"
-	MethodEmbedding = "embedding"
-	MethodFlip      = "flip"
-)
-
-// TextMethods are the text attack methods, in the order runs and tables
-// take them.
-var TextMethods = []string{MethodRandom, MethodGumbel, MethodEmbedding, MethodFlip}
 
 // TextData is a set of source sentences a text attack draws samples from:
 // a translator's corpus split, tokenised by the model.
@@ -37,7 +23,7 @@ type TextData struct {
 	Sources [][]int // model.EncodeText of each pair's source
 	// Redact keeps the corpus's text out of the records (a corpus whose
 	// text may not be copied, corpus.Splits.Restricted): see
-	// TextAttackRecord.Redacted.
+	// AttackText.Redacted.
 	Redact bool
 }
 
@@ -54,166 +40,57 @@ func Translations(pairs []corpus.Pair, name, split string, seed uint64, d model.
 	return td, nil
 }
 
-// TextAttackSettings are the settings that change a text attack's result,
-// besides the model, data, sample, δ and method. Those a method ignores are
-// zero (normalize).
-type TextAttackSettings struct {
-	MaxLen   int    `json:"max_len"` // K̂ (−1: the original output's length)
-	MaxSteps int    `json:"max_steps"`
-	Budget   int    `json:"budget"` // samples, iterations or evaluations
-	Seed     uint64 `json:"seed"`
-	// Loss is the relaxed attacks' objective (attack.Loss); empty is the
-	// paper's margin J̃, so records from before the field keep their keys.
-	Loss string `json:"loss,omitempty"`
-	// Relaxed attacks and flip.
-	LR   float64 `json:"lr,omitempty"`
-	Tau  float64 `json:"tau,omitempty"`
-	Clip float64 `json:"clip,omitempty"`
-	// Horizon caps the decoding steps a gradient unrolls (0: MaxSteps).
-	Horizon int `json:"horizon,omitempty"`
-	// Flip only.
-	Beam  int `json:"beam,omitempty"`
-	Swaps int `json:"swaps,omitempty"`
-	// Loop adds flip's targeted continuations (attack.FlipOptions.Loop).
-	Loop bool `json:"loop,omitempty"`
+// CorpusText is split "test" or "dev" of a translator's corpus sp (read
+// with split seed seed) as text-attack data for model d: named by the
+// corpus's format and content, its text kept out of the records where the
+// corpus asks for it (corpus.Splits.Restricted).
+func CorpusText(sp *corpus.Splits, split string, seed uint64, d model.Decoder[float32]) (TextData, error) {
+	pairs := sp.Test
+	switch split {
+	case "test":
+	case "dev":
+		pairs = sp.Dev
+	default:
+		return TextData{}, fmt.Errorf("split %q: a text model's sentences come from dev or test", split)
+	}
+	data, err := Translations(pairs, sp.Format+":"+sp.SHA256[:12], split, seed, d)
+	data.Redact = sp.Restricted
+	return data, err
 }
 
-// Normalize returns the settings method reads, the rest zero: the form
-// records are keyed by, so a setting a method ignores cannot split its
-// results.
-func (s TextAttackSettings) Normalize(method string) TextAttackSettings {
-	switch method {
-	case MethodRandom:
-		s.LR, s.Tau, s.Clip, s.Beam, s.Swaps, s.Horizon = 0, 0, 0, 0, 0, 0
-	case MethodEmbedding:
-		s.Tau, s.Beam, s.Swaps = 0, 0, 0
-	case MethodGumbel:
-		s.Beam, s.Swaps = 0, 0
-	case MethodFlip:
-		s.LR, s.Tau = 0, 0
+// Reference identifies the sentences in records.
+func (d TextData) Reference() DataRef { return d.Ref }
+
+// checkSamples refuses a sample outside the sentences.
+func (d TextData) checkSamples(samples []int) error {
+	if len(d.Sources) == 0 {
+		return errors.New("no data or no samples")
 	}
-	if method != MethodFlip {
-		s.Loop = false
+	for _, s := range samples {
+		if s < 0 || s >= len(d.Sources) {
+			return fmt.Errorf("sample %d outside the %d sentences", s, len(d.Sources))
+		}
 	}
-	if (method != MethodGumbel && method != MethodEmbedding) || s.Loss == string(attack.LossMargin) {
-		s.Loss = ""
-	}
-	return s
+	return nil
 }
 
-// TextAttackRecord is one line of a text attack results file: one
-// (sentence, δ, method). Lengths are float64 replays; ids are the model's
-// source token ids.
-type TextAttackRecord struct {
-	SchemaVersion int                `json:"schema_version"`
-	Model         string             `json:"model"`
-	ModelSHA256   string             `json:"model_sha256"`
-	Data          DataRef            `json:"data"`
-	Sample        int                `json:"sample"`
-	Eps           float64            `json:"eps"`
-	Method        string             `json:"method"`
-	Settings      TextAttackSettings `json:"settings"`
-	SrcText       string             `json:"src_text"`
-	SrcIDs        []int              `json:"src_ids,omitempty"`
-	RefText       string             `json:"ref_text"`
-	// SrcLen is the source's length in tokens.
-	SrcLen int `json:"src_len"`
-	// Redacted is set for a corpus whose text may not be copied
-	// (TextData.Redact): src_text, ref_text, src_ids and adv_text are
-	// left out, and the adversarial source is AdvSubs, its substitutions
-	// [position, token id] into sentence Sample's source ids, which the
-	// corpus restores (ApplySubs).
-	Redacted   bool     `json:"redacted,omitempty"`
-	AdvSubs    [][2]int `json:"adv_subs,omitempty"`
-	K          int      `json:"k"`
-	Budget     int      `json:"substitutions"` // ⌈δ·n⌉
-	OrigLength int      `json:"orig_length"`
-	OrigText   string   `json:"orig_output"`
-	// AdvText and AdvIDs are the adversarial source (discrete methods);
-	// AdvLength its replayed output length (the cap when Stopped is
-	// false), AdvOutput the output's text.
-	AdvText      string  `json:"adv_text,omitempty"`
-	AdvIDs       []int   `json:"adv_ids,omitempty"`
-	AdvLength    int     `json:"adv_length"`
-	AdvOutput    string  `json:"adv_output"`
-	Stopped      bool    `json:"stopped"`
-	Success      bool    `json:"success"`
-	MinRelMargin float64 `json:"min_rel_margin"`
-	Found32      int     `json:"found_float32_length"`
-	Evals        int64   `json:"evals"`
-	Steps        int     `json:"steps,omitempty"`
-	Pick         string  `json:"pick,omitempty"`
-	Seconds      float64 `json:"seconds"`
-	// Witness is the embedding attack's input rows (safetensors).
-	Witness      string  `json:"witness,omitempty"`
-	LengthCounts []int64 `json:"length_counts,omitempty"`
-	Error        string  `json:"error,omitempty"`
-	// Crashed marks a failure that killed the process (CrashError).
-	Crashed bool `json:"crashed,omitempty"`
-
-	// NonFinite and OrigNonFinite mark outputs whose decoding met
-	// non-finite logits (see AttackRecord).
-	NonFinite     bool `json:"non_finite,omitempty"`
-	OrigNonFinite bool `json:"orig_non_finite,omitempty"`
-}
-
-var textAttackKey = results.KeyFields("model_sha256", "data", "sample", "eps", "method", "settings")
-
-// TextAttackKey returns the resume key of r.
-func TextAttackKey(r TextAttackRecord) string { return mustKey(textAttackKey, r) }
-
-// ReadTextAttackRecords reads a text attack results file, refusing records
-// of another schema version.
-func ReadTextAttackRecords(path string) ([]TextAttackRecord, error) {
-	return readRecords(path, decodeTextAttack)
-}
-
-// TextAttackConfig is one text attack run: a method over sentences × δ.
-type TextAttackConfig struct {
-	Model    *Model
-	Data     TextData
-	Samples  []int
-	Eps      []float64
-	Method   string
-	Settings TextAttackSettings
-	// Batch is how many sentences the relaxed attacks run side by side
-	// (random search decodes Batch·8 draws at a time); it changes speed,
-	// not results.
-	Batch           int
-	Out, WitnessDir string
-	Shard           Shard
-	Progress        Progress
-	Logf            func(format string, args ...any)
-}
-
-// Validate checks the settings before any work, resolving the step cap
-// (0: the model's) and the method's defaults.
-func (c *TextAttackConfig) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.Model == nil {
-		return errors.New("no model")
-	}
-	if c.Model.D32.Input().Kind != model.Tokens {
-		return fmt.Errorf("the %s model does not read token sequences", c.Model.D32.Config().Architecture)
-	}
-	known := false
-	for _, m := range TextMethods {
-		known = known || m == c.Method
-	}
-	if !known {
-		bad("method %q: want one of %v", c.Method, TextMethods)
-	}
-	if len(c.Eps) == 0 {
+// checkTextEps checks a text attack's δ grid: fractions of a sentence's
+// tokens.
+func checkTextEps(bad func(string, ...any), eps []float64) {
+	if len(eps) == 0 {
 		bad("no δ given")
 	}
-	for _, e := range c.Eps {
+	for _, e := range eps {
 		if !(e > 0 && e <= 1) {
 			bad("δ %v must be in (0, 1] (the fraction of a sentence's tokens that may change)", e)
 		}
 	}
-	s := &c.Settings
-	checkRun(bad, c.Model.D32, &s.MaxSteps, s.MaxLen, c.Batch)
+}
+
+// checkTextSettings checks the settings of a text attack of any method:
+// the budget, the gradient horizon (the step cap's is 0: one key) and the
+// loss.
+func checkTextSettings(bad func(string, ...any), s *AttackSettings) {
 	if s.Budget < 1 || s.Budget > 1e9 {
 		bad("budget %d must be in 1..1e9", s.Budget)
 	}
@@ -224,257 +101,68 @@ func (c *TextAttackConfig) Validate() error {
 		s.Horizon = 0 // the same setting: one key
 	}
 	if _, err := attack.ParseLoss(s.Loss); s.Loss != "" && err != nil {
-		errs = append(errs, err)
+		bad("%v", err)
 	}
-	switch c.Method {
-	case MethodGumbel, MethodEmbedding:
-		if err := c.relaxed().Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	case MethodFlip:
-		if err := c.flip().Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	*s = s.Normalize(c.Method)
-	c.Shard, c.WitnessDir = outputs(c.Shard, c.Out, c.WitnessDir)
-	return errors.Join(errs...)
 }
 
-// pgd runs PGD on a batch of text targets of either kind and returns the
-// outcomes with each target's share of the time.
-func pgd[E any](ctx context.Context, r *textRun, us []unit, targets []attack.Target[E]) ([]attack.Outcome[E], []float64, error) {
-	c, m := r.c, r.c.Model
-	opt := c.relaxed()
-	opt.Progress = func(step, n int) {
-		if c.Progress != nil {
-			c.Progress(fmt.Sprintf("%s δ=%g, %d sentences", c.Method, us[0].eps, len(us)), step, opt.Steps, fmt.Sprintf("lengthened %d/%d", n, len(us)))
-		}
-	}
-	start := time.Now()
-	outs, err := attack.PGD(ctx, m.D32, m.D64, targets, opt)
-	if err != nil {
-		return nil, nil, err
-	}
-	per := time.Since(start).Seconds() / float64(len(us))
-	secs := make([]float64, len(us))
-	for i := range secs {
-		secs[i] = per
-	}
-	return outs, secs, nil
-}
-
-func (c *TextAttackConfig) relaxed() attack.PGDOptions {
-	s := c.Settings
-	tau := s.Tau
-	if c.Method == MethodEmbedding {
-		tau = 1 // unused
-	}
-	loss := attack.Loss(s.Loss)
-	if loss == "" {
-		loss = attack.LossMargin
-	}
-	return attack.PGDOptions{Steps: s.Budget, LR: s.LR, Tau: tau, Eps: s.Clip, Loss: loss, Restarts: 1, MaxSteps: s.MaxSteps, Horizon: s.Horizon}
-}
-
-func (c *TextAttackConfig) flip() attack.FlipOptions {
-	s := c.Settings
-	o := attack.DefaultFlip()
-	o.Evals, o.Eps, o.Beam, o.Swaps, o.MaxSteps, o.Horizon, o.Loop = s.Budget, s.Clip, s.Beam, s.Swaps, s.MaxSteps, s.Horizon, s.Loop
-	return o
-}
-
-func (c *TextAttackConfig) base() TextAttackRecord {
-	return TextAttackRecord{SchemaVersion: SchemaVersion, Model: c.Model.Dir, ModelSHA256: c.Model.Digest, Data: c.Data.Ref, Method: c.Method, Settings: c.Settings}
-}
-
-// Match reports whether r is a record of this run's experiment (model,
-// data, method and settings), for summaries of a file with several.
-func (c *TextAttackConfig) Match(r TextAttackRecord) bool {
-	return r.ModelSHA256 == c.Model.Digest && r.Data == c.Data.Ref && r.Method == c.Method && r.Settings == c.Settings
-}
-
-// RunTextAttack runs every unit of c not yet in its results file, as
-// RunAttack does for images: records appended as units finish, failures
-// recorded, an interrupted run resumed where it stopped.
-func RunTextAttack(ctx context.Context, c TextAttackConfig, emit func(TextAttackRecord) error) error {
-	if err := c.Validate(); err != nil {
-		return fmt.Errorf("attack: %w", err)
-	}
-	if len(c.Data.Sources) == 0 || len(c.Samples) == 0 {
-		return errors.New("attack: no data or no samples")
-	}
-	for _, s := range c.Samples {
-		if s < 0 || s >= len(c.Data.Sources) {
-			return fmt.Errorf("attack: sample %d outside the %d sentences", s, len(c.Data.Sources))
-		}
-	}
-	f, err := openOut(c.Out, c.Shard, textAttackKey)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	logf(c.Logf, f)
-	units := shardUnits(c.Eps, c.Samples, c.Shard, func(sample int, eps float64) string {
-		r := c.base()
-		r.Sample, r.Eps = sample, eps
-		return TextAttackKey(r)
-	})
-	run := &textRun{c: &c, f: f, emit: emit}
-	batch := 1
-	if c.Method == MethodGumbel || c.Method == MethodEmbedding {
-		batch = c.Batch
-	}
-	for i := 0; i < len(units); {
-		j := i
-		var todo []unit
-		for ; j < len(units) && units[j].eps == units[i].eps && len(todo) < batch; j++ {
-			if f.Done(units[j].key) {
-				continue
-			}
-			if f.Attempts(units[j].key) >= crashLimit {
-				if err := run.fail(units[j], crashed(f, units[j].key)); err != nil {
-					return err
-				}
-				continue
-			}
-			todo = append(todo, units[j])
-		}
-		i = j
-		if len(todo) > 0 {
-			if err := run.run(ctx, todo); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-type textRun struct {
-	c    *TextAttackConfig
-	f    *results.File
-	emit func(TextAttackRecord) error
-}
-
-// run attacks units of one δ (see batchOrAlone).
-func (r *textRun) run(ctx context.Context, us []unit) error {
-	return batchOrAlone(ctx, r.f, us, r.attack, r.fail)
-}
-
-func (r *textRun) fail(u unit, cause error) error {
-	rec := r.c.base()
-	rec.Sample, rec.Eps, rec.Error, rec.Crashed = u.sample, u.eps, oneline.Fold(cause.Error()), isCrash(cause)
-	rec.SrcText, rec.SrcIDs = r.c.Data.Pairs[u.sample].Src, nonNil(r.c.Data.Sources[u.sample])
+// failed gives a failed text unit its sentence.
+func (d TextData) failed(rec *AttackRecord, sample int) {
+	rec.AttackText = &AttackText{SrcText: d.Pairs[sample].Src, SrcIDs: nonNil(d.Sources[sample])}
 	rec.SrcLen = len(rec.SrcIDs)
-	if r.c.Data.Redact {
+	if d.Redact {
 		rec.redact()
 	}
-	return r.finish(u.key, rec)
 }
 
-func (r *textRun) finish(key string, rec TextAttackRecord) error {
-	return record(r.f, r.emit, key, rec)
-}
-
-// textTarget is what a text unit's record needs of its target, whatever
-// the kind of its set: K̂, the original decoding, the source and the
-// substitution budget.
-type textTarget struct {
-	k        int
-	original model.Result
-	src      []int
-	budget   int
-}
-
-// textOutcome is a text attack's outcome of either kind: a token source
-// (ids) or, for the embedding attack, the source's embedding rows.
-type textOutcome struct {
-	attack.Replayed
-	ids      []int
-	embedded []float64
-	pick     string
-}
-
-func (r *textRun) attack(ctx context.Context, us []unit) error {
-	c, m := r.c, r.c.Model
-	s := c.Settings
-	targets := make([]textTarget, len(us))
-	progress := func(stage string) func(done, best int) {
-		return func(done, best int) {
-			if c.Progress != nil {
-				c.Progress(stage, done, s.Budget, fmt.Sprintf("longest %d", best))
-			}
-		}
-	}
-	var outs []textOutcome
-	var secs []float64
-	if c.Method == MethodEmbedding {
-		tgs := make([]attack.Target[[]float64], len(us))
+// targets builds the sentences' targets: each sentence's substitutions,
+// or its embedding ball for a method that attacks embeddings.
+func (d TextData) targets(ctx context.Context, c *AttackConfig, meth Method, us []unit) (batch, error) {
+	m, s := c.Model, c.Settings
+	srcs, budgets := make([][]int, len(us)), make([]int, len(us))
+	if meth.Embedded {
+		b := targetBatch[[]float64]{targets: make([]attack.Target[[]float64], len(us))}
 		for i, u := range us {
-			x := c.Data.Sources[u.sample]
+			x := d.Sources[u.sample]
 			// The free rows come first from the target's own stream, as
 			// every other choice made for it.
 			set, err := attack.NewEmbeddings(m.D32, x, u.eps, math.Inf(1), rand.New(rand.NewPCG(s.Seed, uint64(u.sample))))
 			if err == nil {
-				tgs[i], err = attack.NewTarget[[]float64](ctx, m.D64, set, s.MaxLen, s.MaxSteps, s.Seed, uint64(u.sample))
+				b.targets[i], err = attack.NewTarget[[]float64](ctx, m.D64, set, s.MaxLen, s.MaxSteps, s.Seed, uint64(u.sample))
 			}
 			if err != nil {
-				return fmt.Errorf("sentence %d: %w", u.sample, err)
+				return nil, fmt.Errorf("sentence %d: %w", u.sample, err)
 			}
-			targets[i] = textTarget{tgs[i].K, tgs[i].Original, x, len(set.Free)}
+			srcs[i], budgets[i] = x, len(set.Free)
 		}
-		po, sec, err := pgd(ctx, r, us, tgs)
-		if err != nil {
-			return err
+		b.record = func(i int, rec *AttackRecord, o attack.Outcome[[]float64]) error {
+			d.record(c, rec, b.targets[i].Original, srcs[i], budgets[i], o.Replayed, o.Pick, nil)
+			return d.embeddingWitness(c, rec, us[i], srcs[i], o.Input)
 		}
-		for _, o := range po {
-			outs = append(outs, textOutcome{Replayed: o.Replayed, embedded: o.Input, pick: o.Pick})
-		}
-		secs = sec
-	} else {
-		tgs := make([]attack.Target[[]int], len(us))
-		for i, u := range us {
-			set, err := attack.NewSubstitutions(m.D64, c.Data.Sources[u.sample], u.eps)
-			if err == nil {
-				tgs[i], err = attack.NewTarget[[]int](ctx, m.D64, set, s.MaxLen, s.MaxSteps, s.Seed, uint64(u.sample))
-			}
-			if err != nil {
-				return fmt.Errorf("sentence %d: %w", u.sample, err)
-			}
-			targets[i] = textTarget{tgs[i].K, tgs[i].Original, set.X, set.Budget}
-		}
-		switch c.Method {
-		case MethodRandom, MethodFlip:
-			for i, tg := range tgs {
-				stage := fmt.Sprintf("%s δ=%g sentence %d", c.Method, us[i].eps, us[i].sample)
-				start := time.Now()
-				var o attack.Outcome[[]int]
-				var err error
-				if c.Method == MethodRandom {
-					o, err = attack.RandomSearch(ctx, m.D32, m.D64, tg, attack.RandomOptions{Samples: s.Budget, Batch: c.Batch * 8, MaxSteps: s.MaxSteps, Progress: progress(stage)})
-				} else {
-					opt := c.flip()
-					opt.Progress = progress(stage)
-					o, err = attack.Flip(ctx, m.D32, m.D64, tg, opt)
-				}
-				if err != nil {
-					return err
-				}
-				outs = append(outs, textOutcome{Replayed: o.Replayed, ids: o.Input, pick: o.Pick})
-				secs = append(secs, time.Since(start).Seconds())
-			}
-		default:
-			po, sec, err := pgd(ctx, r, us, tgs)
-			if err != nil {
-				return err
-			}
-			for _, o := range po {
-				outs = append(outs, textOutcome{Replayed: o.Replayed, ids: o.Input, pick: o.Pick})
-			}
-			secs = sec
-		}
+		return b, nil
 	}
-	tok := m.D64.Config().Tokenizer
+	b := targetBatch[[]int]{targets: make([]attack.Target[[]int], len(us))}
+	for i, u := range us {
+		set, err := attack.NewSubstitutions(m.D64, d.Sources[u.sample], u.eps)
+		if err == nil {
+			b.targets[i], err = attack.NewTarget[[]int](ctx, m.D64, set, s.MaxLen, s.MaxSteps, s.Seed, uint64(u.sample))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sentence %d: %w", u.sample, err)
+		}
+		srcs[i], budgets[i] = set.X, set.Budget
+	}
+	b.record = func(i int, rec *AttackRecord, o attack.Outcome[[]int]) error {
+		d.record(c, rec, b.targets[i].Original, srcs[i], budgets[i], o.Replayed, o.Pick, o.Input)
+		return nil
+	}
+	return b, nil
+}
+
+// record fills in a text unit's part of its record: the sentence, the
+// original and adversarial outputs' texts, and the adversarial source
+// (ids: nil for an attack on embeddings).
+func (d TextData) record(c *AttackConfig, rec *AttackRecord, orig model.Result, src []int, budget int, o attack.Replayed, pick string, ids []int) {
+	tok := c.Model.D64.Config().Tokenizer
 	text := func(ids []int) string {
 		t, err := model.DecodeText(tok, ids)
 		if err != nil {
@@ -482,53 +170,45 @@ func (r *textRun) attack(ctx context.Context, us []unit) error {
 		}
 		return t
 	}
-	for i, u := range us {
-		tg, o := targets[i], outs[i]
-		rec := c.base()
-		rec.Sample, rec.Eps, rec.K, rec.Budget = u.sample, u.eps, tg.k, tg.budget
-		rec.SrcText, rec.SrcIDs, rec.RefText = c.Data.Pairs[u.sample].Src, nonNil(tg.src), c.Data.Pairs[u.sample].Tgt
-		rec.OrigLength, rec.OrigText, rec.OrigNonFinite = len(tg.original.Tokens), text(tg.original.Tokens), tg.original.NonFinite
-		rec.AdvLength, rec.AdvOutput, rec.Stopped, rec.NonFinite = len(o.Result.Tokens), text(o.Result.Tokens), o.Result.Stopped, o.Result.NonFinite
-		rec.Success, rec.MinRelMargin, rec.Found32 = o.Success, margin(o.Result.MinRelMargin), o.Found32
-		rec.Evals, rec.Steps, rec.Pick, rec.Seconds, rec.LengthCounts = o.Evals, o.Steps, o.pick, secs[i], o.LengthCounts
-		rec.SrcLen = len(tg.src)
-		if o.ids != nil {
-			rec.AdvIDs, rec.AdvText = o.ids, text(o.ids)
-		}
-		if c.Data.Redact {
-			rec.redact()
-		}
-		if o.embedded != nil {
-			name := witnessName(c.Data.Ref, u.sample, u.eps, c.Method, u.key)
-			if err := os.MkdirAll(c.WitnessDir, 0o755); err != nil {
-				return recordError{err}
-			}
-			path := filepath.Join(c.WitnessDir, name+".safetensors")
-			e := len(o.embedded) / len(tg.src)
-			f := &safetensors.File{Metadata: map[string]string{"key": u.key, "model_sha256": m.Digest, "src_text": rec.SrcText},
-				Tensors: []safetensors.Tensor{safetensors.F64("embedded", []int{len(tg.src), e}, o.embedded),
-					safetensors.I32("src_ids", []int{len(tg.src)}, int32s(tg.src))}}
-			if c.Data.Redact { // the sentence is the corpus's: point into it
-				f.Metadata["src_text"] = ""
-				f.Metadata["sample"] = fmt.Sprint(u.sample)
-				f.Tensors = f.Tensors[:1]
-			}
-			if err := safetensors.WriteFile(path, f); err != nil {
-				return recordError{err}
-			}
-			rec.Witness = path
-		}
-		if err := r.finish(u.key, rec); err != nil {
-			return err
-		}
+	p := d.Pairs[rec.Sample]
+	rec.AttackText = &AttackText{SrcText: p.Src, SrcIDs: nonNil(src), RefText: p.Tgt, SrcLen: len(src), Budget: budget,
+		OrigText: text(orig.Tokens), AdvOutput: text(o.Result.Tokens), Steps: o.Steps, Pick: pick}
+	if ids != nil {
+		rec.AdvIDs, rec.AdvText = ids, text(ids)
 	}
+	if d.Redact {
+		rec.redact()
+	}
+}
+
+// embeddingWitness writes the embedding attack's input rows, with the
+// source they stand for (its position in the corpus when redacted).
+func (d TextData) embeddingWitness(c *AttackConfig, rec *AttackRecord, u unit, src []int, embedded []float64) error {
+	name := witnessName(d.Ref, u.sample, u.eps, c.Method, u.key)
+	if err := os.MkdirAll(c.WitnessDir, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(c.WitnessDir, name+".safetensors")
+	e := len(embedded) / len(src)
+	f := &safetensors.File{Metadata: map[string]string{"key": u.key, "model_sha256": c.Model.Digest, "src_text": rec.SrcText},
+		Tensors: []safetensors.Tensor{safetensors.F64("embedded", []int{len(src), e}, embedded),
+			safetensors.I32("src_ids", []int{len(src)}, int32s(src))}}
+	if d.Redact { // the sentence is the corpus's: point into it
+		f.Metadata["src_text"] = ""
+		f.Metadata["sample"] = fmt.Sprint(u.sample)
+		f.Tensors = f.Tensors[:1]
+	}
+	if err := safetensors.WriteFile(path, f); err != nil {
+		return err
+	}
+	rec.Witness = path
 	return nil
 }
 
 // redact leaves the corpus's text out of r: the source and reference,
 // their ids, and the adversarial source, which becomes its substitutions
 // into the source.
-func (r *TextAttackRecord) redact() {
+func (r *AttackRecord) redact() {
 	if r.AdvIDs != nil {
 		r.AdvSubs = [][2]int{}
 		for i, id := range r.AdvIDs {
@@ -545,14 +225,14 @@ func (r *TextAttackRecord) redact() {
 // RedactedSource describes a redacted record's adversarial source
 // without quoting the corpus: its sentence, and how many of its tokens
 // the substitutions AdvSubs change.
-func (r TextAttackRecord) RedactedSource() string {
+func (r AttackRecord) RedactedSource() string {
 	return fmt.Sprintf("%s sentence %d with %d of its %d tokens substituted", r.Data.Split, r.Sample, len(r.AdvSubs), r.SrcLen)
 }
 
 // ApplySubs restores a redacted record's adversarial source ids from the
 // corpus's source ids of its sentence (model.EncodeText of the pair's
 // source), checking they are the ones the record was made from.
-func ApplySubs(r TextAttackRecord, src []int) ([]int, error) {
+func ApplySubs(r AttackRecord, src []int) ([]int, error) {
 	if len(src) != r.SrcLen {
 		return nil, fmt.Errorf("sentence %d has %d source tokens, the record %d: another corpus or tokenizer", r.Sample, len(src), r.SrcLen)
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/lenspec/lenspec/internal/fileio"
-	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/report"
 )
 
@@ -77,7 +76,7 @@ type TextExample struct {
 	Redacted bool `json:"redacted,omitempty"`
 }
 
-func example(r TextAttackRecord) *TextExample {
+func example(r AttackRecord) *TextExample {
 	e := &TextExample{Method: r.Method, Eps: r.Eps, Sample: r.Sample, Src: r.SrcText, SrcTokens: r.SrcLen,
 		Out: r.OrigText, Adv: r.AdvText, AdvOut: r.AdvOutput, AdvLength: r.AdvLength, Stopped: r.Stopped}
 	if r.Redacted {
@@ -91,7 +90,7 @@ func example(r TextAttackRecord) *TextExample {
 }
 
 // lengthRatio is r's output/input length ratio (0 for an empty source).
-func lengthRatio(r TextAttackRecord) float64 {
+func lengthRatio(r AttackRecord) float64 {
 	if r.SrcLen == 0 {
 		return 0
 	}
@@ -101,13 +100,18 @@ func lengthRatio(r TextAttackRecord) float64 {
 // SummariseTextAttacks draws the output-length figure (binned by tens with
 // a "> 100" bin, one panel per δ, one bar colour per method) and writes
 // the table of recs into outDir, recs joined by Join's rules first.
-func SummariseTextAttacks(recs []TextAttackRecord, outDir, title string) (*TextSummary, error) {
+func SummariseTextAttacks(recs []AttackRecord, outDir, title string) (*TextSummary, error) {
 	recs, err := unique(recs)
 	if err != nil {
 		return nil, fmt.Errorf("summary: %w", err)
 	}
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("no text attack records to summarise")
+	}
+	for _, r := range recs {
+		if !r.IsText() {
+			return nil, fmt.Errorf("sample %d at δ %v is an image attack record (SummariseAttacks), not a text attack's", r.Sample, r.Eps)
+		}
 	}
 	// A method run with several budgets is one row per budget, labelled
 	// "method@budget".
@@ -118,37 +122,35 @@ func SummariseTextAttacks(recs []TextAttackRecord, outDir, title string) (*TextS
 		}
 		budgets[r.Method][r.Settings.Budget] = true
 	}
-	label := func(r TextAttackRecord) string {
+	label := func(r AttackRecord) string {
 		if len(budgets[r.Method]) > 1 {
 			return fmt.Sprintf("%s@%d", r.Method, r.Settings.Budget)
 		}
 		return r.Method
 	}
-	type key struct {
-		eps    float64
-		method string
+	order := func(m string) int {
+		if i := slices.Index(TextMethods, strings.Split(m, "@")[0]); i >= 0 {
+			return i
+		}
+		return len(TextMethods)
 	}
-	groups := map[key][]TextAttackRecord{}
-	var pts []report.LengthPoint
-	orig := map[int]bool{}
+	pts, keys, groups := groupAttacks(recs, label, func(a, b lengthGroup) bool {
+		if a.eps != b.eps {
+			return a.eps < b.eps
+		}
+		if oa, ob := order(a.method), order(b.method); oa != ob {
+			return oa < ob
+		}
+		return a.method < b.method
+	})
 	sum := &TextSummary{
 		FigurePNG: filepath.Join(outDir, "nmt-attack-lengths.png"),
 		FigureSVG: filepath.Join(outDir, "nmt-attack-lengths.svg"),
 		TableFile: filepath.Join(outDir, "nmt-attack-table.md"),
 	}
-	var longest, maxRatio *TextAttackRecord
+	var longest, maxRatio *AttackRecord
 	for _, r := range recs {
-		k := key{r.Eps, label(r)}
-		groups[k] = append(groups[k], r)
-		if r.Error != "" {
-			continue
-		}
-		if !orig[r.Sample] {
-			orig[r.Sample] = true
-			pts = append(pts, report.LengthPoint{Method: "original", Delta: 0, Length: r.OrigLength, Stopped: true})
-		}
-		pts = append(pts, report.LengthPoint{Method: label(r), Delta: r.Eps, Length: r.AdvLength, Stopped: r.Stopped})
-		if !hasSentence(r) { // the embedding attack has no sentence
+		if r.Error != "" || !hasSentence(r) { // the embedding attack has no sentence
 			continue
 		}
 		if longest == nil || r.AdvLength > longest.AdvLength || (r.AdvLength == longest.AdvLength && !r.Stopped && longest.Stopped) {
@@ -166,74 +168,13 @@ func SummariseTextAttacks(recs []TextAttackRecord, outDir, title string) (*TextS
 			return nil, err
 		}
 	}
-	keys := make([]key, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	order := func(m string) int {
-		if i := slices.Index(TextMethods, strings.Split(m, "@")[0]); i >= 0 {
-			return i
-		}
-		return len(TextMethods)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].eps != keys[j].eps {
-			return keys[i].eps < keys[j].eps
-		}
-		if oi, oj := order(keys[i].method), order(keys[j].method); oi != oj {
-			return oi < oj
-		}
-		return keys[i].method < keys[j].method
-	})
 	var rows [][]string
 	for _, k := range keys {
 		g := groups[k]
-		row := TextRow{Eps: k.eps, Method: k.method, Sentences: len(g)}
-		var ratios []float64
-		var evals []float64
-		succ := 0
-		for _, r := range g {
-			if r.Error != "" {
-				row.Failed++
-				continue
-			}
-			if r.OrigLength > 0 {
-				ratios = append(ratios, float64(r.AdvLength)/float64(r.OrigLength))
-			}
-			evals = append(evals, float64(r.Evals))
-			tie := r.MinRelMargin < model.RelTieMargin
-			if r.Success && !tie {
-				succ++
-			}
-			if tie {
-				row.Ties++
-			}
-			if !r.Stopped {
-				row.Unstopped++
-			}
-			if r.AdvLength > LongOutput {
-				row.Long++
-			}
-			for l, c := range r.LengthCounts {
-				row.SampledTotal += c
-				if l > LongOutput {
-					row.SampledLong += c
-				}
-			}
-			switch r.Pick {
-			case "sample":
-				row.PickSample++
-			case "argmax":
-				row.PickArgmax++
-			}
-			row.Longest = max(row.Longest, r.AdvLength)
-			row.Seconds += r.Seconds
-		}
-		row.MeanRatio = report.Mean(ratios)
-		row.SuccessRate = float64(succ) / float64(len(g))
-		if len(evals) > 0 {
-			row.EvalsPerSentence = int64(report.Quantile(evals, 0.5))
-		}
+		t := tallyAttacks(g)
+		row := TextRow{Eps: k.eps, Method: k.method, Sentences: len(g), EvalsPerSentence: t.medianEvals, MeanRatio: t.meanRatio,
+			SuccessRate: t.lengthened, Long: t.long, SampledLong: t.sampledLong, SampledTotal: t.sampledTotal, Longest: t.longest,
+			Unstopped: t.unstopped, Ties: t.ties, Failed: t.failed, Seconds: t.seconds, PickSample: t.pickSample, PickArgmax: t.pickArgmax}
 		sum.Rows = append(sum.Rows, row)
 		longest := fmt.Sprint(row.Longest)
 		if row.Unstopped > 0 {
@@ -279,8 +220,8 @@ func SummariseTextAttacks(recs []TextAttackRecord, outDir, title string) (*TextS
 
 // textExamples picks up to n examples, the longest successful outputs of
 // the discrete methods, one per sentence.
-func textExamples(recs []TextAttackRecord, n int) []TextExample {
-	var cand []TextAttackRecord
+func textExamples(recs []AttackRecord, n int) []TextExample {
+	var cand []AttackRecord
 	for _, r := range recs {
 		if r.Error == "" && r.Success && hasSentence(r) {
 			cand = append(cand, r)
@@ -303,4 +244,4 @@ func textExamples(recs []TextAttackRecord, n int) []TextExample {
 
 // hasSentence reports whether r holds an adversarial sentence (the
 // embedding attack's witness is embeddings), quoted or as substitutions.
-func hasSentence(r TextAttackRecord) bool { return r.AdvText != "" || r.AdvSubs != nil }
+func hasSentence(r AttackRecord) bool { return r.AdvText != "" || r.AdvSubs != nil }

@@ -73,12 +73,12 @@ func TestRunTextAttack(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "nmt.jsonl")
 	budgets := map[string]int{MethodRandom: 40, MethodGumbel: 6, MethodEmbedding: 6, MethodFlip: 40}
-	var all []TextAttackRecord
+	var all []AttackRecord
 	for _, method := range TextMethods {
-		c := TextAttackConfig{Model: m, Data: data, Samples: []int{0, 1, 2}, Eps: []float64{0.5, 1}, Method: method, Batch: 2, Out: out,
-			Settings: TextAttackSettings{MaxLen: -1, Budget: budgets[method], Seed: 1, LR: 0.05, Tau: 1, Clip: 1, Beam: 2, Swaps: 8}}
-		var got []TextAttackRecord
-		if err := RunTextAttack(context.Background(), c, func(r TextAttackRecord) error { got = append(got, r); return nil }); err != nil {
+		c := AttackConfig{Model: m, Data: data, Samples: []int{0, 1, 2}, Eps: []float64{0.5, 1}, Method: method, Batch: 2, Out: out,
+			Settings: AttackSettings{MaxLen: -1, Budget: budgets[method], Seed: 1, LR: 0.05, Tau: 1, Clip: 1, Beam: 2, Swaps: 8}}
+		var got []AttackRecord
+		if err := RunAttack(context.Background(), c, func(r AttackRecord) error { got = append(got, r); return nil }); err != nil {
 			t.Fatalf("%s: %v", method, err)
 		}
 		if len(got) != 6 {
@@ -120,12 +120,12 @@ func TestRunTextAttack(t *testing.T) {
 		}
 		// A rerun finds everything done.
 		n := 0
-		if err := RunTextAttack(context.Background(), c, func(TextAttackRecord) error { n++; return nil }); err != nil || n != 0 {
+		if err := RunAttack(context.Background(), c, func(AttackRecord) error { n++; return nil }); err != nil || n != 0 {
 			t.Fatalf("%s: rerun made %d records (%v)", method, n, err)
 		}
 		all = append(all, got...)
 	}
-	recs, err := ReadTextAttackRecords(out)
+	recs, err := ReadAttackRecords(out)
 	if err != nil || len(recs) != len(all) {
 		t.Fatalf("%d records read back (%v), %d written", len(recs), err, len(all))
 	}
@@ -142,12 +142,12 @@ func TestRunTextAttack(t *testing.T) {
 		}
 	}
 	// Bad configurations are refused before any work.
-	for _, bad := range []TextAttackConfig{
-		{Model: m, Data: data, Samples: []int{0}, Eps: []float64{1.5}, Method: MethodRandom, Batch: 1, Out: out, Settings: TextAttackSettings{Budget: 1}},
-		{Model: m, Data: data, Samples: []int{0}, Eps: []float64{0.5}, Method: "nope", Batch: 1, Out: out, Settings: TextAttackSettings{Budget: 1}},
-		{Model: m, Data: data, Samples: []int{7}, Eps: []float64{0.5}, Method: MethodRandom, Batch: 1, Out: out, Settings: TextAttackSettings{Budget: 1}},
+	for _, bad := range []AttackConfig{
+		{Model: m, Data: data, Samples: []int{0}, Eps: []float64{1.5}, Method: MethodRandom, Batch: 1, Out: out, Settings: AttackSettings{Budget: 1}},
+		{Model: m, Data: data, Samples: []int{0}, Eps: []float64{0.5}, Method: "nope", Batch: 1, Out: out, Settings: AttackSettings{Budget: 1}},
+		{Model: m, Data: data, Samples: []int{7}, Eps: []float64{0.5}, Method: MethodRandom, Batch: 1, Out: out, Settings: AttackSettings{Budget: 1}},
 	} {
-		if err := RunTextAttack(context.Background(), bad, nil); err == nil {
+		if err := RunAttack(context.Background(), bad, nil); err == nil {
 			t.Errorf("%+v: no error", bad.Method)
 		}
 	}
@@ -163,13 +163,13 @@ func TestRedactedTextAttack(t *testing.T) {
 	pairs := toyPairs[:2]
 	data := toyTranslations(t, m, pairs, "test")
 	var redOut string
-	run := func(redact bool) []TextAttackRecord {
+	run := func(redact bool) []AttackRecord {
 		d := data
 		d.Redact = redact
-		var got []TextAttackRecord
-		c := TextAttackConfig{Model: m, Data: d, Samples: []int{0, 1}, Eps: []float64{1}, Method: MethodFlip, Batch: 2,
-			Out: filepath.Join(t.TempDir(), "r.jsonl"), Settings: TextAttackSettings{MaxLen: -1, Budget: 40, Seed: 1, Clip: 1, Beam: 2, Swaps: 8}}
-		if err := RunTextAttack(context.Background(), c, func(r TextAttackRecord) error { got = append(got, r); return nil }); err != nil {
+		var got []AttackRecord
+		c := AttackConfig{Model: m, Data: d, Samples: []int{0, 1}, Eps: []float64{1}, Method: MethodFlip, Batch: 2,
+			Out: filepath.Join(t.TempDir(), "r.jsonl"), Settings: AttackSettings{MaxLen: -1, Budget: 40, Seed: 1, Clip: 1, Beam: 2, Swaps: 8}}
+		if err := RunAttack(context.Background(), c, func(r AttackRecord) error { got = append(got, r); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		raw, err := os.ReadFile(c.Out)
@@ -210,11 +210,11 @@ func TestRedactedTextAttack(t *testing.T) {
 	if err != nil || rep.Kind != "text-attack" || rep.Records != len(red) {
 		t.Fatalf("merge of redacted records: %+v, %v", rep, err)
 	}
-	back, err := ReadTextAttackRecords(merged)
+	back, err := ReadAttackRecords(merged)
 	if err != nil || len(back) != len(red) {
 		t.Fatalf("%d merged records (%v), want %d", len(back), err, len(red))
 	}
-	orig, err := ReadTextAttackRecords(redOut)
+	orig, err := ReadAttackRecords(redOut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,9 +245,9 @@ func TestMergeTextPerEps(t *testing.T) {
 	data := toyTranslations(t, m, toyPairs[:2], "test")
 	dir := t.TempDir()
 	run := func(name string, eps float64, budget int) string {
-		c := TextAttackConfig{Model: m, Data: data, Samples: []int{0, 1}, Eps: []float64{eps}, Method: MethodRandom, Batch: 2,
-			Out: filepath.Join(dir, name), Settings: TextAttackSettings{MaxLen: -1, Budget: budget, Seed: 1}}
-		if err := RunTextAttack(context.Background(), c, nil); err != nil {
+		c := AttackConfig{Model: m, Data: data, Samples: []int{0, 1}, Eps: []float64{eps}, Method: MethodRandom, Batch: 2,
+			Out: filepath.Join(dir, name), Settings: AttackSettings{MaxLen: -1, Budget: budget, Seed: 1}}
+		if err := RunAttack(context.Background(), c, nil); err != nil {
 			t.Fatal(err)
 		}
 		return c.Out
@@ -268,16 +268,16 @@ func TestMergeTextPerEps(t *testing.T) {
 func TestTextLossSetting(t *testing.T) {
 	m := tinyTextModel(t)
 	data := toyTranslations(t, m, toyPairs, "dev")
-	cfg := func(method, loss string) TextAttackConfig {
-		c := TextAttackConfig{Model: m, Data: data, Samples: []int{0}, Eps: []float64{1}, Method: method, Batch: 1, Out: filepath.Join(t.TempDir(), "r.jsonl"),
-			Settings: TextAttackSettings{MaxLen: -1, Budget: 4, Seed: 1, Loss: loss, LR: 0.05, Tau: 1, Clip: 1, Beam: 2, Swaps: 4}}
+	cfg := func(method, loss string) AttackConfig {
+		c := AttackConfig{Model: m, Data: data, Samples: []int{0}, Eps: []float64{1}, Method: method, Batch: 1, Out: filepath.Join(t.TempDir(), "r.jsonl"),
+			Settings: AttackSettings{MaxLen: -1, Budget: 4, Seed: 1, Loss: loss, LR: 0.05, Tau: 1, Clip: 1, Beam: 2, Swaps: 4}}
 		if err := c.Validate(); err != nil {
 			t.Fatalf("%s %q: %v", method, loss, err)
 		}
 		return c
 	}
-	key := func(c TextAttackConfig) string {
-		return TextAttackKey(TextAttackRecord{Model: "m", Data: data.Ref, Eps: 1, Method: c.Method, Settings: c.Settings})
+	key := func(c AttackConfig) string {
+		return AttackKey(AttackRecord{Model: "m", Data: data.Ref, Eps: 1, Method: c.Method, Settings: c.Settings})
 	}
 	for _, tc := range []struct {
 		method, loss string
@@ -294,7 +294,7 @@ func TestTextLossSetting(t *testing.T) {
 		if c.Settings.Loss != tc.want || (key(c) == key(base)) != tc.sameAsMargin {
 			t.Errorf("%s %q: setting %q, key equal to the margin's %v", tc.method, tc.loss, c.Settings.Loss, key(c) == key(base))
 		}
-		if r := c.relaxed(); (tc.method == MethodGumbel || tc.method == MethodEmbedding) && string(r.Loss) != tc.loss {
+		if r := pgdOptions(c.Settings); (tc.method == MethodGumbel || tc.method == MethodEmbedding) && string(r.Loss) != tc.loss {
 			t.Errorf("%s %q: the attack runs with loss %q", tc.method, tc.loss, r.Loss)
 		}
 	}
@@ -308,12 +308,12 @@ func TestTextLossSetting(t *testing.T) {
 // TestTextSummaryFailed: a failed sentence shows in its own column, not
 // only as a lower success rate.
 func TestTextSummaryFailed(t *testing.T) {
-	ok := TextAttackRecord{Sample: 1, Eps: 1, Method: MethodFlip, OrigLength: 5, AdvLength: 9, Stopped: true, Success: true, MinRelMargin: 0.1, Evals: 3}
-	bad := TextAttackRecord{Sample: 2, Eps: 1, Method: MethodFlip, Error: "the process died 2 times"}
+	ok := AttackRecord{AttackText: &AttackText{}, Sample: 1, Eps: 1, Method: MethodFlip, OrigLength: 5, AdvLength: 9, Stopped: true, Success: true, MinRelMargin: 0.1, Evals: 3}
+	bad := AttackRecord{AttackText: &AttackText{}, Sample: 2, Eps: 1, Method: MethodFlip, Error: "the process died 2 times"}
 	for _, tc := range []struct {
-		recs []TextAttackRecord
+		recs []AttackRecord
 		want bool
-	}{{[]TextAttackRecord{ok}, false}, {[]TextAttackRecord{ok, bad}, true}} {
+	}{{[]AttackRecord{ok}, false}, {[]AttackRecord{ok, bad}, true}} {
 		sum, err := SummariseTextAttacks(tc.recs, t.TempDir(), "t")
 		if err != nil {
 			t.Fatal(err)
@@ -322,5 +322,25 @@ func TestTextSummaryFailed(t *testing.T) {
 		if strings.Contains(header, "failed") != tc.want || tc.want && !strings.Contains(sum.Table, "|      1 |") {
 			t.Errorf("%d records, failed column %v:\n%s", len(tc.recs), tc.want, sum.Table)
 		}
+	}
+}
+
+// TestCorpusText: a corpus split as attack data, named by the corpus's
+// format and content, redacted where the corpus asks; no other split.
+func TestCorpusText(t *testing.T) {
+	m := tinyTextModel(t)
+	sp := &corpus.Splits{Dev: []corpus.Pair{{Src: "das haus", Tgt: "the house"}}, Test: []corpus.Pair{{Src: "der hund", Tgt: "the dog"}, {Src: "die katze", Tgt: "the cat"}},
+		Format: "tsv", SHA256: strings.Repeat("ab", 32), Restricted: true}
+	for split, want := range map[string][]corpus.Pair{"test": sp.Test, "dev": sp.Dev} {
+		d, err := CorpusText(sp, split, 3, m.D32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Ref != (DataRef{Name: "tsv:abababababab", Split: split, Seed: 3}) || !slices.Equal(d.Pairs, want) || len(d.Sources) != len(want) || !d.Redact {
+			t.Errorf("%s: %+v", split, d)
+		}
+	}
+	if _, err := CorpusText(sp, "train", 3, m.D32); err == nil {
+		t.Error("the train split given as attack data")
 	}
 }

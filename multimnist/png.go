@@ -7,6 +7,8 @@ import (
 	"image/color"
 	"image/png"
 	"math"
+	"os"
+	"path/filepath"
 
 	"github.com/lenspec/lenspec/internal/fileio"
 )
@@ -218,4 +220,29 @@ func toGray(img image.Image) []uint8 {
 		}
 	}
 	return out
+}
+
+// Preview is a canvas written as a PNG file, with its index and label.
+type Preview struct {
+	Index int    `json:"index"`
+	Label []int  `json:"label"`
+	PNG   string `json:"png"`
+}
+
+// WritePreviews writes the first count canvases of ds (all of them if it
+// has fewer), enlarged scale times, to dir (created) as
+// NAME-IIIII.png, NAME the split's name and IIIII the canvas's index.
+func WritePreviews(ds *Dataset, dir, name string, count, scale int) ([]Preview, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var out []Preview
+	for i := 0; i < min(count, ds.N); i++ {
+		p := filepath.Join(dir, fmt.Sprintf("%s-%05d.png", name, i))
+		if err := WritePNG(p, ds.Canvas(i), Height, Width, scale); err != nil {
+			return nil, err
+		}
+		out = append(out, Preview{i, ds.Labels[i], p})
+	}
+	return out, nil
 }

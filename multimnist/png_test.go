@@ -3,6 +3,7 @@ package multimnist
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -476,4 +477,36 @@ func FuzzDecodePNG(f *testing.F) {
 			t.Fatalf("re-decoding the pixels gave %v, %v", again, err)
 		}
 	})
+}
+
+// TestWritePreviews: the first canvases are written as enlarged PNGs
+// named by split and index, which read back as the canvases, with their
+// labels; asking for more than there are writes them all.
+func TestWritePreviews(t *testing.T) {
+	ds, err := Generate(syntheticSet(10, 1), 3, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	items, err := WritePreviews(ds, dir, "test", 5, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 3 {
+		t.Fatalf("%d previews of 3 canvases", len(items))
+	}
+	for i, it := range items {
+		if it.Index != i || it.PNG != filepath.Join(dir, fmt.Sprintf("test-%05d.png", i)) || !slices.Equal(it.Label, ds.Labels[i]) {
+			t.Errorf("preview %d: %+v", i, it)
+		}
+		x, err := ReadPNG(it.PNG, Height, Width, 0, 255)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, p := range ds.Canvas(i) {
+			if math.Abs(x[j]-float64(p)) > 1e-9 {
+				t.Fatalf("preview %d pixel %d: %v, want %d", i, j, x[j], p)
+			}
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/lenspec/lenspec/attack"
@@ -183,7 +184,7 @@ func (f *attackFlags) register(c *cobra.Command, samples bool) {
 	f.runFlags.register(c, samples)
 	fl := c.Flags()
 	if samples {
-		fl.StringVar(&f.method, "method", experiment.MethodPGD, "images: random or pgd; text: random, gumbel, embedding or flip")
+		fl.StringVar(&f.method, "method", experiment.MethodPGD, "images: "+orList(experiment.MethodNames(false))+"; text: "+orList(experiment.TextMethods))
 		fl.StringVar(&f.witnessDir, "witness-dir", "", "where witnesses go (default: next to --out, in OUT.witnesses/)")
 		fl.IntVar(&f.budget, "budget", 10000, "samples per input (random), PGD iterations (pgd, gumbel, embedding) or model evaluations (flip)")
 		fl.IntVar(&f.sentences, "sentences", 0, "text: this many sentences of --split, drawn at random with --seed")
@@ -256,13 +257,13 @@ source replays from its text with lenspec translate. The step cap defaults to 1,
 			if kind, err := inputKind(f.modelDir); err == nil && kind == model.Tokens {
 				return runTextAttack(c, a, f)
 			}
-			if f.method != experiment.MethodRandom && f.method != experiment.MethodPGD {
-				return usagef("--method %q: want random or pgd", f.method)
+			if !slices.Contains(experiment.MethodNames(false), f.method) {
+				return usagef("--method %q: want %s", f.method, strings.Join(experiment.MethodNames(false), " or "))
 			}
 			if name, ok := givenFlag(c, textOnlyFlags); ok {
 				return usagef("--%s is for text models; %s takes images", name, f.modelDir)
 			}
-			if err := unreadFlags(c, []string{f.method}, []string{experiment.MethodRandom, experiment.MethodPGD}, imageProbe, experiment.AttackSettings.Normalize, imageSettingFlags); err != nil {
+			if err := unreadFlags(c, []string{f.method}, experiment.MethodNames(false)); err != nil {
 				return err
 			}
 			shard, m, err := f.loadModel(c, a)
@@ -276,39 +277,54 @@ source replays from its text with lenspec translate. The step cap defaults to 1,
 			if cfg.Data, cfg.Samples, err = f.loadData(c.Context(), a, m); err != nil {
 				return err
 			}
-			progress, finish := a.bars()
-			defer finish()
-			cfg.Progress = progress
-			return experiment.RunAttack(c.Context(), cfg, func(r experiment.AttackRecord) error {
-				finish()
-				return a.emit(r, func(w io.Writer) { fmt.Fprintln(w, attackLine(r)) })
-			})
+			return runAttack(c, a, cfg)
 		},
 	}
 	f.register(c, true)
 	return c
 }
 
-// lengthened words an attack's outcome: the adversarial length (marked
-// when the output reached the step cap) and the verdict.
-func lengthened(length int, stopped, success bool) (adv, verdict string) {
-	adv, verdict = fmt.Sprint(length), "not lengthened"
-	if !stopped {
-		adv = fmt.Sprintf("≥%d (no eos)", length)
-	}
-	if success {
-		verdict = "LENGTHENED"
-	}
-	return adv, verdict
+// runAttack runs an attack with progress bars, printing each record as
+// it is written.
+func runAttack(c *cobra.Command, a *app, cfg experiment.AttackConfig) error {
+	progress, finish := a.bars()
+	defer finish()
+	cfg.Progress = progress
+	return experiment.RunAttack(c.Context(), cfg, func(r experiment.AttackRecord) error {
+		finish()
+		return a.emit(r, func(w io.Writer) { fmt.Fprintln(w, attackLine(r)) })
+	})
 }
 
+// attackLine words an attack record: the original and adversarial lengths
+// (marked when the output reached the step cap), the verdict, and for a
+// sentence the adversarial source.
 func attackLine(r experiment.AttackRecord) string {
-	if r.Error != "" {
-		return fmt.Sprintf("image %d eps %g %s: FAILED: %s", r.Sample, r.Eps, r.Method, r.Error)
+	what := fmt.Sprintf("image %d eps %g %s", r.Sample, r.Eps, r.Method)
+	if r.IsText() {
+		what = fmt.Sprintf("sentence %d eps %g %s", r.Sample, r.Eps, r.Method)
 	}
-	adv, verdict := lengthened(r.AdvLength, r.Stopped, r.Success)
-	return fmt.Sprintf("image %d eps %g %s: length %d → %s (K̂ %d) %s, margin %.2g, %d evals, %.1fs",
-		r.Sample, r.Eps, r.Method, r.OrigLength, adv, r.K, verdict, r.MinRelMargin, r.Evals, r.Seconds)
+	if r.Error != "" {
+		return fmt.Sprintf("%s: FAILED: %s", what, r.Error)
+	}
+	adv, verdict := fmt.Sprint(r.AdvLength), "not lengthened"
+	if !r.Stopped {
+		adv = fmt.Sprintf("≥%d (no eos)", r.AdvLength)
+	}
+	if r.Success {
+		verdict = "LENGTHENED"
+	}
+	if !r.IsText() {
+		return fmt.Sprintf("%s: length %d → %s (K̂ %d) %s, margin %.2g, %d evals, %.1fs", what, r.OrigLength, adv, r.K, verdict, r.MinRelMargin, r.Evals, r.Seconds)
+	}
+	src := r.AdvText
+	switch {
+	case r.Redacted && r.AdvSubs != nil:
+		src = "(" + r.RedactedSource() + "; positions and ids in the record)"
+	case src == "":
+		src = "(embeddings: " + r.Witness + ")"
+	}
+	return fmt.Sprintf("%s: length %d → %s (K̂ %d) %s, %d evals, %.1fs: %q", what, r.OrigLength, adv, r.K, verdict, r.Evals, r.Seconds, src)
 }
 
 // inputKind reads the kind of input a model directory's model takes,
@@ -324,19 +340,6 @@ func inputKind(dir string) (model.InputKind, error) {
 	return model.Continuous, nil
 }
 
-// textDefaults are the budgets and learning rates each text method takes
-// unless the flags say otherwise (the paper's for random search and
-// Gumbel PGD).
-var textDefaults = map[string]struct {
-	budget int
-	lr     float64
-}{
-	experiment.MethodRandom:    {10000, 0},
-	experiment.MethodGumbel:    {800, 0.005},
-	experiment.MethodEmbedding: {800, 0.005},
-	experiment.MethodFlip:      {800, 0},
-}
-
 // defaultHorizon is the text attacks' default gradient horizon: twice the
 // 100 tokens the paper counts as a success, so a row far past that stops
 // costing a forward and backward pass per token.
@@ -346,73 +349,33 @@ func (f *attackFlags) addHorizon(fl *pflag.FlagSet) {
 	fl.IntVar(&f.horizon, "horizon", defaultHorizon, "text: decoding steps a gradient unrolls (0: the step cap); exact decoding still runs to --max-steps")
 }
 
-// textConfig builds a text attack's configuration from the flags.
-func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (experiment.TextAttackConfig, error) {
-	def, ok := textDefaults[method]
-	if !ok {
-		return experiment.TextAttackConfig{}, usagef("--method %q: a text model takes random, gumbel, embedding or flip", method)
+// textConfig builds a text attack's configuration from the flags, with
+// the method's defaults for what they leave out (Method.TextDefaults).
+func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (experiment.AttackConfig, error) {
+	def, ok := experiment.LookupMethod(method)
+	if !ok || !def.Text {
+		return experiment.AttackConfig{}, usagef("--method %q: a text model takes %s", method, orList(experiment.TextMethods))
 	}
 	if name, ok := givenFlag(c, imageOnlyFlags); ok {
-		return experiment.TextAttackConfig{}, usagef("--%s is for image models; a text attack does not take it", name)
+		return experiment.AttackConfig{}, usagef("--%s is for image models; a text attack does not take it", name)
 	}
 	if _, err := attack.ParseLoss(f.loss); err != nil {
-		return experiment.TextAttackConfig{}, usagef("--loss: %v", err)
+		return experiment.AttackConfig{}, usagef("--loss: %v", err)
 	}
 	k, err := f.k(c)
 	if err != nil {
-		return experiment.TextAttackConfig{}, err
+		return experiment.AttackConfig{}, err
 	}
-	budget, lr, steps := def.budget, def.lr, f.maxSteps
-	if c.Flags().Changed("budget") {
-		budget = f.budget
-	}
-	if c.Flags().Changed("lr") {
-		lr = f.pgd.LR
-	}
-	if !c.Flags().Changed("max-steps") {
-		steps = 1000
-	}
-	cfg := experiment.TextAttackConfig{Eps: f.eps, Method: method, Batch: min(f.batch, 25),
-		Settings: experiment.TextAttackSettings{MaxLen: k, MaxSteps: steps, Budget: budget, Seed: f.seed, Loss: f.loss, LR: lr, Tau: f.tau,
-			Clip: f.pgd.Eps, Beam: f.beam, Swaps: f.swaps, Horizon: min(f.horizon, steps), Loop: f.loop},
-		Out: f.out, WitnessDir: f.witnessDir, Logf: a.logf}
-	return cfg, nil
+	s := def.TextDefaults(experiment.AttackSettings{MaxLen: k, MaxSteps: f.maxSteps, Budget: f.budget, Seed: f.seed, Loss: f.loss, LR: f.pgd.LR,
+		Tau: f.tau, Clip: f.pgd.Eps, Beam: f.beam, Swaps: f.swaps, Horizon: f.horizon, Loop: f.loop},
+		func(setting string) bool { return c.Flags().Changed(strings.ReplaceAll(setting, "_", "-")) })
+	return experiment.AttackConfig{Eps: f.eps, Method: method, Batch: min(f.batch, experiment.MaxTextBatch), Settings: s,
+		Out: f.out, WitnessDir: f.witnessDir, Logf: a.logf}, nil
 }
 
-// settingFlag is a flag that sets one field of a method's settings; read
-// says whether settings normalised for a method keep that field.
-type settingFlag[S any] struct {
-	name string
-	read func(S) bool
-}
-
-// textSettingFlags are the text attack flags some methods ignore.
-var textSettingFlags = []settingFlag[experiment.TextAttackSettings]{
-	{"lr", func(s experiment.TextAttackSettings) bool { return s.LR != 0 }},
-	{"tau", func(s experiment.TextAttackSettings) bool { return s.Tau != 0 }},
-	{"clip", func(s experiment.TextAttackSettings) bool { return s.Clip != 0 }},
-	{"horizon", func(s experiment.TextAttackSettings) bool { return s.Horizon != 0 }},
-	{"beam", func(s experiment.TextAttackSettings) bool { return s.Beam != 0 }},
-	{"swaps", func(s experiment.TextAttackSettings) bool { return s.Swaps != 0 }},
-	{"loop", func(s experiment.TextAttackSettings) bool { return s.Loop }},
-	{"loss", func(s experiment.TextAttackSettings) bool { return s.Loss != "" }},
-}
-
-// textProbe has every field textSettingFlags name set, so Normalize shows
-// which a method keeps.
-var textProbe = experiment.TextAttackSettings{LR: 1, Tau: 1, Clip: 1, Horizon: 1, Beam: 1, Swaps: 1, Loop: true,
-	Loss: string(attack.LossEOSLogProb)}
-
-// imageSettingFlags are the image attack flags random search ignores.
-var imageSettingFlags = []settingFlag[experiment.AttackSettings]{
-	{"lr", func(s experiment.AttackSettings) bool { return s.LR != 0 }},
-	{"clip", func(s experiment.AttackSettings) bool { return s.Clip != 0 }},
-	{"loss", func(s experiment.AttackSettings) bool { return s.Loss != "" }},
-	{"restarts", func(s experiment.AttackSettings) bool { return s.Restarts != 0 }},
-	{"early-stop", func(s experiment.AttackSettings) bool { return s.EarlyStop }},
-}
-
-var imageProbe = experiment.AttackSettings{LR: 1, Clip: 1, Loss: string(attack.LossMargin), Restarts: 1, EarlyStop: true}
+// settingFlags are the attack flags some methods ignore, in the order
+// unreadFlags names them.
+var settingFlags = []string{"lr", "tau", "clip", "horizon", "beam", "swaps", "loop", "loss", "restarts", "early-stop"}
 
 // textOnlyFlags are the attack flags an image model has no use for, and
 // imageOnlyFlags those a text model has none for.
@@ -420,6 +383,14 @@ var (
 	textOnlyFlags  = append([]string{"sentences", "text", "text-file", "tau", "beam", "swaps", "loop", "horizon"}, corpusFlagNames()...)
 	imageOnlyFlags = []string{"restarts", "early-stop", "data-seed"}
 )
+
+// orList lists names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
 
 // givenFlag is the first of names given on the command line.
 func givenFlag(c *cobra.Command, names []string) (string, bool) {
@@ -434,18 +405,11 @@ func givenFlag(c *cobra.Command, names []string) (string, bool) {
 // unreadFlags refuses a flag given on the command line that none of
 // methods reads, so a run cannot look as if it used a setting it ignored.
 // all is every method, to name those that do read it.
-func unreadFlags[S any](c *cobra.Command, methods, all []string, probe S, normalize func(S, string) S, flags []settingFlag[S]) error {
-	readBy := func(f settingFlag[S], ms []string) (r []string) {
-		for _, m := range ms {
-			if f.read(normalize(probe, m)) {
-				r = append(r, m)
-			}
-		}
-		return r
-	}
-	for _, f := range flags {
-		if c.Flags().Changed(f.name) && len(readBy(f, methods)) == 0 {
-			return usagef("--%s is read by %s only, not by %s", f.name, strings.Join(readBy(f, all), " and "), strings.Join(methods, " or "))
+func unreadFlags(c *cobra.Command, methods, all []string) error {
+	for _, name := range settingFlags {
+		setting := strings.ReplaceAll(name, "-", "_")
+		if c.Flags().Changed(name) && len(experiment.ReadBy(setting, methods)) == 0 {
+			return usagef("--%s is read by %s only, not by %s", name, strings.Join(experiment.ReadBy(setting, all), " and "), strings.Join(methods, " or "))
 		}
 	}
 	return nil
@@ -465,20 +429,14 @@ func (f *attackFlags) textData(c *cobra.Command, m *experiment.Model) (experimen
 	if err != nil {
 		return experiment.TextData{}, nil, err
 	}
-	pairs, split := sp.Test, "test"
-	switch f.split {
-	case "test":
-	case "dev":
-		pairs, split = sp.Dev, "dev"
-	default:
+	if f.split != "test" && f.split != "dev" {
 		return experiment.TextData{}, nil, usagef("--split %q: a text model's sentences come from dev or test", f.split)
 	}
-	data, err := experiment.Translations(pairs, sp.Format+":"+sp.SHA256[:12], split, cf.seed, m.D32)
+	data, err := experiment.CorpusText(sp, f.split, cf.seed, m.D32)
 	if err != nil {
 		return experiment.TextData{}, nil, err
 	}
-	data.Redact = sp.Restricted
-	samples, err := experiment.PickSamples(f.sentences, f.indices, len(pairs), f.seed)
+	samples, err := experiment.PickSamples(f.sentences, f.indices, len(data.Pairs), f.seed)
 	if err != nil {
 		return experiment.TextData{}, nil, usage(err)
 	}
@@ -560,7 +518,7 @@ func runTextAttack(c *cobra.Command, a *app, f *attackFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := unreadFlags(c, []string{f.method}, experiment.TextMethods, textProbe, experiment.TextAttackSettings.Normalize, textSettingFlags); err != nil {
+	if err := unreadFlags(c, []string{f.method}, experiment.TextMethods); err != nil {
 		return err
 	}
 	var m *experiment.Model
@@ -574,27 +532,5 @@ func runTextAttack(c *cobra.Command, a *app, f *attackFlags) error {
 	if cfg.Data, cfg.Samples, err = f.textData(c, m); err != nil {
 		return err
 	}
-	progress, finish := a.bars()
-	defer finish()
-	cfg.Progress = progress
-	return experiment.RunTextAttack(c.Context(), cfg, func(r experiment.TextAttackRecord) error {
-		finish()
-		return a.emit(r, func(w io.Writer) { fmt.Fprintln(w, textAttackLine(r)) })
-	})
-}
-
-func textAttackLine(r experiment.TextAttackRecord) string {
-	if r.Error != "" {
-		return fmt.Sprintf("sentence %d eps %g %s: FAILED: %s", r.Sample, r.Eps, r.Method, r.Error)
-	}
-	adv, verdict := lengthened(r.AdvLength, r.Stopped, r.Success)
-	src := r.AdvText
-	switch {
-	case r.Redacted && r.AdvSubs != nil:
-		src = "(" + r.RedactedSource() + "; positions and ids in the record)"
-	case src == "":
-		src = "(embeddings: " + r.Witness + ")"
-	}
-	return fmt.Sprintf("sentence %d eps %g %s: length %d → %s (K̂ %d) %s, %d evals, %.1fs: %q",
-		r.Sample, r.Eps, r.Method, r.OrigLength, adv, r.K, verdict, r.Evals, r.Seconds, src)
+	return runAttack(c, a, cfg)
 }

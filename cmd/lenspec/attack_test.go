@@ -94,7 +94,7 @@ func TestAttackWitnessReplays(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("decode witness: %s", stderr)
 		}
-		var d decodeRecord
+		var d experiment.Decoded
 		if err := json.Unmarshal([]byte(stdout), &d); err != nil {
 			t.Fatal(err)
 		}

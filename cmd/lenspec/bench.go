@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"runtime"
-	"slices"
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/bench"
@@ -15,7 +13,6 @@ import (
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
 	"github.com/lenspec/lenspec/results"
-	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -111,14 +108,14 @@ func newBenchCmd(a *app) *cobra.Command {
 				return benchTranslator(c, a, d, modelDir, cf, opt, peer, out)
 			}
 			if peer.Script != "" {
-				return runPeer(c, a, d, modelDir, peer, out)
+				return runPeer(c, a, d, peer, out)
 			}
 			a.logf("benchmarking %s (GOMAXPROCS %d)...", modelDir, runtime.GOMAXPROCS(0))
 			rep, err := bench.Run(c.Context(), d, opt)
 			if err != nil {
 				return err
 			}
-			return out.emit(rep, rep.Machine, rep.Records(modelDir), func(w io.Writer) { writeBench(w, rep, opt.PGDBatch) })
+			return out.emit(rep, rep.Machine, rep.Records(modelDir), func(w io.Writer) { rep.WriteTable(w, opt.PGDBatch) })
 		},
 	}
 	f := c.Flags()
@@ -149,20 +146,6 @@ func benchFlags(f *pflag.FlagSet, opt *bench.Options, peer *bench.PeerOptions) {
 	f.DurationVar(&peer.RoundTime, "round-time", peer.RoundTime, "--peer: each side's timed runs per round add up to about this")
 }
 
-// writeBench prints a benchmark report's table.
-func writeBench(w io.Writer, rep *bench.Report, pgdBatch int) {
-	fmt.Fprintf(w, "BLAS %s; reference %s: %.1f GFLOP/s\n", rep.Machine.BLAS, rep.GEMMShape, rep.GEMMGFLOPS)
-	fmt.Fprintf(w, "%-40s %12s %12s %14s %8s\n", "operation", "time", "MFLOP", "GEMM bound", "ratio")
-	for _, m := range rep.Measurements {
-		fmt.Fprintf(w, "%-40s %10.3fms %12.1f %12.3fms %7.1f%%\n", m.Name, m.Seconds*1e3, m.FLOPs/1e6, m.GEMMSeconds*1e3, 100*m.Ratio)
-	}
-	b := rep.DecodeBoundEvalsPerSec
-	fmt.Fprintf(w, "decode bound (GEMM-bound decoding): %.0f evaluations/s\n", b)
-	fmt.Fprintf(w, "random search: %.0f evaluations/s (%.1f%% of the decode bound)\n", rep.RandomEvalsPerSec, 100*rep.RandomEvalsPerSec/b)
-	fmt.Fprintf(w, "PGD: %.1f iterations/s per input, batch %d (%.1f%% of the decode bound; an iteration is a forward and a backward pass)\n",
-		rep.PGDStepsPerSecPerImage, pgdBatch, 100*rep.PGDStepsPerSecPerImage/b)
-}
-
 // benchTranslator benchmarks a translator on its corpus: the dev split to
 // translate, the training split's bucketed batches to train on.
 func benchTranslator(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string, cf corpusFlags, opt bench.Options, peer bench.PeerOptions, out benchOutput) error {
@@ -174,54 +157,21 @@ func benchTranslator(c *cobra.Command, a *app, d model.Decoder[float32], modelDi
 	if err != nil {
 		return err
 	}
-	tok := d.Config().Tokenizer
-	arch := d.Config().Arch.(*model.TranslatorConfig)
-	src, tgt, _ := train.EncodePairs(tok, sp.Train, arch.MaxSourceLen, 50)
-	pairs := train.NewTokenPairs(src, tgt)
 	if peer.Script != "" {
-		// The dev sources by length, so that both sides' batches pad alike;
-		// one bucketed training batch of opt.TrainBatch pairs.
-		devSrc, _, _ := train.EncodePairs(tok, sp.Dev, arch.MaxSourceLen, model.MaxStepCap)
-		slices.SortStableFunc(devSrc, func(x, y []int) int { return len(x) - len(y) })
-		b := pairs.Batches(opt.TrainBatch, rand.New(rand.NewPCG(opt.Seed, 5)))[0]
-		_, ts, tl := pairs.Batch(b, nil)
-		data := bench.PeerData{Sources: devSrc, TrainSources: ts, TrainLabels: tl}
-		peer.Model = modelDir
-		peer.Progress = func(s string) { a.logf("peer: %s", s) }
-		rep, err := bench.Peer(c.Context(), d, data, peer)
-		if err != nil {
-			return err
-		}
-		return out.emitPeer(rep)
-	}
-	srcs := make([]string, len(sp.Dev))
-	for i, p := range sp.Dev {
-		srcs[i] = p.Src
+		return out.peer(c, d, bench.TranslatorPeerData(d, sp, opt.TrainBatch, opt.Seed), peer)
 	}
 	topt := bench.DefaultTranslatorOptions()
 	topt.Reps, topt.GEMMSize, topt.Seed, topt.ISA = opt.Reps, opt.GEMMSize, opt.Seed, opt.ISA
 	a.logf("benchmarking %s (GOMAXPROCS %d)...", modelDir, runtime.GOMAXPROCS(0))
-	rep, err := bench.RunTranslator(c.Context(), d, bench.TranslatorData{Sources: srcs, Train: pairs}, topt)
+	rep, err := bench.RunTranslator(c.Context(), d, bench.TranslatorBenchData(d, sp), topt)
 	if err != nil {
 		return err
 	}
-	return out.emit(rep, rep.Machine, rep.Records(modelDir), func(w io.Writer) {
-		fmt.Fprintf(w, "BLAS %s; reference %s: %.1f GFLOP/s\n", rep.Machine.BLAS, rep.GEMMShape, rep.GEMMGFLOPS)
-		fmt.Fprintf(w, "%-40s %12s %12s %14s %8s\n", "operation", "time", "MFLOP", "GEMM bound", "ratio")
-		for _, m := range rep.Measurements {
-			fmt.Fprintf(w, "%-40s %10.3fms %12.1f %12.3fms %7.1f%%\n", m.Name, m.Seconds*1e3, m.FLOPs/1e6, m.GEMMSeconds*1e3, 100*m.Ratio)
-		}
-		for _, n := range []int{1, runtime.NumCPU()} {
-			if r, ok := rep.TargetTokensPerSec[n]; ok {
-				fmt.Fprintf(w, "%d thr: training %.0f target tokens/s, translation %.1f sentences/s\n", n, r, rep.SentencesPerSec[n])
-			}
-		}
-	})
+	return out.emit(rep, rep.Machine, rep.Records(modelDir), rep.WriteTable)
 }
 
-// runPeer runs the peer benchmark on Multi-MNIST: 1,000 test canvases to
-// decode, a training batch of 64, a PGD batch of 50.
-func runPeer(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string, opt bench.PeerOptions, out benchOutput) error {
+// runPeer runs the peer benchmark on Multi-MNIST (bench.CaptionerPeerData).
+func runPeer(c *cobra.Command, a *app, d model.Decoder[float32], opt bench.PeerOptions, out benchOutput) error {
 	in := d.Input()
 	if err := experiment.CheckMultiMNIST(in); err != nil {
 		return err
@@ -238,24 +188,7 @@ func runPeer(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string
 	if err != nil {
 		return err
 	}
-	seq := func(lo, n int) []int {
-		idx := make([]int, n)
-		for i := range idx {
-			idx[i] = lo + i
-		}
-		return idx
-	}
-	var data bench.PeerData
-	data.Decode, _, _ = test.Batch(seq(0, 1000), nil)
-	data.Train, _, data.TrainLabels = trainSrc.Batch(seq(0, 64), nil)
-	data.PGD, _, _ = test.Batch(seq(1000, 50), nil)
-	opt.Model = modelDir
-	opt.Progress = func(s string) { a.logf("peer: %s", s) }
-	rep, err := bench.Peer(c.Context(), d, data, opt)
-	if err != nil {
-		return err
-	}
-	return out.emitPeer(rep)
+	return out.peer(c, d, bench.CaptionerPeerData(test, trainSrc), opt)
 }
 
 // benchOutput prints a benchmark's report and records its operations.
@@ -269,29 +202,26 @@ type benchOutput struct {
 var recordKey = results.KeyFields("time", "op")
 
 // emit appends recs to the --record file, if any, then prints the report:
-// with --json as one JSON value; otherwise what the run ran on, the table
-// (table), one JSON line per operation (recs) and, for a loaded machine,
-// bench.LoadedNote.
+// with --json as one JSON value, otherwise as bench.WriteReport writes it.
 func (o benchOutput) emit(rep any, m bench.Machine, recs []bench.Record, table func(w io.Writer)) error {
 	if err := o.save(recs); err != nil {
 		return err
 	}
-	return o.a.emit(rep, func(w io.Writer) {
-		fmt.Fprintf(w, "machine: %s\n%s\n", m.Describe(), m.LoadLine())
-		table(w)
-		writeRecords(w, recs)
-		if m.Loaded {
-			fmt.Fprintln(w, m.LoadedLine())
-		}
-	})
+	return o.a.emit(rep, func(w io.Writer) { bench.WriteReport(w, m, recs, table) })
 }
 
-// emitPeer is emit for a peer benchmark (writePeer).
-func (o benchOutput) emitPeer(rep *bench.PeerReport) error {
+// peer runs the peer benchmark on data, then records and prints it.
+func (o benchOutput) peer(c *cobra.Command, d model.Decoder[float32], data bench.PeerData, opt bench.PeerOptions) error {
+	opt.Model = o.model
+	opt.Progress = func(s string) { o.a.logf("peer: %s", s) }
+	rep, err := bench.Peer(c.Context(), d, data, opt)
+	if err != nil {
+		return err
+	}
 	if err := o.save(rep.Records(o.model)); err != nil {
 		return err
 	}
-	return o.a.emit(rep, func(w io.Writer) { writePeer(w, rep, o.model) })
+	return o.a.emit(rep, func(w io.Writer) { rep.WriteText(w, o.model) })
 }
 
 // save appends recs to the --record file, keyed by run and operation.
@@ -314,51 +244,4 @@ func (o benchOutput) save(recs []bench.Record) error {
 	}
 	o.a.logf("recorded %d operations in %s", len(recs), o.record.Path())
 	return nil
-}
-
-// writeRecords writes one JSON line per record.
-func writeRecords(w io.Writer, recs []bench.Record) {
-	for _, r := range recs {
-		b, err := json.Marshal(r)
-		if err != nil { // a Record always encodes; say so if it ever does not
-			fmt.Fprintf(w, "{\"error\": %q}\n", err.Error())
-			continue
-		}
-		fmt.Fprintf(w, "%s\n", b)
-	}
-}
-
-// writePeer writes a peer benchmark's report as text: what each side ran
-// on and the load, the check, a table of the operations with their
-// rounds, one JSON line per operation (its record, for the model in
-// directory model), and last one line per operation, "ratio <operation>
-// <x>" with x a plain decimal, for scripts to grep, and for a loaded
-// machine bench.LoadedNote after them.
-func writePeer(w io.Writer, rep *bench.PeerReport, model string) {
-	m := rep.Machine
-	fmt.Fprintf(w, "machine: %s\n%s\n%s\n", m.Describe(), rep.PyTorch.Describe(), m.LoadLine())
-	fmt.Fprintf(w, "threads: lenspec 1 and %d (GOMAXPROCS), %d BLAS thread(s) per GEMM; PyTorch %d\n", m.Cores, m.BLASThreads, rep.PyTorch.Threads)
-	fmt.Fprintf(w, "%d outputs decoded alike (%d differ, all at ties: %d)\n", rep.Compared-rep.Differ, rep.Differ, rep.DifferTies)
-	if rep.Loss != 0 {
-		fmt.Fprintf(w, "training loss at the same weights: lenspec %.6f, PyTorch %.6f\n", rep.Loss, rep.TorchLoss)
-	}
-	fmt.Fprintf(w, "set-up (PyTorch start, model load, the check) %.1f s; ratio = median over rounds of lenspec / PyTorch, %.0f %% interval\n",
-		rep.SetupSeconds, 100*bench.CILevel)
-	fmt.Fprintf(w, "%-15s %14s %14s %14s %8s %10s %15s %7s %5s %-10s %8s\n",
-		"operation", "lenspec 1 thr", "lenspec all", "PyTorch 1 thr", "ratio", "ratio all", "interval", "rounds", "runs", "stop", "seconds")
-	for _, o := range rep.Ops {
-		ci := "-"
-		if o.RatioHi > 0 {
-			ci = fmt.Sprintf("%.3f-%.3f", o.RatioLo, o.RatioHi)
-		}
-		fmt.Fprintf(w, "%-15s %12.3fms %12.3fms %12.3fms %8.3f %10.3f %15s %7d %5d %-10s %8.1f\n",
-			o.Name, 1e3*o.Lenspec1, 1e3*o.LenspecN, 1e3*o.Torch, o.Ratio, o.RatioN, ci, o.Rounds, o.Runs, o.Stop, o.Seconds)
-	}
-	writeRecords(w, rep.Records(model))
-	for _, o := range rep.Ops {
-		fmt.Fprintf(w, "ratio %s %.3f\n", o.Name, o.Ratio)
-	}
-	if m.Loaded {
-		fmt.Fprintln(w, m.LoadedLine())
-	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/lenspec/lenspec/corpus"
 	"github.com/lenspec/lenspec/experiment"
@@ -145,21 +143,9 @@ func newMultiMNISTDataCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			type item struct {
-				Index int    `json:"index"`
-				Label []int  `json:"label"`
-				PNG   string `json:"png"`
-			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
+			items, err := multimnist.WritePreviews(ds, out, splitName, count, scale)
+			if err != nil {
 				return err
-			}
-			var items []item
-			for i := 0; i < min(count, ds.N); i++ {
-				p := filepath.Join(out, fmt.Sprintf("%s-%05d.png", splitName, i))
-				if err := multimnist.WritePNG(p, ds.Canvas(i), multimnist.Height, multimnist.Width, scale); err != nil {
-					return err
-				}
-				items = append(items, item{i, ds.Labels[i], p})
 			}
 			return a.emit(items, func(w io.Writer) {
 				for _, it := range items {

@@ -1,77 +1,14 @@
 package main
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"io"
-	"math"
-	"strings"
 
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
-	"github.com/lenspec/lenspec/multimnist"
 	"github.com/spf13/cobra"
 )
-
-// decodeRecord is the JSON form of one decoded input.
-type decodeRecord struct {
-	Source       string   `json:"source"`
-	Label        []int    `json:"label,omitempty"`
-	Tokens       []int    `json:"tokens"`
-	Text         []string `json:"text"`
-	Length       *int     `json:"length"` // null when the output did not stop
-	Stopped      bool     `json:"stopped"`
-	MinMargin    float64  `json:"min_margin"`
-	MinRelMargin float64  `json:"min_rel_margin"`
-	// NonFinite: the logits after Tokens overflowed (model.Result), so
-	// decoding stopped there without eos.
-	NonFinite bool `json:"non_finite,omitempty"`
-}
-
-func newRecord(vocab []string, src string, label []int, r model.Result) decodeRecord {
-	rec := decodeRecord{Source: src, Label: label, Tokens: r.Tokens, Stopped: r.Stopped,
-		MinMargin: jsonMargin(r.MinMargin), MinRelMargin: jsonMargin(r.MinRelMargin), NonFinite: r.NonFinite}
-	if rec.Tokens == nil {
-		rec.Tokens = []int{}
-	}
-	for _, t := range r.Tokens {
-		rec.Text = append(rec.Text, vocab[t])
-	}
-	if r.Stopped {
-		l := len(r.Tokens)
-		rec.Length = &l
-	}
-	return rec
-}
-
-// jsonMargin makes a margin JSON-safe: +Inf (no finite step decoded,
-// when the first step's logits overflowed) is the largest float64.
-func jsonMargin(v float64) float64 {
-	if math.IsInf(v, 1) {
-		return math.MaxFloat64
-	}
-	return v
-}
-
-func (r decodeRecord) line() string {
-	out := strings.Join(r.Text, " ")
-	switch {
-	case r.Stopped:
-		out += " <eos>"
-	case r.NonFinite:
-		out += fmt.Sprintf(" … (non-finite logits after %d tokens: the state overflowed; no eos until then)", len(r.Tokens))
-	default:
-		out += " … (no eos within the step cap)"
-	}
-	s := fmt.Sprintf("%s: %s", r.Source, strings.TrimSpace(out))
-	if r.Label != nil {
-		s += fmt.Sprintf("   [label %v]", r.Label)
-	}
-	if r.MinRelMargin < model.RelTieMargin {
-		s += fmt.Sprintf("   (tie: a top-2 logit margin below %g relative)", model.RelTieMargin)
-	}
-	return s
-}
 
 // decodeHelp is the command's long help.
 const decodeHelp = `Greedily decode with the float64 replay path (ties go to the lowest token
@@ -88,45 +25,6 @@ batch dimension of 1), every value finite and inside the model's input range
 way. --image reads a grayscale PNG of the model's size, or an exact integer
 enlargement of it (lenspec data multimnist writes 4x), bytes 0..255 mapped
 linearly onto the input range.`
-
-// decodeInputs reads what decode decodes: a witness file, a PNG image,
-// or canvases of the data set the model runs on, with their names and
-// labels (nil for files).
-func (a *app) decodeInputs(ctx context.Context, modelDir string, in model.InputSpec, input, image string, indices []int, splitName string, dataSeed uint64) (x []float64, srcs []string, labels [][]int, err error) {
-	switch {
-	case input != "":
-		if x, err = experiment.ReadWitness(input, in); err != nil {
-			return nil, nil, nil, err
-		}
-		srcs, labels = []string{input}, [][]int{nil}
-	case image != "":
-		if in.Kind != model.Continuous || len(in.Shape) != 3 || in.Shape[0] != 1 {
-			return nil, nil, nil, fmt.Errorf("%s: the model reads %v %v inputs; PNG decoding supports one-channel images", modelDir, in.Kind, in.Shape)
-		}
-		if x, err = multimnist.ReadPNG(image, in.Shape[1], in.Shape[2], in.Min, in.Max); err != nil {
-			return nil, nil, nil, err
-		}
-		srcs, labels = []string{image}, [][]int{nil}
-	default:
-		data, err := a.modelData(ctx, in, dataSeed, splitName)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		n := data.Source.Len()
-		for _, i := range indices {
-			if i < 0 || i >= n {
-				return nil, nil, nil, usagef("--index %d outside the %s split of %d", i, splitName, n)
-			}
-		}
-		var lab [][]int
-		x, _, lab = data.Source.Batch(indices, nil)
-		for k, i := range indices {
-			srcs = append(srcs, fmt.Sprintf("%s[%d]", splitName, i))
-			labels = append(labels, lab[k])
-		}
-	}
-	return x, srcs, labels, nil
-}
 
 func newDecodeCmd(a *app) *cobra.Command {
 	var modelDir, image, input, splitName string
@@ -161,7 +59,14 @@ func newDecodeCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			x, srcs, labels, err := a.decodeInputs(c.Context(), modelDir, d.Input(), input, image, indices, splitName, dataSeed)
+			src, err := a.sources()
+			if err != nil {
+				return err
+			}
+			x, srcs, labels, err := src.DecodeInputs(c.Context(), modelDir, d.Input(), input, image, indices, splitName, dataSeed)
+			if errors.As(err, new(experiment.SettingsError)) {
+				return usagef("--%v", err) // an --index outside the split
+			}
 			if err != nil {
 				return err
 			}
@@ -170,8 +75,8 @@ func newDecodeCmd(a *app) *cobra.Command {
 				return err
 			}
 			for i, r := range res {
-				rec := newRecord(d.Config().Vocab, srcs[i], labels[i], r)
-				if err := a.emit(rec, func(w io.Writer) { fmt.Fprintln(w, rec.line()) }); err != nil {
+				rec := experiment.NewDecoded(d.Config().Vocab, srcs[i], labels[i], r)
+				if err := a.emit(rec, func(w io.Writer) { fmt.Fprintln(w, rec.Line()) }); err != nil {
 					return err
 				}
 			}

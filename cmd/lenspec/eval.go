@@ -4,24 +4,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/lenspec/lenspec/experiment"
-	"github.com/lenspec/lenspec/internal/progress"
 	"github.com/lenspec/lenspec/model"
-	"github.com/lenspec/lenspec/multimnist"
-	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
-
-type evalOutput struct {
-	Model            string  `json:"model"`
-	Split            string  `json:"split"`
-	Samples          int     `json:"samples"`
-	SequenceAccuracy float64 `json:"sequence_accuracy"`
-	MaxLenSplit      int     `json:"max_len"`
-	MaxLenTrain      int     `json:"max_len_train"`
-	UnstoppedTrain   int     `json:"unstopped_train"`
-	LengthHistogram  []int   `json:"length_histogram"`
-}
 
 func newEvalCmd(a *app) *cobra.Command {
 	var modelDir, splitName string
@@ -55,34 +40,16 @@ split.`,
 			if err := checkSplit(splitName); err != nil {
 				return err
 			}
-			in := d.Input()
-			if err := experiment.CheckMultiMNIST(in); err != nil {
-				return err
-			}
-			tr, ds, err := a.dataset(c.Context(), dataSeed, splitName)
+			src, err := a.sources()
 			if err != nil {
 				return err
 			}
-			evaluate := func(name string, set *multimnist.Dataset) (train.Eval, error) {
-				src, err := multimnist.NewSource[float32](set, in.Min, in.Max, false)
-				if err != nil {
-					return train.Eval{}, err
-				}
-				rep := progress.New("eval "+name, set.N, a.quiet)
-				defer rep.Finish()
-				return train.Evaluate(c.Context(), d, src, maxSteps, func(n int) { rep.Set(n, "") })
-			}
-			ev, err := evaluate(splitName, ds)
+			progress, finish := a.bars()
+			out, err := src.EvalCaptioner(c.Context(), modelDir, d, splitName, dataSeed, maxSteps, progress)
+			finish()
 			if err != nil {
 				return err
 			}
-			evTrain := ev
-			if splitName != "train" {
-				if evTrain, err = evaluate("train", tr); err != nil {
-					return err
-				}
-			}
-			out := evalOutput{modelDir, splitName, ev.Samples, ev.SequenceAccuracy, ev.MaxLen, evTrain.MaxLen, evTrain.Unstopped, ev.LengthHistogram}
 			return a.emit(out, func(w io.Writer) {
 				fmt.Fprintf(w, "%s on %s (%d samples): sequence accuracy %.4f; longest output on train %d (unstopped %d); lengths %v\n",
 					modelDir, splitName, out.Samples, out.SequenceAccuracy, out.MaxLenTrain, out.UnstoppedTrain, out.LengthHistogram)

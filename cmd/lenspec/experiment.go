@@ -66,30 +66,7 @@ experiment's records. Results go to OUT/attacks.jsonl as they are produced (with
 			if err != nil {
 				return err
 			}
-			for i := range cfgs {
-				cfgs[i].Data, cfgs[i].Samples = data, picked
-			}
-			progress, finish := a.bars()
-			defer finish()
-			// δ by δ, both methods, so an interrupted run leaves whole δs.
-			for _, eps := range f.eps {
-				for _, cfg := range cfgs {
-					cfg.Eps, cfg.Progress = []float64{eps}, progress
-					if err := experiment.RunAttack(c.Context(), cfg, nil); err != nil {
-						return err
-					}
-				}
-			}
-			finish()
-			recs, err := experiment.ReadRun(f.out, cfgs[0].Match, cfgs[1].Match)
-			if err != nil {
-				return err
-			}
-			sum, err := experiment.SummariseAttacks(recs, outDir, "Multi-MNIST: output length under attack")
-			if err != nil {
-				return err
-			}
-			return a.emit(sum, func(w io.Writer) { fmt.Fprint(w, sum.Text()) })
+			return runExperiment(c, a, cfgs, data, picked, f.eps, outDir, "Multi-MNIST: output length under attack")
 		},
 	}
 	f.register(c, false)
@@ -164,6 +141,22 @@ per method, the longest output and its input, the largest output/input length
 ratio, and (I, O, I', O') examples. Results go to OUT/nmt-attacks.jsonl as they are
 produced; rerunning resumes.`
 
+// runExperiment runs an attack experiment's methods on data's samples
+// picked over the radii eps, with progress bars, and prints its summary.
+func runExperiment(c *cobra.Command, a *app, cfgs []experiment.AttackConfig, data experiment.AttackData, picked []int, eps []float64, outDir, title string) error {
+	progress, finish := a.bars()
+	defer finish()
+	for i := range cfgs {
+		cfgs[i].Data, cfgs[i].Samples, cfgs[i].Progress = data, picked, progress
+	}
+	sum, err := experiment.RunAttackExperiment(c.Context(), cfgs, eps, outDir, title)
+	finish()
+	if err != nil {
+		return err
+	}
+	return a.emit(sum, func(w io.Writer) { fmt.Fprint(w, sum.Text()) })
+}
+
 // budgetsRun refuses a method's --METHOD-budget when --methods does not
 // run it.
 func budgetsRun(c *cobra.Command, methods []string) error {
@@ -191,7 +184,7 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 			}
 			f.out = filepath.Join(outDir, "nmt-attacks.jsonl")
 			f.witnessDir = filepath.Join(outDir, "witnesses")
-			var cfgs []experiment.TextAttackConfig
+			var cfgs []experiment.AttackConfig
 			for _, method := range methods {
 				cfg, err := f.textConfig(c, a, method)
 				if err != nil {
@@ -202,7 +195,7 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 				}
 				cfgs = append(cfgs, cfg)
 			}
-			if err := unreadFlags(c, methods, experiment.TextMethods, textProbe, experiment.TextAttackSettings.Normalize, textSettingFlags); err != nil {
+			if err := unreadFlags(c, methods, experiment.TextMethods); err != nil {
 				return err
 			}
 			if err := budgetsRun(c, methods); err != nil {
@@ -222,17 +215,7 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			progress, finish := a.bars()
-			defer finish()
-			for i := range cfgs {
-				cfgs[i].Data, cfgs[i].Samples, cfgs[i].Progress = data, picked, progress
-			}
-			sum, err := experiment.RunTextExperiment(c.Context(), cfgs, f.eps, outDir, "NMT: output length under attack")
-			finish()
-			if err != nil {
-				return err
-			}
-			return a.emit(sum, func(w io.Writer) { fmt.Fprint(w, sum.Text()) })
+			return runExperiment(c, a, cfgs, data, picked, f.eps, outDir, "NMT: output length under attack")
 		},
 	}
 	f.register(c, false)
@@ -242,7 +225,8 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 	fl.Float64SliceVar(&f.eps, "eps", []float64{0.3, 0.5, 1}, "δ grid: the fraction of a sentence's tokens that may change")
 	fl.StringSliceVar(&methods, "methods", experiment.TextMethods, "methods to run")
 	for _, m := range experiment.TextMethods {
-		b := textDefaults[m].budget
+		def, _ := experiment.LookupMethod(m)
+		b := def.TextBudget
 		budgets[m] = &b
 		fl.IntVar(budgets[m], m+"-budget", b, "budget of "+m+" (samples, iterations or evaluations per sentence)")
 	}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
 	"github.com/lenspec/lenspec/results"
@@ -203,7 +204,7 @@ func TestDecodePNG(t *testing.T) {
 	for i := range pix {
 		pix[i] = uint8(i % 251)
 	}
-	var first decodeRecord
+	var first experiment.Decoded
 	// What lenspec data multimnist writes (4×) decodes as the 1× file.
 	for _, scale := range []int{1, 4} {
 		png := filepath.Join(tmp, "x.png")
@@ -214,7 +215,7 @@ func TestDecodePNG(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
-		var rec decodeRecord
+		var rec experiment.Decoded
 		if err := json.Unmarshal([]byte(stdout), &rec); err != nil {
 			t.Fatalf("output %q: %v", stdout, err)
 		}

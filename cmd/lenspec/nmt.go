@@ -238,7 +238,6 @@ func newTrainNMTCmd(a *app) *cobra.Command {
 // corpus against the dictionary baseline, and the clean output lengths on
 // the dev split.
 func evalTranslator(c *cobra.Command, a *app, modelDir string, d model.Decoder[float32], split string, cf corpusFlags, maxSteps, examples int) error {
-	ctx := c.Context()
 	if examples < 0 {
 		return usagef("--examples %d must be non-negative", examples)
 	}
@@ -250,65 +249,22 @@ func evalTranslator(c *cobra.Command, a *app, modelDir string, d model.Decoder[f
 	if err != nil {
 		return err
 	}
-	var pairs []corpus.Pair
-	switch split {
-	case "test":
-		pairs = sp.Test
-	case "dev":
-		pairs = sp.Dev
-	default:
+	if split != "test" && split != "dev" {
 		return usagef("--split %q: a translator is evaluated on test or dev", split)
 	}
-	ev, err := train.EvaluateTranslation(ctx, d, pairs, maxSteps)
+	ev, err := nmt.Evaluate(c.Context(), modelDir, d, sp, split, maxSteps, examples)
 	if err != nil {
 		return err
 	}
-	dev := ev
-	if split != "dev" {
-		if dev, err = train.EvaluateTranslation(ctx, d, sp.Dev, maxSteps); err != nil {
-			return err
-		}
-	}
-	base, err := train.BaselineBLEU(sp.Train, pairs)
-	if err != nil {
-		return err
-	}
-	type example struct {
-		Source    string `json:"source"`
-		Reference string `json:"reference"`
-		Output    string `json:"output"`
-		Length    int    `json:"length"`
-	}
-	var shown []example
-	for i := 0; i < min(examples, len(pairs)); i++ {
-		o := ev.Outputs[i]
-		shown = append(shown, example{pairs[i].Src, pairs[i].Tgt, o.Text, len(o.IDs)})
-	}
-	out := struct {
-		Model        string    `json:"model"`
-		Split        string    `json:"split"`
-		BLEU         float64   `json:"bleu"`
-		Detail       string    `json:"bleu_detail"`
-		BaselineBLEU float64   `json:"baseline_bleu"`
-		Samples      int       `json:"samples"`
-		Unstopped    int       `json:"unstopped"`
-		MaxRatio     float64   `json:"max_length_ratio"`
-		OverRatio3   int       `json:"over_3x_source"`
-		MaxLenDev    int       `json:"max_len_dev"`
-		UnstoppedDev int       `json:"unstopped_dev"`
-		LengthsDev   []int     `json:"length_histogram_dev"`
-		MaxLen       int       `json:"max_len"`
-		Examples     []example `json:"examples,omitempty"`
-	}{modelDir, split, ev.BLEU.BLEU, ev.BLEU.String(), base.BLEU, ev.Samples, ev.Unstopped, ev.MaxRatio, ev.OverRatio3, dev.MaxLen, dev.Unstopped, dev.Lengths, ev.MaxLen, shown}
-	return a.emit(out, func(w io.Writer) {
-		fmt.Fprintf(w, "%s on %s (%d sentences): %s; dictionary baseline BLEU %.2f\n", modelDir, split, out.Samples, ev.BLEU, base.BLEU)
+	return a.emit(ev, func(w io.Writer) {
+		fmt.Fprintf(w, "%s on %s (%d sentences): %s; dictionary baseline BLEU %.2f\n", modelDir, split, ev.Samples, ev.Score, ev.BaselineBLEU)
 		fmt.Fprintf(w, "%s: longest greedy output %d tokens, %d unstopped, largest output/source ratio %.2f, %d outputs over 3× their source\n", split, ev.MaxLen, ev.Unstopped, ev.MaxRatio, ev.OverRatio3)
-		fmt.Fprintf(w, "dev: longest greedy output %d tokens, %d of %d unstopped\n", dev.MaxLen, dev.Unstopped, dev.Samples)
-		if len(shown) > 0 {
+		fmt.Fprintf(w, "dev: longest greedy output %d tokens, %d of %d unstopped\n", ev.MaxLenDev, ev.UnstoppedDev, ev.DevSamples)
+		if len(ev.Examples) > 0 {
 			// A Markdown table: it pastes into a report as it is.
 			fmt.Fprintf(w, "\n| # | source | reference | output |\n|---|---|---|---|\n")
 			cell := strings.NewReplacer("|", "\\|", "\n", " ")
-			for i, e := range shown {
+			for i, e := range ev.Examples {
 				fmt.Fprintf(w, "| %d | %s | %s | %s |\n", i+1, cell.Replace(e.Source), cell.Replace(e.Reference), cell.Replace(e.Output))
 			}
 		}

@@ -32,8 +32,9 @@ func writeAttacks(t *testing.T, path string, recs ...experiment.AttackRecord) st
 func pgdRecord(digest string, i, n int) experiment.AttackRecord {
 	return experiment.AttackRecord{SchemaVersion: experiment.SchemaVersion, Model: "m", ModelSHA256: digest,
 		Data: experiment.DataRef{Name: "multimnist", Split: "test", Seed: 1}, Sample: i, Eps: 0.1, Method: "pgd",
-		Settings: experiment.AttackSettings{MaxLen: -1, MaxSteps: 20, Budget: 30, Seed: 1, Loss: "margin"},
-		Label:    []int{1}, K: 1, OrigLength: 1, OrigTokens: []int{1}, AdvLength: n, AdvTokens: make([]int, n),
+		Settings:    experiment.AttackSettings{MaxLen: -1, MaxSteps: 20, Budget: 30, Seed: 1, Loss: "margin"},
+		AttackImage: &experiment.AttackImage{Label: []int{1}, OrigTokens: []int{1}, AdvTokens: make([]int, n)},
+		K:           1, OrigLength: 1, AdvLength: n,
 		Stopped: true, Success: n > 1, MinRelMargin: 0.5, Evals: 30, Seconds: 1}
 }
 

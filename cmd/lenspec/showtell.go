@@ -18,23 +18,20 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// captionLengths maps --lengths to the captions data set's distributions.
-func captionLengths(name string) (captions.Options, error) {
-	switch name {
-	case "skewed":
-		return captions.Skewed(), nil
-	case "flat":
-		return captions.Flat(), nil
+// captionLengths checks --lengths: the captions data set's distributions.
+func captionLengths(name string) error {
+	if _, err := experiment.CaptionLengths(name); err != nil {
+		return usagef("--%v", err)
 	}
-	return captions.Options{}, usagef("--lengths %q: want skewed or flat", name)
+	return nil
 }
 
 // loadCaptions builds the captions data set's splits from MNIST (fetched
 // if needed) and Debian's Fashion-MNIST.
 func (a *app) loadCaptions(ctx context.Context, seed uint64, lengths string) (train, test *captions.Dataset, err error) {
-	opt, err := captionLengths(lengths)
+	opt, err := experiment.CaptionLengths(lengths)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, usagef("--%v", err)
 	}
 	src, err := a.sources()
 	if err != nil {
@@ -73,7 +70,7 @@ func newCaptionsDataCmd(a *app) *cobra.Command {
 			if err := checkSplit(split); err != nil {
 				return err
 			}
-			if _, err := captionLengths(lengths); err != nil {
+			if err := captionLengths(lengths); err != nil {
 				return err
 			}
 			var d model.Decoder[float64]
@@ -149,25 +146,6 @@ Checkpoints go to --out/checkpoint (and --out/checkpoint-pretrain) every
 exact-caption accuracy and BLEU-4 on the test split. The defaults reproduce
 models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`
 
-// captionSources are the training split of the captions data set with
-// the caption lengths named, and the test split every model is evaluated
-// on (skewed), as training sources for a model reading in.
-func (a *app) captionSources(ctx context.Context, seed uint64, lengths string, in model.InputSpec) (tr, te *captions.Source[float32], err error) {
-	trd, _, err := a.loadCaptions(ctx, seed, lengths)
-	if err != nil {
-		return nil, nil, err
-	}
-	_, ted, err := a.loadCaptions(ctx, seed, "skewed")
-	if err != nil {
-		return nil, nil, err
-	}
-	if tr, err = captions.NewSource[float32](trd, in.Min, in.Max); err != nil {
-		return nil, nil, err
-	}
-	te, err = captions.NewSource[float32](ted, in.Min, in.Max)
-	return tr, te, err
-}
-
 func newTrainShowTellCmd(a *app) *cobra.Command {
 	def := train.DefaultOptions()
 	opt := train.Options{Seed: 1, Epochs: 10, BatchSize: 64, LR: 1e-3, FinalLR: 5e-5, WeightDecay: 0.01, Dropout: 0.1, ClipNorm: 5, Shards: def.Shards}
@@ -192,7 +170,7 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 			if every < 0 {
 				return usagef("--checkpoint-every %v must not be negative", every)
 			}
-			if _, err := captionLengths(lengths); err != nil {
+			if err := captionLengths(lengths); err != nil {
 				return err
 			}
 			if err := cfg.Validate(); err != nil {
@@ -202,7 +180,11 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			src, teSrc, err := a.captionSources(c.Context(), dataSeed, lengths, d.Input())
+			sources, err := a.sources()
+			if err != nil {
+				return err
+			}
+			src, teSrc, err := sources.CaptionTraining(c.Context(), dataSeed, lengths, d.Input())
 			if err != nil {
 				return err
 			}
@@ -219,13 +201,7 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ev, score := res.Eval, res.BLEU
-			rep := map[string]any{"out": out, "seconds": res.Seconds, "test_exact_caption_accuracy": ev.SequenceAccuracy,
-				"test_bleu4": score.BLEU, "bleu": score.String(), "test_max_len": ev.MaxLen, "test_unstopped": ev.Unstopped}
-			return a.emit(rep, func(w io.Writer) {
-				fmt.Fprintf(w, "trained %s in %.0fs (this run): test exact-caption accuracy %.4f, %s; longest test output %d (unstopped %d)\n",
-					out, res.Seconds, ev.SequenceAccuracy, score, ev.MaxLen, ev.Unstopped)
-			})
+			return emitShowTell(a, out, res)
 		},
 	}
 	f := c.Flags()
@@ -244,6 +220,18 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 	f.IntVar(&arch.Embedding, "embedding", arch.Embedding, "image and word embedding size")
 	f.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the encoder's first fully connected layer")
 	return c
+}
+
+// emitShowTell prints what train showtell reports of the model it wrote
+// to out.
+func emitShowTell(a *app, out string, res train.ShowTellResult) error {
+	ev, score := res.Eval, res.BLEU
+	rep := map[string]any{"out": out, "seconds": res.Seconds, "test_exact_caption_accuracy": ev.SequenceAccuracy,
+		"test_bleu4": score.BLEU, "bleu": score.String(), "test_max_len": ev.MaxLen, "test_unstopped": ev.Unstopped}
+	return a.emit(rep, func(w io.Writer) {
+		fmt.Fprintf(w, "trained %s in %.0fs (this run): test exact-caption accuracy %.4f, %s; longest test output %d (unstopped %d)\n",
+			out, res.Seconds, ev.SequenceAccuracy, score, ev.MaxLen, ev.Unstopped)
+	})
 }
 
 // captionModelData is the data an image captioner's experiments run on:
@@ -411,7 +399,7 @@ func newGatesCmd(a *app) *cobra.Command {
 			}
 			return a.emit(sets, func(w io.Writer) {
 				for _, s := range sets {
-					fmt.Fprint(w, gatesText(s.Name, s.Summary, threshold))
+					fmt.Fprint(w, s.Text(threshold))
 				}
 			})
 		},
@@ -427,24 +415,4 @@ func newGatesCmd(a *app) *cobra.Command {
 	f.Uint64Var(&seed, "seed", 1, "seed for image selection")
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "data generation seed")
 	return c
-}
-
-// gatesText prints a gate summary: the fraction saturated per gate,
-// overall, at the eos step and step by step, and the eos margins.
-func gatesText(name string, s model.GateSummary, thr float64) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s paths: %d (stopped %d); gates with |z| > %g:\n", name, s.Paths, s.Stopped, thr)
-	row := func(label string, n int, v [4]float64) {
-		fmt.Fprintf(&b, "  %-10s %6d  i %5.1f%%  f %5.1f%%  g %5.1f%%  o %5.1f%%\n", label, n, 100*v[0], 100*v[1], 100*v[2], 100*v[3])
-	}
-	row("all steps", s.Paths, s.Gate)
-	row("eos step", s.Stopped, s.AtEOS)
-	for t, v := range s.ByStep {
-		row(fmt.Sprintf("step %d", t), s.StepPaths[t], v)
-	}
-	if s.Stopped > 0 {
-		fmt.Fprintf(&b, "  eos margin over the runner-up at the eos step: mean %.2f, median %.2f, 10th percentile %.2f, min %.3f; mean p(eos) %.4f\n",
-			s.EOSMarginMean, s.EOSMarginMedian, s.EOSMarginP10, s.EOSMarginMin, s.EOSProbMean)
-	}
-	return b.String()
 }

@@ -1,15 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"time"
 
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/nmt"
 	"github.com/spf13/cobra"
 )
 
@@ -77,9 +76,11 @@ exits 130 or 143. Nothing is saved but the output already written.`,
 			tr := &translation{a: a, ctx: c.Context(), d: d, maxSteps: maxSteps, enc: json.NewEncoder(a.stdout), stdin: len(args) == 0}
 			tr.enc.SetEscapeHTML(false) // tokens such as "<0x0A>" as they are spelt
 			if tr.stdin {
-				err = tr.stream(c.InOrStdin(), batch)
+				if err = nmt.TranslateLines(c.Context(), d, c.InOrStdin(), batch, maxSteps, tr.write); errors.As(err, new(*nmt.ReadError)) {
+					err = fmt.Errorf("stdin %w", err)
+				}
 			} else {
-				err = tr.translate(args, nil)
+				err = tr.translateArgs(args)
 			}
 			if c.Context().Err() != nil {
 				return interruptedError{tr.interrupted()}
@@ -114,76 +115,52 @@ type translation struct {
 	done, failed int
 }
 
-// translate translates texts, the texts after the first done (stdin lines
-// or arguments), and writes them in order. unread[i] is set for a line too
-// long to read (texts[i] is then "").
-func (tr *translation) translate(texts []string, unread []bool) error {
+// write writes text n's translation (an argument's or a stdin line's)
+// and counts it, reporting on stderr a text not translated or not valid
+// UTF-8.
+func (tr *translation) write(n int, text string, t model.Translation) error {
 	a := tr.a
+	rec := translateRecord{Source: text, Translation: &t}
+	where := fmt.Sprintf("argument %d", n)
+	if tr.stdin {
+		rec.Line, where = n, fmt.Sprintf("stdin line %d", n)
+	} else {
+		rec.Argument = n
+	}
+	if t.Err != nil {
+		tr.failed++
+		fmt.Fprintf(a.stderr, "lenspec: translate: %s: %v\n", where, t.Err)
+		rec.Error, rec.Translation = t.Err.Error(), nil
+	} else if t.InvalidUTF8 {
+		fmt.Fprintf(a.stderr, "lenspec: warning: translate: %s is not valid UTF-8; its invalid bytes were translated as byte tokens\n", where)
+	}
+	if a.jsonOut {
+		tr.enc.Encode(rec)
+	} else {
+		// One line per text, whatever the output holds ("" in a failed
+		// text's place), so that output line n is input line n's
+		// translation.
+		fmt.Fprintln(a.stdout, lineBreaks.Replace(t.Text))
+	}
+	if err := a.outErr(); err != nil {
+		return err
+	}
+	tr.done++
+	return nil
+}
+
+// translateArgs translates the texts given as arguments together.
+func (tr *translation) translateArgs(texts []string) error {
 	ts, err := model.Translate(tr.ctx, tr.d, texts, tr.maxSteps)
 	if err != nil {
 		return err
 	}
-	for i := range ts {
-		n := tr.done + 1
-		rec := translateRecord{Source: texts[i], Translation: &ts[i]}
-		where := fmt.Sprintf("argument %d", n)
-		if tr.stdin {
-			rec.Line, where = n, fmt.Sprintf("stdin line %d", n)
-		} else {
-			rec.Argument = n
-		}
-		if unread != nil && unread[i] {
-			ts[i] = model.Translation{Err: fmt.Errorf("longer than %d MiB, not read", maxLineBytes>>20)}
-		}
-		if t := ts[i]; t.Err != nil {
-			tr.failed++
-			fmt.Fprintf(a.stderr, "lenspec: translate: %s: %v\n", where, t.Err)
-			rec.Error, rec.Translation = t.Err.Error(), nil
-		} else if t.InvalidUTF8 {
-			fmt.Fprintf(a.stderr, "lenspec: warning: translate: %s is not valid UTF-8; its invalid bytes were translated as byte tokens\n", where)
-		}
-		if a.jsonOut {
-			tr.enc.Encode(rec)
-		} else {
-			// One line per text, whatever the output holds ("" in a
-			// failed text's place), so that output line n is input
-			// line n's translation.
-			fmt.Fprintln(a.stdout, lineBreaks.Replace(ts[i].Text))
-		}
-		if err := a.outErr(); err != nil {
+	for i, t := range ts {
+		if err := tr.write(i+1, texts[i], t); err != nil {
 			return err
 		}
-		tr.done++
 	}
 	return nil
-}
-
-// stream translates standard input as it arrives, a batch of the lines
-// at hand at a time.
-func (tr *translation) stream(r io.Reader, batch int) error {
-	stop := make(chan struct{})
-	defer close(stop)
-	lines := readLines(r, batch, stop)
-	for {
-		b, end := nextBatch(tr.ctx, lines, batch)
-		if len(b) > 0 && tr.ctx.Err() == nil {
-			texts, unread := make([]string, len(b)), make([]bool, len(b))
-			for i, l := range b {
-				texts[i], unread[i] = l.text, l.long
-			}
-			if err := tr.translate(texts, unread); err != nil {
-				return err
-			}
-		}
-		switch {
-		case end == io.EOF:
-			return nil
-		case end != nil && tr.ctx.Err() == nil:
-			return fmt.Errorf("stdin line %d: %w", tr.done+1, end)
-		case end != nil:
-			return end
-		}
-	}
 }
 
 // interrupted says what translate finished before a signal stopped it.
@@ -207,108 +184,6 @@ func (tr *translation) interrupted() string {
 	return fmt.Sprintf("arguments 1–%d translated and written, none after them", tr.done)
 }
 
-// stdinLine is one line of standard input as readLines passes it on.
-type stdinLine struct {
-	text string
-	long bool  // over maxLineBytes: not read, text is ""
-	err  error // instead of a line: io.EOF after the last, or why reading failed
-}
-
-// readLines reads r line by line on a goroutine of its own, at most ahead
-// lines ahead of their translation, until the end of r, a read error or
-// stop. The last value sent carries the error (io.EOF at the end).
-func readLines(r io.Reader, ahead int, stop <-chan struct{}) <-chan stdinLine {
-	ch := make(chan stdinLine, ahead)
-	go func() {
-		br := bufio.NewReaderSize(r, 64<<10)
-		for {
-			text, long, err := readLine(br, maxLineBytes)
-			select {
-			case ch <- stdinLine{text, long, err}:
-			case <-stop:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return ch
-}
-
-// batchWait is how long a batch of stdin lines waits for more after its
-// first line: lines that come together (a file, a paste) are translated
-// together, and a line that comes alone is not kept waiting for others.
-const batchWait = 20 * time.Millisecond
-
-// nextBatch returns the next lines of stdin to translate: at least one
-// (waiting for it as long as it takes), then those that come within
-// batchWait of it, at most max. end is io.EOF when stdin ended after them,
-// a read error, or ctx's error when ctx ended first.
-func nextBatch(ctx context.Context, lines <-chan stdinLine, max int) (b []stdinLine, end error) {
-	var wait <-chan time.Time
-	for len(b) < max {
-		select {
-		case <-ctx.Done():
-			return b, ctx.Err()
-		case <-wait:
-			return b, nil
-		case l := <-lines:
-			if l.err != nil {
-				return b, l.err
-			}
-			b = append(b, l)
-			if wait == nil {
-				t := time.NewTimer(batchWait)
-				defer t.Stop()
-				wait = t.C
-			}
-		}
-	}
-	return b, nil
-}
-
 // lineBreaks turns the line breaks a translation may hold (byte tokens
 // <0x0A>, <0x0D>) into spaces for translate's text output.
 var lineBreaks = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
-
-// maxLineBytes bounds a line of translate's stdin: a longer one is read
-// through and reported, not held in memory (it would be far over any
-// model's max_source_len anyway).
-const maxLineBytes = 16 << 20
-
-// readLine returns r's next line without its line ending ("\n", and any
-// "\r" before it), or io.EOF when there is none. A line of more than max
-// bytes is read to its end and dropped: long is set and line is "".
-func readLine(r *bufio.Reader, max int) (line string, long bool, err error) {
-	var buf []byte
-	n := 0 // bytes of the line so far, line ending included
-	for {
-		chunk, err := r.ReadSlice('\n')
-		n += len(chunk)
-		if !long && n > max+2 { // "\r\n" may still come off
-			long, buf = true, nil
-		}
-		if !long {
-			buf = append(buf, chunk...)
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if err == io.EOF && n > 0 {
-			break // a last line without "\n"
-		}
-		if err != nil {
-			return "", false, err
-		}
-		break
-	}
-	if long {
-		return "", true, nil
-	}
-	line = strings.TrimRight(strings.TrimSuffix(string(buf), "\n"), "\r")
-	if len(line) > max {
-		return "", true, nil
-	}
-	return line, false, nil
-}

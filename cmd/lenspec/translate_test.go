@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"os"
 	"reflect"
 	"strings"
@@ -16,8 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lenspec/lenspec/bpe"
+	"github.com/lenspec/lenspec/internal/testmodels"
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/nmt"
 )
 
 // tinyTranslatorDir writes a small translator (random weights, a
@@ -31,27 +31,9 @@ func tinyTranslatorDir(t *testing.T) string {
 // maxSource tokens.
 func tinyTranslatorReading(t *testing.T, maxSource int) string {
 	t.Helper()
-	var texts []string
-	for _, s := range []string{"das haus ist klein", "die katze ist alt", "the house is small", "der hund"} {
-		texts = append(texts, model.TokenizerText(s))
-	}
-	tok, err := bpe.Train(texts, bpe.TrainOptions{VocabSize: 300, MinFrequency: 1})
+	m, err := testmodels.Translator(maxSource)
 	if err != nil {
 		t.Fatal(err)
-	}
-	cfg := model.DefaultTranslatorConfig(tok.Size(), bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID)
-	a := cfg.Arch.(*model.TranslatorConfig)
-	a.Embedding, a.EncoderHidden, a.DecoderHidden, a.Attention, a.Combine, a.MaxSourceLen = 8, 8, 8, 8, 8, maxSource
-	cfg.MaxSteps, cfg.Tokenizer = 10, tok
-	m, err := model.New[float32](&cfg, rand.New(rand.NewPCG(7, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(7, 2))
-	for _, p := range m.Params() {
-		for i := range p.W.Data {
-			p.W.Data[i] = float32(rng.NormFloat64())
-		}
 	}
 	dir := t.TempDir()
 	if err := model.Save(dir, m); err != nil {
@@ -235,50 +217,13 @@ func TestTranslateLongLines(t *testing.T) {
 // skipped like a line over max_source_len, without holding it.
 func TestTranslateHugeLine(t *testing.T) {
 	dir := tinyTranslatorDir(t)
-	huge := strings.Repeat("haus ", (maxLineBytes/5)+1)
+	huge := strings.Repeat("haus ", (nmt.MaxLineBytes/5)+1)
 	code, stdout, stderr := runCLIStdin(t, "das haus\n"+huge+"\nklein\n", "translate", "--model", dir)
 	if code != 1 || strings.Count(stdout, "\n") != 3 || strings.Split(stdout, "\n")[1] != "" {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
 	}
 	if want := []string{"lenspec: translate: stdin line 2: longer than 16 MiB, not read"}; !reflect.DeepEqual(nonEmptyLines(stderr), want) {
 		t.Fatalf("stderr %q", stderr)
-	}
-}
-
-// TestReadLine: lines without their endings, whichever ending; lines over
-// the limit read through and flagged.
-func TestReadLine(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want []string // "!" marks a line over the limit
-	}{
-		{"", nil},
-		{"a\n", []string{"a"}},
-		{"a", []string{"a"}},
-		{"a\r\n\nb\r", []string{"a", "", "b"}},
-		{"12345678\n123456789\nc\n", []string{"12345678", "!", "c"}},
-		{"12345678\r\n", []string{"12345678"}},
-		{strings.Repeat("x", 100) + "\nd", []string{"!", "d"}},
-		{strings.Repeat("x", 100), []string{"!"}},
-	} {
-		r := bufio.NewReaderSize(strings.NewReader(c.in), 16) // smaller than a long line
-		var got []string
-		for {
-			line, long, err := readLine(r, 8)
-			if err != nil {
-				if err.Error() != "EOF" {
-					t.Fatalf("%q: %v", c.in, err)
-				}
-				break
-			}
-			if long {
-				line = "!"
-			}
-			got = append(got, line)
-		}
-		if !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%q: %q, want %q", c.in, got, c.want)
-		}
 	}
 }
 
