@@ -57,7 +57,14 @@ func decode(t testing.TB, m model.Decoder[float64], xs []float64, steps int) []m
 // and the given cell (default the ReLU RNN), lowered.
 func tinyNet(t testing.TB, seed uint64, convs int, cell ...string) (*model.Captioner[float64], *Net) {
 	t.Helper()
-	m, err := model.NewCaptioner[float64](tinyConfig(convs, cell...), rand.New(rand.NewPCG(seed, 21)))
+	return randomNet(t, tinyConfig(convs, cell...), seed)
+}
+
+// randomNet is a captioner of configuration c with random weights and
+// biases drawn from seed, lowered.
+func randomNet(t testing.TB, c *model.Config, seed uint64) (*model.Captioner[float64], *Net) {
+	t.Helper()
+	m, err := model.NewCaptioner[float64](c, rand.New(rand.NewPCG(seed, 21)))
 	if err != nil {
 		t.Fatal(err)
 	}

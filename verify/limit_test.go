@@ -74,15 +74,7 @@ func TestLimitsHoldInBaB(t *testing.T) {
 	var worstWhat string
 	runs := 0
 	for seed := uint64(1); seed <= 4; seed++ {
-		m, err := model.NewCaptioner[float64](limitConfig(), rand.New(rand.NewPCG(seed, 21)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		randomBiases(m, seed)
-		n, err := Lower(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, n := randomNet(t, limitConfig(), seed)
 		rng := rand.New(rand.NewPCG(seed, 5))
 		x := make([]float64, n.InputSize)
 		for i := range x {
