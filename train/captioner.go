@@ -23,6 +23,12 @@ type CaptionerRun struct {
 	// Record is added to the training record in the model's config.json
 	// (how the data were drawn and augmented).
 	Record map[string]any
+	// Probe, if set, measures the model after every epoch (before that
+	// epoch's checkpoint): the verifier's count of images it proves at
+	// the training radius, say (experiment.CertifyProbe), which the
+	// certified loss's own count understates. Its last measurement goes
+	// into the training record under "probe" and into the result.
+	Probe func(ctx context.Context, epoch int, d model.Decoder[float32]) (any, error)
 }
 
 // CaptionerResult is what Captioner measured: the wall time and final
@@ -30,6 +36,8 @@ type CaptionerRun struct {
 type CaptionerResult struct {
 	Seconds, Loss float64
 	Test, Train   Eval
+	// Probe is the run's Probe after the last epoch (nil without one).
+	Probe any
 }
 
 // Captioner trains the Multi-MNIST captioner d on src, evaluates it on
@@ -42,8 +50,30 @@ func Captioner(ctx context.Context, d model.Decoder[float32], src, trainEval, te
 	start := time.Now()
 	var res CaptionerResult
 	var err error
+	probed := 0 // the epoch res.Probe measured
+	if run.Probe != nil {
+		end := opt.EpochEnd
+		opt.EpochEnd = func(epoch int) error {
+			if end != nil {
+				if err := end(epoch); err != nil {
+					return err
+				}
+			}
+			p, err := run.Probe(ctx, epoch, d)
+			res.Probe, probed = p, epoch
+			return err
+		}
+	}
 	if res.Loss, err = Fit(ctx, d, src, opt); err != nil {
 		return res, err
+	}
+	if run.Probe != nil && probed != opt.Epochs {
+		// Resumed after the last epoch's checkpoint: measure the final
+		// weights here, so the record has the probe whatever the run's
+		// interruptions.
+		if res.Probe, err = run.Probe(ctx, opt.Epochs, d); err != nil {
+			return res, err
+		}
 	}
 	res.Seconds = time.Since(start).Seconds()
 	if res.Test, err = Evaluate(ctx, d, test, 0, nil); err != nil {
@@ -54,6 +84,9 @@ func Captioner(ctx context.Context, d model.Decoder[float32], src, trainEval, te
 	}
 	rec := captionerRecord(d, run)
 	rec["seconds"], rec["test_sequence_accuracy"], rec["max_len_train"] = res.Seconds, res.Test.SequenceAccuracy, res.Train.MaxLen
+	if res.Probe != nil {
+		rec["probe"] = res.Probe
+	}
 	d.Config().Training = rec
 	if err := model.Save(run.Out, d); err != nil {
 		return res, err

@@ -74,3 +74,74 @@ func TestCaptionerRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestCaptionerProbe: the probe measures the model after every epoch, with
+// that epoch's weights, and the last measurement reaches the result and
+// the training record — also when a rerun finds the last epoch already
+// checkpointed and trains nothing.
+func TestCaptionerProbe(t *testing.T) {
+	ds := synthetic(t, 32, 9)
+	src, plain, test := source[float32](t, ds, true), source[float32](t, ds, false), source[float32](t, synthetic(t, 16, 10), false)
+	weightSum := func(d model.Decoder[float32]) float64 {
+		s := 0.0
+		for _, p := range d.Params() {
+			for _, v := range p.W.Data {
+				s += float64(v)
+			}
+		}
+		return s
+	}
+	type call struct {
+		Epoch int
+		Sum   float64
+	}
+	for _, resumed := range []bool{false, true} {
+		d := newModel(t, model.CellReLU, 2)
+		out := filepath.Join(t.TempDir(), "m")
+		opt := Options{Seed: 2, Epochs: 2, BatchSize: 8, LR: 1e-3, Shards: 1}
+		if resumed { // a run killed after its last checkpoint, before the model was written
+			o := opt
+			o.CheckpointDir = filepath.Join(out, "checkpoint")
+			if _, err := Fit(context.Background(), d, src, o); err != nil {
+				t.Fatal(err)
+			}
+			d = newModel(t, model.CellReLU, 2)
+		}
+		var calls []call
+		run := CaptionerRun{Options: opt, Out: out, Probe: func(_ context.Context, epoch int, d model.Decoder[float32]) (any, error) {
+			calls = append(calls, call{epoch, weightSum(d)})
+			return calls[len(calls)-1], nil
+		}}
+		res, err := Captioner(context.Background(), d, src, plain, test, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved, err := model.Load[float32](out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []int{1, 2}
+		if resumed {
+			want = []int{2}
+		}
+		if len(calls) != len(want) {
+			t.Fatalf("resumed=%v: probe calls %+v, want epochs %v", resumed, calls, want)
+		}
+		for i, c := range calls {
+			if c.Epoch != want[i] {
+				t.Errorf("resumed=%v: call %d at epoch %d, want %d", resumed, i, c.Epoch, want[i])
+			}
+		}
+		last := calls[len(calls)-1]
+		if last.Sum != weightSum(saved) || res.Probe != last {
+			t.Errorf("resumed=%v: last probe %+v, result %+v, saved weights sum to %v", resumed, last, res.Probe, weightSum(saved))
+		}
+		if !resumed && calls[0].Sum == last.Sum {
+			t.Errorf("both epochs probed the same weights")
+		}
+		rec, ok := saved.Config().Training["probe"].(map[string]any)
+		if !ok || rec["Epoch"] != float64(last.Epoch) || rec["Sum"] != last.Sum {
+			t.Errorf("resumed=%v: training record's probe %v, want %+v", resumed, saved.Config().Training["probe"], last)
+		}
+	}
+}
