@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -36,6 +37,10 @@ type CaptionRow struct {
 	// tie (−1: not checked).
 	Witnesses int `json:"witnesses"`
 	Replayed  int `json:"replayed"`
+	// Unreadable counts the witnesses whose file is missing or cannot be
+	// read (records copied without their witnesses, as docs/runs ships
+	// them): not replayed, and said so, rather than failing the summary.
+	Unreadable int `json:"unreadable,omitempty"`
 	// Sampled counts the inputs the searches evaluated in float32 (where
 	// records keep their lengths: random search), SampledOverCap those
 	// whose output was longer than the cap or did not stop.
@@ -121,10 +126,13 @@ func captionRow(ctx context.Context, g []AttackRecord, m *Model, name string, ep
 			row.Witnesses++
 			if m != nil {
 				ok, err := replays(ctx, m, r)
-				if err != nil {
+				var unreadable witnessError
+				switch {
+				case errors.As(err, &unreadable):
+					row.Unreadable++
+				case err != nil:
 					return row, err
-				}
-				if ok {
+				case ok:
 					row.Replayed++
 				}
 			}
@@ -141,7 +149,7 @@ func replays(ctx context.Context, m *Model, r AttackRecord) (bool, error) {
 	}
 	x, err := ReadWitness(r.Witness, m.D64.Input())
 	if err != nil {
-		return false, err
+		return false, witnessError{err}
 	}
 	res, err := model.Decode(ctx, m.D64, model.Batch[float64]{X: x}, r.Settings.MaxSteps)
 	if err != nil {
@@ -150,6 +158,11 @@ func replays(ctx context.Context, m *Model, r AttackRecord) (bool, error) {
 	got := res[0]
 	return slices.Equal(got.Tokens, r.AdvTokens) && got.Stopped == r.Stopped && !got.Tie(), nil
 }
+
+// witnessError is a witness file that could not be read.
+type witnessError struct{ error }
+
+func (e witnessError) Unwrap() error { return e.error }
 
 // CaptionTable is the Markdown table of caption-attack rows, of one model
 // or several side by side.
@@ -163,6 +176,9 @@ func CaptionTable(rows []CaptionRow, capLen int) string {
 		replayed, sampled := "—", "—"
 		if r.Replayed >= 0 {
 			replayed = fmt.Sprintf("%d/%d", r.Replayed, r.Witnesses)
+			if r.Unreadable > 0 {
+				replayed += fmt.Sprintf(" (%d missing or unreadable)", r.Unreadable)
+			}
 		}
 		if r.Sampled > 0 {
 			sampled = fmt.Sprintf("%d of %d", r.SampledOverCap, r.Sampled)

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,5 +76,41 @@ func TestSummariseCaptionAttacks(t *testing.T) {
 	}
 	if sum2.Rows[0].Replayed+sum2.Rows[1].Replayed != sum.Rows[0].Replayed+sum.Rows[1].Replayed-1 {
 		t.Errorf("a record with changed tokens still replays: %+v", sum2.Rows)
+	}
+	// Records copied without their witnesses (docs/runs), or with a
+	// damaged one, summarise: those witnesses are counted as unreadable.
+	recs, err = ReadAttackRecords(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone, damaged string
+	for _, r := range recs {
+		switch {
+		case !r.Success || r.Witness == "":
+		case gone == "":
+			gone = r.Witness
+		case damaged == "":
+			damaged = r.Witness
+		}
+	}
+	if damaged == "" {
+		t.Fatal("fewer than two witnesses: the unreadable case checks nothing")
+	}
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(damaged, []byte("not safetensors"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum3, err := SummariseCaptionAttacks(ctx, recs, m, "tiny", t.TempDir(), "t", capLen)
+	if err != nil {
+		t.Fatalf("a missing witness fails the summary: %v", err)
+	}
+	replayed, unreadable := 0, 0
+	for _, row := range sum3.Rows {
+		replayed, unreadable = replayed+row.Replayed, unreadable+row.Unreadable
+	}
+	if unreadable != 2 || replayed != sum.Rows[0].Replayed+sum.Rows[1].Replayed-2 || !strings.Contains(sum3.Table, "missing or unreadable)") {
+		t.Errorf("with a witness removed and one damaged: %d replayed, %d unreadable; table:\n%s", replayed, unreadable, sum3.Table)
 	}
 }
