@@ -19,14 +19,7 @@ func TestCaptioner(t *testing.T) {
 	run := CaptionerRun{Options: Options{Seed: 2, Epochs: 1, BatchSize: 8, LR: 1e-3, Shards: 1}, Out: out, Record: map[string]any{"shift": true}}
 	src, test := source[float32](t, ds, true), source[float32](t, synthetic(t, 16, 10), false)
 	plain := source[float32](t, ds, false)
-	res, err := Captioner(context.Background(), d, src, plain, test, run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved, err := model.Load[float32](out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, saved := captionerAndLoad(t, d, src, plain, test, run)
 	for _, c := range []struct {
 		src  Source[float32]
 		want Eval
@@ -46,6 +39,20 @@ func TestCaptioner(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "checkpoint")); !os.IsNotExist(err) {
 		t.Errorf("checkpoint left behind: %v", err)
 	}
+}
+
+// captionerAndLoad runs Captioner and loads the model it wrote.
+func captionerAndLoad(t *testing.T, d model.Decoder[float32], src, plain, test Source[float32], run CaptionerRun) (CaptionerResult, model.Decoder[float32]) {
+	t.Helper()
+	res, err := Captioner(context.Background(), d, src, plain, test, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := model.Load[float32](run.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, saved
 }
 
 // TestCaptionerRecord: the recorded command names every setting that
@@ -112,14 +119,7 @@ func TestCaptionerProbe(t *testing.T) {
 			calls = append(calls, call{epoch, weightSum(d)})
 			return calls[len(calls)-1], nil
 		}}
-		res, err := Captioner(context.Background(), d, src, plain, test, run)
-		if err != nil {
-			t.Fatal(err)
-		}
-		saved, err := model.Load[float32](out)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, saved := captionerAndLoad(t, d, src, plain, test, run)
 		want := []int{1, 2}
 		if resumed {
 			want = []int{2}
