@@ -6,11 +6,9 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/captions"
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
@@ -258,49 +256,23 @@ lengthened output's witness is decoded again in float64 and counted in
 records there are.`
 
 func newCaptionAttackCmd(a *app) *cobra.Command {
-	var models []string
-	var outDir, losses string
-	var images, first, samples, steps, restarts, maxSteps, capLen, batch int
-	var eps []float64
-	var lr, clip float64
-	var seed, dataSeed uint64
-	var summaryOnly bool
+	var e experiment.CaptionExperiment
+	var dataSeed uint64
 	c := &cobra.Command{
 		Use:   "caption-attack",
 		Short: "The paper's Show-and-Tell experiment: random search and PGD (both losses) at δ = 0.5 on word and digit captioners, table and figures",
 		Long:  captionAttackHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if len(models) == 0 || outDir == "" {
-				return usagef("--model and --out are required")
-			}
-			if images <= 0 || samples < 0 || steps < 0 || capLen < 0 || first < 0 {
-				return usagef("--images must be positive, --first, --samples, --steps and --cap non-negative")
-			}
-			names := map[string]bool{}
-			for _, m := range models {
-				n := filepath.Base(filepath.Clean(m))
-				if names[n] {
-					return usagef("--model %s: two models named %s (their records would share OUT/%s)", m, n, n)
-				}
-				names[n] = true
-			}
-			var lossList []attack.Loss
-			for _, l := range strings.Split(losses, ",") {
-				loss, err := attack.ParseLoss(strings.TrimSpace(l))
-				if err != nil {
-					return usage(err)
-				}
-				lossList = append(lossList, loss)
+			if err := e.Validate(); err != nil {
+				return err
 			}
 			progress, finish := a.bars()
 			defer finish()
-			e := experiment.CaptionExperiment{Models: models, Out: outDir, Images: images, First: first, Eps: eps,
-				Samples: samples, Steps: steps, Restarts: restarts, LR: lr, Clip: clip, Losses: lossList, MaxSteps: maxSteps,
-				Cap: capLen, Batch: batch, Seed: seed, SummaryOnly: summaryOnly, Progress: progress, Logf: a.logf,
-				Data: func(ctx context.Context, m *experiment.Model) (experiment.Data, error) {
-					return a.captionModelData(ctx, m, dataSeed)
-				}}
+			e.Progress, e.Logf = progress, a.logf
+			e.Data = func(ctx context.Context, m *experiment.Model) (experiment.Data, error) {
+				return a.captionModelData(ctx, m, dataSeed)
+			}
 			rows, table, err := e.Run(c.Context())
 			finish()
 			if err != nil {
@@ -309,24 +281,8 @@ func newCaptionAttackCmd(a *app) *cobra.Command {
 			return a.emit(rows, func(w io.Writer) { fmt.Fprint(w, table) })
 		},
 	}
-	f := c.Flags()
-	f.StringArrayVar(&models, "model", nil, "model directory (repeatable)")
-	f.StringVar(&outDir, "out", "", "output directory (one subdirectory per model, comparison.md)")
-	f.IntVar(&images, "images", 500, "number of random test images")
-	f.IntVar(&first, "first", 0, "attack only the first this many of the --images drawn (a run grows by rerunning with a larger --first; the summary covers every record of the draw)")
-	f.Float64SliceVar(&eps, "eps", []float64{0.5}, "radius grid")
-	f.IntVar(&samples, "samples", 10000, "random-search samples per image")
-	f.IntVar(&steps, "steps", 1000, "PGD iterations per run")
-	f.Float64Var(&lr, "lr", 0.01, "PGD Adam learning rate")
-	f.IntVar(&restarts, "restarts", 4, "PGD runs per image (the first from the image, the rest from random points of the ball)")
-	f.Float64Var(&clip, "clip", 1, "ε of the proxy J̃")
-	f.StringVar(&losses, "losses", "margin,eos-logprob", "PGD losses, each a run of its own")
-	f.IntVar(&maxSteps, "max-steps", 200, "decoding step cap")
-	f.IntVar(&capLen, "cap", captions.MaxTokens, "the training cap on output length that the table counts outputs past")
-	f.IntVar(&batch, "batch", 25, "images per batched PGD run (speed only)")
-	f.Uint64Var(&seed, "seed", 1, "seed for image selection and every per-sample random choice")
-	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "data generation seed")
-	f.BoolVar(&summaryOnly, "summary-only", false, "only summarise the records already written")
+	e.RegisterFlags(c.Flags())
+	c.Flags().Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "data generation seed")
 	return c
 }
 
