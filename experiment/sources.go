@@ -48,6 +48,26 @@ func (s Sources) MultiMNIST(ctx context.Context, seed uint64) (train, test *mult
 	return multimnist.Build(mtr, mte, multimnist.DefaultTrain, multimnist.DefaultTest, seed)
 }
 
+// CaptionerTraining are the sources the Multi-MNIST captioner reading in
+// trains and is evaluated on (train.Captioner): the training split, with
+// its canvases shifted horizontally when shift is set (digits stay
+// inside, labels unchanged), the same split unshifted, and the test split,
+// generated with seed.
+func (s Sources) CaptionerTraining(ctx context.Context, seed uint64, shift bool, in model.InputSpec) (src, trainEval, test *multimnist.Source[float32], err error) {
+	tr, te, err := s.MultiMNIST(ctx, seed)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if src, err = multimnist.NewSource[float32](tr, in.Min, in.Max, shift); err != nil {
+		return nil, nil, nil, err
+	}
+	if trainEval, err = multimnist.NewSource[float32](tr, in.Min, in.Max, false); err != nil {
+		return nil, nil, nil, err
+	}
+	test, err = multimnist.NewSource[float32](te, in.Min, in.Max, false)
+	return src, trainEval, test, err
+}
+
 // Captions builds the captions data set's splits (the standard sizes)
 // from MNIST and Fashion-MNIST, drawn with seed and caption lengths opt.
 func (s Sources) Captions(ctx context.Context, seed uint64, opt captions.Options) (train, test *captions.Dataset, err error) {

@@ -11,7 +11,6 @@ import (
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/internal/fileio"
 	"github.com/lenspec/lenspec/model"
-	"github.com/lenspec/lenspec/multimnist"
 	"github.com/lenspec/lenspec/results"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -176,15 +175,11 @@ func runPeer(c *cobra.Command, a *app, d model.Decoder[float32], opt bench.PeerO
 	if err := experiment.CheckMultiMNIST(in); err != nil {
 		return err
 	}
-	tr, te, err := a.loadMultiMNIST(c.Context(), defaultDataSeed)
+	sources, err := a.sources()
 	if err != nil {
 		return err
 	}
-	test, err := multimnist.NewSource[float32](te, in.Min, in.Max, false)
-	if err != nil {
-		return err
-	}
-	trainSrc, err := multimnist.NewSource[float32](tr, in.Min, in.Max, false)
+	trainSrc, _, test, err := sources.CaptionerTraining(c.Context(), defaultDataSeed, false, in)
 	if err != nil {
 		return err
 	}

@@ -224,7 +224,7 @@ func newTrainNMTCmd(a *app) *cobra.Command {
 	f.Uint64Var(&opt.Seed, "seed", def.Seed, "seed for initialisation, shuffling and dropout")
 	f.IntVar(&opt.Epochs, "epochs", opt.Epochs, "passes over the training pairs")
 	f.IntVar(&opt.BatchSize, "batch", opt.BatchSize, "batch size (sentence pairs, bucketed by length)")
-	optimiserFlags(f, &opt)
+	opt.RegisterOptimiserFlags(f)
 	f.Float64Var(&opt.Dropout, "dropout", opt.Dropout, "dropout on embeddings, between encoder layers and before the output layer")
 	f.Float64Var(&opt.LabelSmoothing, "label-smoothing", opt.LabelSmoothing, "move this much of each target token's probability to the uniform distribution in the loss")
 	f.IntVar(&vocab, "vocab", vocab, "BPE vocabulary size (shared by German and English), up to 65536: at least 260 (special and byte tokens) plus the training split's characters (Multi30k 355, Ding 367)")

@@ -209,7 +209,7 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "captions data set generation seed")
 	f.IntVar(&opt.Epochs, "epochs", opt.Epochs, "passes over the 50,000 training canvases")
 	f.IntVar(&opt.BatchSize, "batch", opt.BatchSize, "batch size")
-	optimiserFlags(f, &opt)
+	opt.RegisterOptimiserFlags(f)
 	f.Float64Var(&opt.WeightDecay, "weight-decay", opt.WeightDecay, "AdamW decoupled weight decay on weight matrices")
 	f.Float64Var(&opt.Dropout, "dropout", opt.Dropout, "dropout probability in the encoder's fully connected layers, in [0, 1)")
 	f.DurationVar(&every, "checkpoint-every", every, "also checkpoint within an epoch this often (0: after every epoch only)")

@@ -7,7 +7,6 @@ import (
 
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
-	"github.com/lenspec/lenspec/multimnist"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -24,21 +23,12 @@ type trainSummary struct {
 	UnstoppedTrain   int     `json:"unstopped_train"`
 }
 
-// optimiserFlags adds the optimiser's flags every training command shares,
-// defaulting to opt's values.
-func optimiserFlags(f *pflag.FlagSet, opt *train.Options) {
-	f.Float64Var(&opt.LR, "lr", opt.LR, "Adam learning rate")
-	f.Float64Var(&opt.FinalLR, "final-lr", opt.FinalLR, "learning rate at the end of the cosine schedule (0: constant)")
-	f.Float64Var(&opt.ClipNorm, "clip-norm", opt.ClipNorm, "clip the gradient's global L2 norm (0: off)")
-	f.IntVar(&opt.Shards, "shards", opt.Shards, "split each batch into this many shards computed concurrently (the result depends on it, not on the cores)")
-}
-
 func newTrainCmd(a *app) *cobra.Command {
 	def := train.DefaultOptions()
 	opt := def
 	cfg := model.DefaultCaptionerConfig()
 	arch := cfg.Arch.(*model.CaptionerConfig)
-	var out, init, bound string
+	var out, init string
 	var dataSeed uint64
 	shift := true
 	c := &cobra.Command{
@@ -50,15 +40,8 @@ func newTrainCmd(a *app) *cobra.Command {
 			if out == "" {
 				return usagef("--out is required")
 			}
-			opt.IBPBound = model.Bound(bound)
-			if err := switchedBy(c, "ibp", opt.IBP > 0, "ibp-eps", "ibp-ramp", "ibp-bound", "ibp-attack"); err != nil {
-				return err
-			}
-			if err := opt.Validate(); err != nil {
+			if err := opt.ValidateFlags(c.Flags().Changed); err != nil {
 				return usage(err)
-			}
-			if err := switchedBy(c, "stability", opt.Stability > 0, "stability-eps", "stability-ramp"); err != nil {
-				return err
 			}
 			d, err := captionerModel(c, &cfg, init, opt.Seed)
 			if err != nil {
@@ -71,19 +54,17 @@ func newTrainCmd(a *app) *cobra.Command {
 			if err := opt.ValidateFor(d); err != nil {
 				return usage(err) // the radii against the model's input range
 			}
-			tr, te, err := a.loadMultiMNIST(c.Context(), dataSeed)
+			sources, err := a.sources()
 			if err != nil {
 				return err
 			}
-			var srcs [3]*multimnist.Source[float32] // training (augmented), training, test
-			for i, ds := range []*multimnist.Dataset{tr, tr, te} {
-				if srcs[i], err = multimnist.NewSource[float32](ds, in.Min, in.Max, shift && i == 0); err != nil {
-					return err
-				}
+			src, trainEval, test, err := sources.CaptionerTraining(c.Context(), dataSeed, shift, in)
+			if err != nil {
+				return err
 			}
 			progress, finish := a.bars()
 			opt.Progress = func(p train.Progress) { progress("train", p.Step, p.Steps, captionerStatus(opt, p)) }
-			res, err := train.Captioner(c.Context(), d, srcs[0], srcs[1], srcs[2], train.CaptionerRun{Options: opt, Out: out, Init: init,
+			res, err := train.Captioner(c.Context(), d, src, trainEval, test, train.CaptionerRun{Options: opt, Out: out, Init: init,
 				Record: map[string]any{"data_seed": dataSeed, "shift": shift}})
 			finish()
 			if err != nil {
@@ -104,11 +85,11 @@ func newTrainCmd(a *app) *cobra.Command {
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
 	f.IntVar(&opt.Epochs, "epochs", def.Epochs, "passes over the 50,000 training canvases")
 	f.IntVar(&opt.BatchSize, "batch", def.BatchSize, "batch size")
-	optimiserFlags(f, &opt)
+	opt.RegisterOptimiserFlags(f)
 	f.Float64Var(&opt.WeightDecay, "weight-decay", def.WeightDecay, "AdamW decoupled weight decay on weight matrices")
 	f.Float64Var(&opt.Dropout, "dropout", def.Dropout, "dropout probability in the encoder's fully connected layers, in [0, 1)")
 	f.BoolVar(&shift, "shift", shift, "shift training canvases horizontally (digits stay inside; labels unchanged)")
-	robustnessFlags(f, &opt, &bound)
+	opt.RegisterRobustnessFlags(f)
 	captionerArchFlags(f, arch)
 	return group("train", "Train models", c, newTrainNMTCmd(a), newTrainShowTellCmd(a))
 }
@@ -159,19 +140,6 @@ func captionerModel(c *cobra.Command, cfg *model.Config, init string, seed uint6
 	return d, nil
 }
 
-// robustnessFlags adds the flags of verification-friendly and certified
-// training, defaulting to opt's values.
-func robustnessFlags(f *pflag.FlagSet, opt *train.Options, bound *string) {
-	f.Float64Var(&opt.Stability, "stability", opt.Stability, "weight of the ReLU-stability regulariser (verification-friendly training; 0: off)")
-	f.Float64Var(&opt.StabilityEps, "stability-eps", opt.StabilityEps, "L∞ radius of the regulariser's interval bounds, at most the input range's width (with --stability only)")
-	f.Float64Var(&opt.StabilityRamp, "stability-ramp", opt.StabilityRamp, "fraction of the steps over which the radius ramps up from 0 (with --stability only)")
-	f.Float64Var(&opt.IBP, "ibp", opt.IBP, "weight of the interval-bound (certified) loss at the end of its ramp, in [0, 1] (0: off)")
-	f.Float64Var(&opt.IBPEps, "ibp-eps", opt.IBPEps, "L∞ radius the certified loss trains for, at most the input range's width (with --ibp only; required with it)")
-	f.Float64Var(&opt.IBPRamp, "ibp-ramp", opt.IBPRamp, "fraction of the steps over which the certified loss's weight and radius ramp up from 0 (with --ibp only)")
-	f.StringVar(bound, "ibp-bound", string(model.BoundInterval), "the certified loss's bound: interval (IBP) or crown-ibp (tighter: linear bounds above fc1; rnn_relu cell only; with --ibp only)")
-	f.BoolVar(&opt.IBPAttack, "ibp-attack", opt.IBPAttack, "take the cross-entropy term at a one-step attack inside the ball (MTL-IBP) instead of at the image (with --ibp only)")
-}
-
 // captionerArchFlags adds the captioner's size and cell flags.
 func captionerArchFlags(f *pflag.FlagSet, arch *model.CaptionerConfig) {
 	f.IntVar(&arch.Conv[0].OutChannels, "conv1", arch.Conv[0].OutChannels, "channels of the first convolution")
@@ -190,18 +158,4 @@ func captionerStatus(opt train.Options, p train.Progress) string {
 		msg += fmt.Sprintf(" certified %d/%d (%s)", p.Certified, opt.BatchSize, opt.IBPBound)
 	}
 	return msg
-}
-
-// switchedBy refuses flags that only mean something when the flag on turns
-// their feature on, set while it is off: they would be ignored.
-func switchedBy(c *cobra.Command, on string, enabled bool, flags ...string) error {
-	if enabled {
-		return nil
-	}
-	for _, f := range flags {
-		if c.Flags().Changed(f) {
-			return usagef("--%s is read only with --%s, which is off: set --%s, or drop --%s", f, on, on, f)
-		}
-	}
-	return nil
 }
