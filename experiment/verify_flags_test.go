@@ -48,7 +48,9 @@ func TestVerifySettingsFlags(t *testing.T) {
 				s.AttackSteps, s.AttackRestarts, s.SearchRestarts, s.AttackLR, s.AttackTargeted = 7, 1, 0, 0.5, true
 			}},
 		{[]string{"--solver", "external", "--solver-binary", "scip", "--solver-param=-a", "--solver-param=b"},
-			func(s *VerifySettings) { s.Solver, s.SolverBinary, s.SolverParams = "external", "scip", []string{"-a", "b"} }},
+			func(s *VerifySettings) {
+				s.Solver, s.SolverBinary, s.SolverParams = "external", "scip", []string{"-a", "b"}
+			}},
 		{[]string{"--optimize", "--tokens=false", "--abstract=false", "--relax-gap", "0.1", "--cuts", "--clip-input", "--safety", "0.01"},
 			func(s *VerifySettings) {
 				s.Optimize, s.Tokens, s.Abstract, s.RelaxGap, s.Cuts, s.Clip, s.Safety = true, false, false, 0.1, true, true, 0.01
