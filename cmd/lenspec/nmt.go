@@ -193,4 +193,3 @@ func evalTranslator(c *cobra.Command, a *app, modelDir string, d model.Decoder[f
 		}
 	})
 }
-
