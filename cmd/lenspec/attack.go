@@ -13,7 +13,6 @@ import (
 	"github.com/lenspec/lenspec/internal/progress"
 	"github.com/lenspec/lenspec/model"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // runFlags are what attack and verify runs share: the model, the data, the
@@ -164,20 +163,16 @@ func (a *app) bars() (experiment.Progress, func()) {
 // attackFlags are the attack command's own.
 type attackFlags struct {
 	runFlags
-	method, loss string
-	budget       int
-	batch        int
-	pgd          attack.PGDOptions
-	witnessDir   string
+	method     string
+	budget     int
+	batch      int
+	s          experiment.AttackSettings // what RegisterFlags sets
+	witnessDir string
 	// Text models.
-	sentences   int
-	texts       []string // the user's own sentences
-	textFile    string
-	tau         float64
-	beam, swaps int
-	loop        bool
-	horizon     int
-	corpus      corpusFlags
+	sentences int
+	texts     []string // the user's own sentences
+	textFile  string
+	corpus    corpusFlags
 }
 
 func (f *attackFlags) register(c *cobra.Command, samples bool) {
@@ -190,21 +185,13 @@ func (f *attackFlags) register(c *cobra.Command, samples bool) {
 		fl.IntVar(&f.sentences, "sentences", 0, "text: this many sentences of --split, drawn at random with --seed")
 		fl.StringArrayVar(&f.texts, "text", nil, "text: a source sentence of your own (repeatable) instead of the corpus's")
 		fl.StringVar(&f.textFile, "text-file", "", "text: a file of your own source sentences, one per line (blank lines skipped), instead of the corpus's")
-		fl.Float64Var(&f.tau, "tau", 1, "text: Gumbel-softmax temperature")
-		fl.IntVar(&f.beam, "beam", attack.DefaultFlip().Beam, "text (flip): sentences kept per round")
-		fl.IntVar(&f.swaps, "swaps", attack.DefaultFlip().Swaps, "text (flip): substitutions evaluated per kept sentence and round")
-		fl.BoolVar(&f.loop, "loop", attack.DefaultFlip().Loop, "text (flip): half of each sentence's substitutions ranked by the gradient along its output repeated (targeted continuations into a loop; --loop=false: along its output alone)")
-		f.addHorizon(fl)
+		f.s.RegisterTextFlags(fl, true)
 		f.corpus.add(c)
 	}
 	fl.IntVar(&f.maxLen, "max-len", -1, "K̂: success means an output longer than this (default: the original output's length)")
 	fl.Lookup("max-len").DefValue = "0" // −1 is a sentinel the usage explains; "0" hides it from the help
 	fl.IntVar(&f.batch, "batch", 50, "images per batched PGD run, or samples per decode batch ÷ 20 for random search; text: sentences run side by side (at most 25), random search decoding 8 draws per sentence at a time (speed only: results do not depend on it)")
-	fl.Float64Var(&f.pgd.LR, "lr", 0.0005, "PGD Adam learning rate")
-	fl.Float64Var(&f.pgd.Eps, "clip", 1, "ε of the proxy J̃ (a step stops pushing once eos trails by ε)")
-	fl.StringVar(&f.loss, "loss", string(attack.LossMargin), "PGD loss (images: pgd; text: gumbel and embedding): margin (the paper's J̃) or eos-logprob (NICGSlowDown)")
-	fl.IntVar(&f.pgd.Restarts, "restarts", 1, "PGD runs per image (the first from the image itself, the rest from random points)")
-	fl.BoolVar(&f.pgd.EarlyStop, "early-stop", true, "stop a PGD run once its output reaches the step cap")
+	f.s.RegisterFlags(fl)
 }
 
 // config builds the experiment's configuration from the flags and checks
@@ -217,7 +204,7 @@ func (f *attackFlags) config(c *cobra.Command, a *app, shard experiment.Shard, m
 	cfg := experiment.AttackConfig{
 		Model: m, Eps: f.eps, Method: f.method, Batch: f.batch,
 		Settings: experiment.AttackSettings{MaxLen: k, MaxSteps: f.maxSteps, Budget: f.budget, Seed: f.seed,
-			Loss: f.loss, LR: f.pgd.LR, Clip: f.pgd.Eps, Restarts: f.pgd.Restarts, EarlyStop: f.pgd.EarlyStop},
+			Loss: f.s.Loss, LR: f.s.LR, Clip: f.s.Clip, Restarts: f.s.Restarts, EarlyStop: f.s.EarlyStop},
 		Out: f.out, WitnessDir: f.witnessDir, Shard: shard, Logf: a.logf,
 	}
 	return cfg, usage(cfg.Validate())
@@ -263,7 +250,7 @@ source replays from its text with lenspec translate. The step cap defaults to 1,
 			if name, ok := givenFlag(c, textOnlyFlags); ok {
 				return usagef("--%s is for text models; %s takes images", name, f.modelDir)
 			}
-			if err := unreadFlags(c, []string{f.method}, experiment.MethodNames(false)); err != nil {
+			if err := experiment.CheckRead(c.Flags().Changed, []string{f.method}, experiment.MethodNames(false)); err != nil {
 				return err
 			}
 			shard, m, err := f.loadModel(c, a)
@@ -340,15 +327,6 @@ func inputKind(dir string) (model.InputKind, error) {
 	return model.Continuous, nil
 }
 
-// defaultHorizon is the text attacks' default gradient horizon: twice the
-// 100 tokens the paper counts as a success, so a row far past that stops
-// costing a forward and backward pass per token.
-const defaultHorizon = 200
-
-func (f *attackFlags) addHorizon(fl *pflag.FlagSet) {
-	fl.IntVar(&f.horizon, "horizon", defaultHorizon, "text: decoding steps a gradient unrolls (0: the step cap); exact decoding still runs to --max-steps")
-}
-
 // textConfig builds a text attack's configuration from the flags, with
 // the method's defaults for what they leave out (Method.TextDefaults).
 func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (experiment.AttackConfig, error) {
@@ -359,23 +337,20 @@ func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (exper
 	if name, ok := givenFlag(c, imageOnlyFlags); ok {
 		return experiment.AttackConfig{}, usagef("--%s is for image models; a text attack does not take it", name)
 	}
-	if _, err := attack.ParseLoss(f.loss); err != nil {
+	if _, err := attack.ParseLoss(f.s.Loss); err != nil {
 		return experiment.AttackConfig{}, usagef("--loss: %v", err)
 	}
 	k, err := f.k(c)
 	if err != nil {
 		return experiment.AttackConfig{}, err
 	}
-	s := def.TextDefaults(experiment.AttackSettings{MaxLen: k, MaxSteps: f.maxSteps, Budget: f.budget, Seed: f.seed, Loss: f.loss, LR: f.pgd.LR,
-		Tau: f.tau, Clip: f.pgd.Eps, Beam: f.beam, Swaps: f.swaps, Horizon: f.horizon, Loop: f.loop},
+	s := f.s
+	s.MaxLen, s.MaxSteps, s.Budget, s.Seed, s.Restarts, s.EarlyStop = k, f.maxSteps, f.budget, f.seed, 0, false
+	s = def.TextDefaults(s,
 		func(setting string) bool { return c.Flags().Changed(strings.ReplaceAll(setting, "_", "-")) })
 	return experiment.AttackConfig{Eps: f.eps, Method: method, Batch: min(f.batch, experiment.MaxTextBatch), Settings: s,
 		Out: f.out, WitnessDir: f.witnessDir, Logf: a.logf}, nil
 }
-
-// settingFlags are the attack flags some methods ignore, in the order
-// unreadFlags names them.
-var settingFlags = []string{"lr", "tau", "clip", "horizon", "beam", "swaps", "loop", "loss", "restarts", "early-stop"}
 
 // textOnlyFlags are the attack flags an image model has no use for, and
 // imageOnlyFlags those a text model has none for.
@@ -400,19 +375,6 @@ func givenFlag(c *cobra.Command, names []string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// unreadFlags refuses a flag given on the command line that none of
-// methods reads, so a run cannot look as if it used a setting it ignored.
-// all is every method, to name those that do read it.
-func unreadFlags(c *cobra.Command, methods, all []string) error {
-	for _, name := range settingFlags {
-		setting := strings.ReplaceAll(name, "-", "_")
-		if c.Flags().Changed(name) && len(experiment.ReadBy(setting, methods)) == 0 {
-			return usagef("--%s is read by %s only, not by %s", name, strings.Join(experiment.ReadBy(setting, all), " and "), strings.Join(methods, " or "))
-		}
-	}
-	return nil
 }
 
 // textData loads the split of the model's corpus its records name, and
@@ -518,7 +480,7 @@ func runTextAttack(c *cobra.Command, a *app, f *attackFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := unreadFlags(c, []string{f.method}, experiment.TextMethods); err != nil {
+	if err := experiment.CheckRead(c.Flags().Changed, []string{f.method}, experiment.TextMethods); err != nil {
 		return err
 	}
 	var m *experiment.Model

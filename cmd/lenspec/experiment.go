@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/spf13/cobra"
 )
@@ -195,7 +194,7 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 				}
 				cfgs = append(cfgs, cfg)
 			}
-			if err := unreadFlags(c, methods, experiment.TextMethods); err != nil {
+			if err := experiment.CheckRead(c.Flags().Changed, methods, experiment.TextMethods); err != nil {
 				return err
 			}
 			if err := budgetsRun(c, methods); err != nil {
@@ -230,11 +229,7 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 		budgets[m] = &b
 		fl.IntVar(budgets[m], m+"-budget", b, "budget of "+m+" (samples, iterations or evaluations per sentence)")
 	}
-	fl.Float64Var(&f.tau, "tau", 1, "Gumbel-softmax temperature")
-	fl.IntVar(&f.beam, "beam", attack.DefaultFlip().Beam, "flip: sentences kept per round")
-	fl.IntVar(&f.swaps, "swaps", attack.DefaultFlip().Swaps, "flip: substitutions evaluated per kept sentence and round")
-	fl.BoolVar(&f.loop, "loop", attack.DefaultFlip().Loop, "flip: half of each sentence's substitutions ranked by the gradient along its output repeated (targeted continuations into a loop; --loop=false: along its output alone)")
-	f.addHorizon(fl)
+	f.s.RegisterTextFlags(fl, false)
 	f.corpus.add(c)
 	return c
 }
