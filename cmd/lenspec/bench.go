@@ -13,7 +13,6 @@ import (
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/results"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // benchHelp is the command's long help.
@@ -121,28 +120,10 @@ func newBenchCmd(a *app) *cobra.Command {
 	f.StringVar(&modelDir, "model", "", "model directory")
 	f.StringVar(&isa, "isa", ad.ISANative, "instruction set of the kernels of lenspec, OpenBLAS and the PyTorch peer: native or avx2")
 	f.StringVar(&record, "record", "", "append one JSON line per operation to this JSON Lines file")
-	benchFlags(f, &opt, &peer)
+	opt.RegisterFlags(f)
+	peer.RegisterFlags(f)
 	cf.add(c)
 	return c
-}
-
-// benchFlags adds the measurement's and the peer comparison's flags.
-func benchFlags(f *pflag.FlagSet, opt *bench.Options, peer *bench.PeerOptions) {
-	f.IntVar(&opt.Reps, "reps", opt.Reps, "repetitions per measurement (median reported)")
-	f.IntVar(&opt.DecodeN, "decode", opt.DecodeN, "inputs per decode measurement")
-	f.IntVar(&opt.TrainBatch, "batch", opt.TrainBatch, "training batch size")
-	f.IntVar(&opt.GradSteps, "grad-steps", opt.GradSteps, "decoder steps in the input-gradient measurement")
-	f.IntVar(&opt.DecodeSteps, "max-steps", opt.DecodeSteps, "decoding step cap")
-	f.IntVar(&opt.GEMMSize, "gemm", opt.GEMMSize, "size of the square reference GEMM")
-	f.IntVar(&opt.PGDBatch, "pgd-batch", opt.PGDBatch, "inputs per batched PGD iteration")
-	f.StringVar(&peer.Script, "peer", "", "compare with the PyTorch peer script (bench/peer.py) instead")
-	f.StringVar(&peer.Python, "python", peer.Python, "Python interpreter for --peer (with python3-torch)")
-	f.IntVar(&peer.Rounds, "rounds", peer.Rounds, "the most interleaved rounds per operation for --peer")
-	f.IntVar(&peer.MinRounds, "min-rounds", peer.MinRounds, "the fewest interleaved rounds per operation for --peer")
-	f.Float64Var(&peer.Tolerance, "tolerance", peer.Tolerance,
-		"--peer: stop an operation's rounds once its ratio's 90% interval is within this fraction of it (0: run --rounds)")
-	f.DurationVar(&peer.Budget, "budget", peer.Budget, "--peer: no round past this much of an operation's rounds, once --min-rounds ran (0: no limit)")
-	f.DurationVar(&peer.RoundTime, "round-time", peer.RoundTime, "--peer: each side's timed runs per round add up to about this")
 }
 
 // benchTranslator benchmarks a translator on its corpus: the dev split to
