@@ -12,6 +12,7 @@ import (
 	"github.com/lenspec/lenspec/internal/fileio"
 	"github.com/lenspec/lenspec/internal/progress"
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/nmt"
 	"github.com/spf13/cobra"
 )
 
@@ -172,7 +173,7 @@ type attackFlags struct {
 	sentences int
 	texts     []string // the user's own sentences
 	textFile  string
-	corpus    corpusFlags
+	corpus    nmt.CorpusChoice
 }
 
 func (f *attackFlags) register(c *cobra.Command, samples bool) {
@@ -186,7 +187,7 @@ func (f *attackFlags) register(c *cobra.Command, samples bool) {
 		fl.StringArrayVar(&f.texts, "text", nil, "text: a source sentence of your own (repeatable) instead of the corpus's")
 		fl.StringVar(&f.textFile, "text-file", "", "text: a file of your own source sentences, one per line (blank lines skipped), instead of the corpus's")
 		f.s.RegisterTextFlags(fl, true)
-		f.corpus.add(c)
+		f.corpus.RegisterFlags(c.Flags())
 	}
 	fl.IntVar(&f.maxLen, "max-len", -1, "K̂: success means an output longer than this (default: the original output's length)")
 	fl.Lookup("max-len").DefValue = "0" // −1 is a sentinel the usage explains; "0" hides it from the help
@@ -355,7 +356,7 @@ func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (exper
 // textOnlyFlags are the attack flags an image model has no use for, and
 // imageOnlyFlags those a text model has none for.
 var (
-	textOnlyFlags  = append([]string{"sentences", "text", "text-file", "tau", "beam", "swaps", "loop", "horizon"}, corpusFlagNames()...)
+	textOnlyFlags  = append([]string{"sentences", "text", "text-file", "tau", "beam", "swaps", "loop", "horizon"}, nmt.CorpusFlagNames()...)
 	imageOnlyFlags = []string{"restarts", "early-stop", "data-seed"}
 )
 
@@ -383,18 +384,18 @@ func (f *attackFlags) textData(c *cobra.Command, m *experiment.Model) (experimen
 	if len(f.texts) > 0 || f.textFile != "" {
 		return f.ownText(c, m)
 	}
-	cf, err := f.corpus.forModel(c, m.Dir, m.D32)
+	cf, err := f.corpus.ForModel(m.Dir, m.D32.Config(), c.Flags().Changed("split-seed"))
 	if err != nil {
-		return experiment.TextData{}, nil, err
+		return experiment.TextData{}, nil, usage(err)
 	}
-	sp, err := cf.load()
+	sp, err := cf.Load()
 	if err != nil {
 		return experiment.TextData{}, nil, err
 	}
 	if f.split != "test" && f.split != "dev" {
 		return experiment.TextData{}, nil, usagef("--split %q: a text model's sentences come from dev or test", f.split)
 	}
-	data, err := experiment.CorpusText(sp, f.split, cf.seed, m.D32)
+	data, err := experiment.CorpusText(sp, f.split, cf.SplitSeed, m.D32)
 	if err != nil {
 		return experiment.TextData{}, nil, err
 	}
@@ -411,7 +412,7 @@ func (f *attackFlags) ownText(c *cobra.Command, m *experiment.Model) (experiment
 	if len(f.texts) > 0 && f.textFile != "" {
 		return experiment.TextData{}, nil, usagef("give --text or --text-file, not both")
 	}
-	if name, ok := givenFlag(c, append([]string{"sentences", "index", "split"}, corpusFlagNames()...)); ok {
+	if name, ok := givenFlag(c, append([]string{"sentences", "index", "split"}, nmt.CorpusFlagNames()...)); ok {
 		return experiment.TextData{}, nil, usagef("--%s picks the corpus's sentences; --text and --text-file give your own", name)
 	}
 	texts, name := f.texts, "args"

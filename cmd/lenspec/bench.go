@@ -11,6 +11,7 @@ import (
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/internal/fileio"
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/nmt"
 	"github.com/lenspec/lenspec/results"
 	"github.com/spf13/cobra"
 )
@@ -55,7 +56,7 @@ func newBenchCmd(a *app) *cobra.Command {
 	var modelDir, isa, record string
 	opt := bench.DefaultOptions()
 	peer := bench.DefaultPeerOptions()
-	var cf corpusFlags
+	var cf nmt.CorpusChoice
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Time training, decoding and input gradients against the GEMM bound for the same FLOPs",
@@ -122,18 +123,18 @@ func newBenchCmd(a *app) *cobra.Command {
 	f.StringVar(&record, "record", "", "append one JSON line per operation to this JSON Lines file")
 	opt.RegisterFlags(f)
 	peer.RegisterFlags(f)
-	cf.add(c)
+	cf.RegisterFlags(c.Flags())
 	return c
 }
 
 // benchTranslator benchmarks a translator on its corpus: the dev split to
 // translate, the training split's bucketed batches to train on.
-func benchTranslator(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string, cf corpusFlags, opt bench.Options, peer bench.PeerOptions, out benchOutput) error {
-	cf, err := cf.forModel(c, modelDir, d)
+func benchTranslator(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string, cf nmt.CorpusChoice, opt bench.Options, peer bench.PeerOptions, out benchOutput) error {
+	cf, err := cf.ForModel(modelDir, d.Config(), c.Flags().Changed("split-seed"))
 	if err != nil {
-		return err
+		return usage(err)
 	}
-	sp, err := cf.load()
+	sp, err := cf.Load()
 	if err != nil {
 		return err
 	}

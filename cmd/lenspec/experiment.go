@@ -230,6 +230,6 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 		fl.IntVar(budgets[m], m+"-budget", b, "budget of "+m+" (samples, iterations or evaluations per sentence)")
 	}
 	f.s.RegisterTextFlags(fl, false)
-	f.corpus.add(c)
+	f.corpus.RegisterFlags(c.Flags())
 	return c
 }

@@ -7,76 +7,11 @@ import (
 	"strings"
 
 	"github.com/lenspec/lenspec/bpe"
-	"github.com/lenspec/lenspec/corpus"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/nmt"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
-
-// corpusFlags select the parallel corpus a translator trains and is
-// evaluated on: a registered corpus (corpus.Sources) or a TSV file.
-type corpusFlags struct {
-	// name is --corpus: a registered corpus or a TSV file; "" is the
-	// corpus the model was trained on (forModel), else Ding.
-	name string
-	// paths holds each registered corpus's location flag.
-	paths map[string]*string
-	seed  uint64
-}
-
-// defaultCorpus is the corpus of a translator trained without --corpus.
-const defaultCorpus = "ding"
-
-// corpusFlagNames are the flags corpusFlags adds.
-func corpusFlagNames() []string {
-	names := []string{"corpus", "split-seed"}
-	for _, s := range corpus.Sources() {
-		names = append(names, s.LocationFlag)
-	}
-	return names
-}
-
-func (f *corpusFlags) add(c *cobra.Command) {
-	var names []string
-	f.paths = map[string]*string{}
-	for _, s := range corpus.Sources() {
-		names = append(names, fmt.Sprintf("%q (%s)", s.Name, s.Help))
-		f.paths[s.Name] = c.Flags().String(s.LocationFlag, "", fmt.Sprintf("%s: %s", s.Name, s.Location))
-	}
-	c.Flags().StringVar(&f.name, "corpus", "", strings.Join(names, ", ")+` or a corpus of your own: a file of "source<TAB>target" lines (default: the model's own corpus; for training, `+defaultCorpus+`)`)
-	c.Flags().Uint64Var(&f.seed, "split-seed", corpus.DefaultSplitSeed, "seed of the train/dev/test split (Ding and TSV corpora; Multi30k's splits are its own)")
-}
-
-// forModel fills in what the command line left open from how the model
-// at dir was trained: its corpus and split seed.
-func (f corpusFlags) forModel(c *cobra.Command, dir string, d model.Decoder[float32]) (corpusFlags, error) {
-	tr := d.Config().Training
-	if rec, ok := tr["split_seed"].(float64); ok && !c.Flags().Changed("split-seed") {
-		f.seed = uint64(rec)
-	}
-	if f.name == "" {
-		rec, _ := tr["corpus"].(string)
-		if rec == "tsv" {
-			return f, usagef("%s was trained on a corpus of its own: name it with --corpus", dir)
-		}
-		if _, ok := corpus.Lookup(rec); ok {
-			f.name = rec
-		}
-	}
-	return f, nil
-}
-
-func (f *corpusFlags) load() (*corpus.Splits, error) {
-	name, path := f.name, ""
-	if name == "" {
-		name = defaultCorpus
-	}
-	if p := f.paths[name]; p != nil {
-		path = *p
-	}
-	return corpus.Load(name, path, f.seed)
-}
 
 type nmtSummary struct {
 	Out          string  `json:"out"`
@@ -118,7 +53,7 @@ func vocabUsage(err error, vocab int, path string) error {
 
 func newTrainNMTCmd(a *app) *cobra.Command {
 	o := nmt.DefaultOptions()
-	var cf corpusFlags
+	var cf nmt.CorpusChoice
 	c := &cobra.Command{
 		Use:   "nmt",
 		Short: "Train the German→English attention translator (BPE, bidirectional LSTM, Bahdanau attention)",
@@ -129,7 +64,7 @@ func newTrainNMTCmd(a *app) *cobra.Command {
 				return usage(err)
 			}
 			a.logf("reading the corpus...")
-			sp, err := cf.load()
+			sp, err := cf.Load()
 			if err != nil {
 				return err
 			}
@@ -139,7 +74,7 @@ func newTrainNMTCmd(a *app) *cobra.Command {
 			o.Train.Progress = func(p train.Progress) {
 				progress("train nmt", p.Step, p.Steps, fmt.Sprintf("epoch %d/%d loss %.3f, %.0f target tokens/s", p.Epoch, p.Epochs, p.Loss, rate.Add(p)))
 			}
-			o.Corpus, o.SplitSeed, o.Command, o.Logf = sp, cf.seed, nmt.RebuildCommand(c.Flags()), a.logf
+			o.Corpus, o.SplitSeed, o.Command, o.Logf = sp, cf.SplitSeed, nmt.RebuildCommand(c.Flags()), a.logf
 			res, err := nmt.Train(c.Context(), o)
 			finish()
 			if err != nil {
@@ -153,22 +88,22 @@ func newTrainNMTCmd(a *app) *cobra.Command {
 		},
 	}
 	o.RegisterFlags(c.Flags())
-	cf.add(c)
+	cf.RegisterFlags(c.Flags())
 	return c
 }
 
 // evalTranslator is lenspec eval for a translator: BLEU on a split of its
 // corpus against the dictionary baseline, and the clean output lengths on
 // the dev split.
-func evalTranslator(c *cobra.Command, a *app, modelDir string, d model.Decoder[float32], split string, cf corpusFlags, maxSteps, examples int) error {
+func evalTranslator(c *cobra.Command, a *app, modelDir string, d model.Decoder[float32], split string, cf nmt.CorpusChoice, maxSteps, examples int) error {
 	if examples < 0 {
 		return usagef("--examples %d must be non-negative", examples)
 	}
-	cf, err := cf.forModel(c, modelDir, d)
+	cf, err := cf.ForModel(modelDir, d.Config(), c.Flags().Changed("split-seed"))
 	if err != nil {
-		return err
+		return usage(err)
 	}
-	sp, err := cf.load()
+	sp, err := cf.Load()
 	if err != nil {
 		return err
 	}
