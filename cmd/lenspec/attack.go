@@ -119,26 +119,13 @@ func (r *runFlags) loadModel(c *cobra.Command, a *app) (experiment.Shard, *exper
 
 // loadData loads the data for model m, and picks the samples.
 func (r *runFlags) loadData(ctx context.Context, a *app, m *experiment.Model) (experiment.Data, []int, error) {
-	if files := append(append([]string(nil), r.pngs...), r.inputs...); len(files) > 0 {
-		data, err := experiment.Inputs(ctx, m.D64, files, r.maxSteps)
-		if err != nil {
-			return experiment.Data{}, nil, err
-		}
-		samples := make([]int, len(files))
-		for i := range samples {
-			samples[i] = i
-		}
-		return data, samples, nil
-	}
-	data, err := a.modelData(ctx, m.D32.Input(), r.dataSeed, r.split)
+	src, err := a.sources()
 	if err != nil {
 		return experiment.Data{}, nil, err
 	}
-	samples, err := experiment.PickSamples(r.images, r.indices, data.Source.Len(), r.seed)
-	if err != nil {
-		return experiment.Data{}, nil, usage(err)
-	}
-	return data, samples, nil
+	sel := experiment.Selection{Images: r.images, Indices: r.indices, Files: append(append([]string(nil), r.pngs...), r.inputs...),
+		Split: r.split, DataSeed: r.dataSeed, Seed: r.seed}
+	return src.Select(ctx, m, sel, r.maxSteps)
 }
 
 // bars turns an experiment's progress reports into progress bars on

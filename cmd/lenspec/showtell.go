@@ -24,20 +24,6 @@ func captionLengths(name string) error {
 	return nil
 }
 
-// loadCaptions builds the captions data set's splits from MNIST (fetched
-// if needed) and Debian's Fashion-MNIST.
-func (a *app) loadCaptions(ctx context.Context, seed uint64, lengths string) (train, test *captions.Dataset, err error) {
-	opt, err := experiment.CaptionLengths(lengths)
-	if err != nil {
-		return nil, nil, usagef("--%v", err)
-	}
-	src, err := a.sources()
-	if err != nil {
-		return nil, nil, err
-	}
-	return src.Captions(ctx, seed, opt)
-}
-
 // captionsDataHelp is the command's long help.
 const captionsDataHelp = `Build the captions data set (MNIST digits and Fashion-MNIST articles on
 56×112 canvases, captioned by a small grammar; docs/models.md) and write the
@@ -81,7 +67,12 @@ func newCaptionsDataCmd(a *app) *cobra.Command {
 					return fmt.Errorf("%s: %w", modelDir, err)
 				}
 			}
-			tr, te, err := a.loadCaptions(c.Context(), seed, lengths)
+			src, err := a.sources()
+			if err != nil {
+				return err
+			}
+			opt, _ := experiment.CaptionLengths(lengths) // checked above
+			tr, te, err := src.Captions(c.Context(), seed, opt)
 			if err != nil {
 				return err
 			}
@@ -236,7 +227,11 @@ func emitShowTell(a *app, out string, res train.ShowTellResult) error {
 // the captions data set for a model reading its canvases, Multi-MNIST
 // otherwise.
 func (a *app) captionModelData(ctx context.Context, m *experiment.Model, seed uint64) (experiment.Data, error) {
-	return a.modelData(ctx, m.D32.Input(), seed, "test")
+	src, err := a.sources()
+	if err != nil {
+		return experiment.Data{}, err
+	}
+	return src.ImageData(ctx, m.D32.Input(), seed, "test")
 }
 
 // captionAttackHelp is the command's long help.
@@ -332,13 +327,13 @@ func newGatesCmd(a *app) *cobra.Command {
 					return err
 				}
 			case images > 0 || len(indices) > 0:
-				data, err := a.captionModelData(c.Context(), m, dataSeed)
+				src, err := a.sources()
 				if err != nil {
 					return err
 				}
-				picked, err := experiment.PickSamples(images, indices, data.Source.Len(), seed)
+				data, picked, err := src.Select(c.Context(), m, experiment.Selection{Images: images, Indices: indices, Split: "test", DataSeed: dataSeed, Seed: seed}, 0)
 				if err != nil {
-					return usage(err)
+					return err
 				}
 				clean, _, _ = data.Source.Batch(picked, nil)
 			}
