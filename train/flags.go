@@ -1,7 +1,9 @@
 package train
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lenspec/lenspec/model"
 	"github.com/spf13/pflag"
@@ -61,6 +63,74 @@ func switchedBy(changed func(string) bool, on string, enabled bool, flags ...str
 		if changed(f) {
 			return fmt.Errorf("--%s is read only with --%s, which is off: set --%s, or drop --%s", f, on, on, f)
 		}
+	}
+	return nil
+}
+
+// registerCaptionerFlags adds the settings every image captioner's
+// training shares: the seed (seedHelp says what it seeds), the epochs and
+// batch, the optimiser, weight decay and dropout.
+func (o *Options) registerCaptionerFlags(fs *pflag.FlagSet, seedHelp string) {
+	fs.Uint64Var(&o.Seed, "seed", o.Seed, seedHelp)
+	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "passes over the 50,000 training canvases")
+	fs.IntVar(&o.BatchSize, "batch", o.BatchSize, "batch size")
+	o.RegisterOptimiserFlags(fs)
+	fs.Float64Var(&o.WeightDecay, "weight-decay", o.WeightDecay, "AdamW decoupled weight decay on weight matrices")
+	fs.Float64Var(&o.Dropout, "dropout", o.Dropout, "dropout probability in the encoder's fully connected layers, in [0, 1)")
+}
+
+// RegisterFlags adds the run's settings to fs as lenspec train
+// captioner's flags, each starting at r's value (DefaultOptions for the
+// CLI's: the recipe of models/mmnist-rnn): the output, fine-tuning, the
+// optimisation, and verification-friendly and certified training.
+func (r *CaptionerRun) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&r.Out, "out", r.Out, "output model directory")
+	fs.StringVar(&r.Init, "init", r.Init, "start from this model's weights and architecture (fine-tuning)")
+	r.registerCaptionerFlags(fs, "seed for initialisation, shuffling, augmentation and dropout")
+	r.RegisterRobustnessFlags(fs)
+}
+
+// ValidateFlags checks a run set by RegisterFlags before any work: an
+// output directory, then Options.ValidateFlags.
+func (r CaptionerRun) ValidateFlags(changed func(flag string) bool) error {
+	if r.Out == "" {
+		return errors.New("--out is required")
+	}
+	return r.Options.ValidateFlags(changed)
+}
+
+// DefaultShowTellOptions are lenspec train showtell's defaults, the recipe
+// of models/showtell-lstm: 3 epochs of encoder pretraining, then 10 of 64
+// canvases with AdamW (a cosine schedule from 10⁻³ to 5·10⁻⁵, weight decay
+// 0.01, gradient norm clipped at 5), dropout 0.1, and a checkpoint every
+// 2 minutes.
+func DefaultShowTellOptions() ShowTellOptions {
+	opt := Options{Seed: 1, Epochs: 10, BatchSize: 64, LR: 1e-3, FinalLR: 5e-5, WeightDecay: 0.01, Dropout: 0.1, ClipNorm: 5,
+		Shards: DefaultOptions().Shards, CheckpointEvery: 2 * time.Minute}
+	return ShowTellOptions{Options: opt, PretrainEpochs: 3}
+}
+
+// RegisterFlags adds the options to fs as lenspec train showtell's flags,
+// each starting at o's value (DefaultShowTellOptions for the CLI's).
+func (o *ShowTellOptions) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Out, "out", o.Out, "output model directory")
+	o.registerCaptionerFlags(fs, "seed for initialisation, shuffling and dropout")
+	fs.DurationVar(&o.CheckpointEvery, "checkpoint-every", o.CheckpointEvery, "also checkpoint within an epoch this often (0: after every epoch only)")
+	fs.IntVar(&o.PretrainEpochs, "pretrain-epochs", o.PretrainEpochs, "epochs of encoder pretraining under a ReLU RNN decoder first (0: none)")
+}
+
+// ValidateFlags checks options set by RegisterFlags before any work: an
+// output directory, Options.Validate, and a checkpoint interval that is
+// not negative.
+func (o ShowTellOptions) ValidateFlags() error {
+	if o.Out == "" {
+		return errors.New("--out is required")
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if o.CheckpointEvery < 0 {
+		return fmt.Errorf("--checkpoint-every %v must not be negative", o.CheckpointEvery)
 	}
 	return nil
 }

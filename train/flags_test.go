@@ -3,6 +3,7 @@ package train
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/lenspec/lenspec/model"
 	"github.com/spf13/pflag"
@@ -70,6 +71,70 @@ func TestOptionsFlags(t *testing.T) {
 			}
 		} else if tc.want != "" {
 			t.Errorf("%q: accepted, want %q", tc.args, tc.want)
+		}
+	}
+}
+
+// TestCaptionerFlags: train captioner's and train showtell's flags start
+// at their recipes, set the fields they name, and are refused as the
+// commands refuse them.
+func TestCaptionerFlags(t *testing.T) {
+	run := CaptionerRun{Options: DefaultOptions()}
+	fs := pflag.NewFlagSet("captioner", pflag.ContinueOnError)
+	run.RegisterFlags(fs)
+	if err := run.ValidateFlags(fs.Changed); err == nil || err.Error() != "--out is required" {
+		t.Fatalf("no --out: %v", err)
+	}
+	if err := fs.Parse([]string{"--out", "m", "--init", "old", "--seed", "3", "--epochs", "2", "--batch", "8", "--weight-decay", "0", "--dropout", "0.5", "--lr", "0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultOptions()
+	want.Seed, want.Epochs, want.BatchSize, want.WeightDecay, want.Dropout, want.LR, want.IBPBound = 3, 2, 8, 0, 0.5, 0.1, model.BoundInterval
+	if run.Out != "m" || run.Init != "old" || !reflect.DeepEqual(run.Options, want) {
+		t.Fatalf("got %+v, want %+v", run, want)
+	}
+	if err := run.ValidateFlags(fs.Changed); err != nil {
+		t.Fatal(err)
+	}
+	if u := fs.Lookup("seed").Usage; u != "seed for initialisation, shuffling, augmentation and dropout" {
+		t.Errorf("--seed: %q", u)
+	}
+
+	o := DefaultShowTellOptions()
+	fs = pflag.NewFlagSet("showtell", pflag.ContinueOnError)
+	o.RegisterFlags(fs)
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Value.String() != f.DefValue {
+			t.Errorf("--%s starts at %s, its help says %s", f.Name, f.Value, f.DefValue)
+		}
+	})
+	if o.PretrainEpochs != 3 || o.Epochs != 10 || o.LR != 1e-3 || o.CheckpointEvery != 2*time.Minute || fs.Lookup("stability") != nil {
+		t.Fatalf("showtell defaults %+v", o)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "--out is required"},
+		{[]string{"--out", "m"}, ""},
+		{[]string{"--out", "m", "--pretrain-epochs", "0", "--epochs", "1"}, ""},
+		{[]string{"--out", "m", "--dropout", "1"}, "dropout 1 must be in [0, 1)"},
+		{[]string{"--out", "m", "--checkpoint-every", "-1m"}, "--checkpoint-every -1m0s must not be negative"},
+	} {
+		o := DefaultShowTellOptions()
+		fs := pflag.NewFlagSet("showtell", pflag.ContinueOnError)
+		o.RegisterFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := o.ValidateFlags()
+		if got := ""; err != nil || tc.want != "" {
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("%q: got %q, want %q", tc.args, got, tc.want)
+			}
 		}
 	}
 }

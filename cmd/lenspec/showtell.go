@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
-	"time"
 
 	"github.com/lenspec/lenspec/captions"
 	"github.com/lenspec/lenspec/experiment"
@@ -136,28 +135,19 @@ exact-caption accuracy and BLEU-4 on the test split. The defaults reproduce
 models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`
 
 func newTrainShowTellCmd(a *app) *cobra.Command {
-	def := train.DefaultOptions()
-	opt := train.Options{Seed: 1, Epochs: 10, BatchSize: 64, LR: 1e-3, FinalLR: 5e-5, WeightDecay: 0.01, Dropout: 0.1, ClipNorm: 5, Shards: def.Shards}
+	o := train.DefaultShowTellOptions()
 	cfg := model.DefaultShowTellConfig(captions.Vocab)
 	arch := cfg.Arch.(*model.ShowTellConfig)
-	var out, lengths string
+	var lengths string
 	var dataSeed uint64
-	var every time.Duration = 2 * time.Minute
-	pretrain := 3
 	c := &cobra.Command{
 		Use:   "showtell",
 		Short: "Train the Show-and-Tell captioner (CNN encoder, LSTM decoder) on the captions data set",
 		Long:  trainShowTellHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if out == "" {
-				return usagef("--out is required")
-			}
-			if err := opt.Validate(); err != nil {
+			if err := o.ValidateFlags(); err != nil {
 				return usage(err)
-			}
-			if every < 0 {
-				return usagef("--checkpoint-every %v must not be negative", every)
 			}
 			if err := captionLengths(lengths); err != nil {
 				return err
@@ -165,7 +155,7 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 			if err := cfg.Validate(); err != nil {
 				return usage(err)
 			}
-			d, err := model.New[float32](&cfg, rand.New(rand.NewPCG(opt.Seed, 0)))
+			d, err := model.New[float32](&cfg, rand.New(rand.NewPCG(o.Seed, 0)))
 			if err != nil {
 				return err
 			}
@@ -178,33 +168,25 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 				return err
 			}
 			cmd := fmt.Sprintf("lenspec train showtell --out DIR --seed %d --epochs %d --pretrain-epochs %d --batch %d --lr %g --final-lr %g --dropout %g --lengths %s --shards %d",
-				opt.Seed, opt.Epochs, pretrain, opt.BatchSize, opt.LR, opt.FinalLR, opt.Dropout, lengths, opt.Shards)
+				o.Seed, o.Epochs, o.PretrainEpochs, o.BatchSize, o.LR, o.FinalLR, o.Dropout, lengths, o.Shards)
 			progress, finish := a.bars()
-			opt.CheckpointEvery, opt.Data = every, fmt.Sprintf("captions lengths %s data-seed %d", lengths, dataSeed)
-			res, err := train.ShowTell(c.Context(), d, src, teSrc, train.ShowTellOptions{Options: opt, Out: out, PretrainEpochs: pretrain,
-				Record: map[string]any{"data_seed": dataSeed, "lengths": lengths, "command": cmd},
-				Stage: func(stage string, p train.Progress) {
-					progress(stage, p.Step, p.Steps, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
-				}})
+			o.Data = fmt.Sprintf("captions lengths %s data-seed %d", lengths, dataSeed)
+			o.Record = map[string]any{"data_seed": dataSeed, "lengths": lengths, "command": cmd}
+			o.Stage = func(stage string, p train.Progress) {
+				progress(stage, p.Step, p.Steps, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
+			}
+			res, err := train.ShowTell(c.Context(), d, src, teSrc, o)
 			finish()
 			if err != nil {
 				return err
 			}
-			return emitShowTell(a, out, res)
+			return emitShowTell(a, o.Out, res)
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&out, "out", "", "output model directory")
+	o.RegisterFlags(f)
 	f.StringVar(&lengths, "lengths", "skewed", "training caption-length distribution: skewed (the bias to short captions) or flat")
-	f.Uint64Var(&opt.Seed, "seed", opt.Seed, "seed for initialisation, shuffling and dropout")
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "captions data set generation seed")
-	f.IntVar(&opt.Epochs, "epochs", opt.Epochs, "passes over the 50,000 training canvases")
-	f.IntVar(&opt.BatchSize, "batch", opt.BatchSize, "batch size")
-	opt.RegisterOptimiserFlags(f)
-	f.Float64Var(&opt.WeightDecay, "weight-decay", opt.WeightDecay, "AdamW decoupled weight decay on weight matrices")
-	f.Float64Var(&opt.Dropout, "dropout", opt.Dropout, "dropout probability in the encoder's fully connected layers, in [0, 1)")
-	f.DurationVar(&every, "checkpoint-every", every, "also checkpoint within an epoch this often (0: after every epoch only)")
-	f.IntVar(&pretrain, "pretrain-epochs", pretrain, "epochs of encoder pretraining under a ReLU RNN decoder first (0: none)")
 	f.IntVar(&arch.Hidden, "hidden", arch.Hidden, "LSTM hidden size")
 	f.IntVar(&arch.Embedding, "embedding", arch.Embedding, "image and word embedding size")
 	f.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the encoder's first fully connected layer")

@@ -24,11 +24,9 @@ type trainSummary struct {
 }
 
 func newTrainCmd(a *app) *cobra.Command {
-	def := train.DefaultOptions()
-	opt := def
+	run := train.CaptionerRun{Options: train.DefaultOptions()}
 	cfg := model.DefaultCaptionerConfig()
 	arch := cfg.Arch.(*model.CaptionerConfig)
-	var out, init string
 	var dataSeed uint64
 	shift := true
 	c := &cobra.Command{
@@ -37,13 +35,10 @@ func newTrainCmd(a *app) *cobra.Command {
 		Long:  trainCaptionerHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if out == "" {
-				return usagef("--out is required")
-			}
-			if err := opt.ValidateFlags(c.Flags().Changed); err != nil {
+			if err := run.ValidateFlags(c.Flags().Changed); err != nil {
 				return usage(err)
 			}
-			d, err := captionerModel(c, &cfg, init, opt.Seed)
+			d, err := captionerModel(c, &cfg, run.Init, run.Seed)
 			if err != nil {
 				return err
 			}
@@ -51,7 +46,7 @@ func newTrainCmd(a *app) *cobra.Command {
 			if err := experiment.CheckMultiMNIST(in); err != nil {
 				return err
 			}
-			if err := opt.ValidateFor(d); err != nil {
+			if err := run.ValidateFor(d); err != nil {
 				return usage(err) // the radii against the model's input range
 			}
 			sources, err := a.sources()
@@ -63,33 +58,24 @@ func newTrainCmd(a *app) *cobra.Command {
 				return err
 			}
 			progress, finish := a.bars()
-			opt.Progress = func(p train.Progress) { progress("train", p.Step, p.Steps, captionerStatus(opt, p)) }
-			res, err := train.Captioner(c.Context(), d, src, trainEval, test, train.CaptionerRun{Options: opt, Out: out, Init: init,
-				Record: map[string]any{"data_seed": dataSeed, "shift": shift}})
+			run.Progress = func(p train.Progress) { progress("train", p.Step, p.Steps, captionerStatus(run.Options, p)) }
+			run.Record = map[string]any{"data_seed": dataSeed, "shift": shift}
+			res, err := train.Captioner(c.Context(), d, src, trainEval, test, run)
 			finish()
 			if err != nil {
 				return err
 			}
-			secs, loss, evTest, evTrain := res.Seconds, res.Loss, res.Test, res.Train
-			s := trainSummary{out, opt.Seed, opt.Epochs, secs, loss, evTest.SequenceAccuracy, evTrain.MaxLen, evTrain.Unstopped}
+			s := trainSummary{run.Out, run.Seed, run.Epochs, res.Seconds, res.Loss, res.Test.SequenceAccuracy, res.Train.MaxLen, res.Train.Unstopped}
 			return a.emit(s, func(w io.Writer) {
 				fmt.Fprintf(w, "trained %s in %.0fs: test sequence accuracy %.4f, longest train output %d (unstopped %d)\n",
-					out, secs, s.SequenceAccuracy, s.MaxLenTrain, s.UnstoppedTrain)
+					run.Out, s.Seconds, s.SequenceAccuracy, s.MaxLenTrain, s.UnstoppedTrain)
 			})
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&out, "out", "", "output model directory")
-	f.StringVar(&init, "init", "", "start from this model's weights and architecture (fine-tuning)")
-	f.Uint64Var(&opt.Seed, "seed", def.Seed, "seed for initialisation, shuffling, augmentation and dropout")
+	run.RegisterFlags(f)
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
-	f.IntVar(&opt.Epochs, "epochs", def.Epochs, "passes over the 50,000 training canvases")
-	f.IntVar(&opt.BatchSize, "batch", def.BatchSize, "batch size")
-	opt.RegisterOptimiserFlags(f)
-	f.Float64Var(&opt.WeightDecay, "weight-decay", def.WeightDecay, "AdamW decoupled weight decay on weight matrices")
-	f.Float64Var(&opt.Dropout, "dropout", def.Dropout, "dropout probability in the encoder's fully connected layers, in [0, 1)")
 	f.BoolVar(&shift, "shift", shift, "shift training canvases horizontally (digits stay inside; labels unchanged)")
-	opt.RegisterRobustnessFlags(f)
 	captionerArchFlags(f, arch)
 	return group("train", "Train models", c, newTrainNMTCmd(a), newTrainShowTellCmd(a))
 }
