@@ -129,6 +129,23 @@ func CaptionLengths(name string) (captions.Options, error) {
 	return captions.Options{}, fmt.Errorf("lengths %q: want skewed or flat", name)
 }
 
+// CaptionSplit is the split ("train" or "test") of the captions data set
+// drawn with seed and the caption lengths named (CaptionLengths).
+func (s Sources) CaptionSplit(ctx context.Context, seed uint64, lengths, split string) (*captions.Dataset, error) {
+	opt, err := CaptionLengths(lengths)
+	if err != nil {
+		return nil, err
+	}
+	if split != "train" && split != "test" {
+		return nil, fmt.Errorf("split %q: want train or test", split)
+	}
+	tr, te, err := s.Captions(ctx, seed, opt)
+	if split == "train" {
+		return tr, err
+	}
+	return te, err
+}
+
 // CaptionTraining are the sources a captioner reading in trains and is
 // evaluated on: the captions data set's training split with the caption
 // lengths named (CaptionLengths), and the test split every model is

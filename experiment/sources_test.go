@@ -142,3 +142,32 @@ func TestCaptionerTraining(t *testing.T) {
 		}
 	}
 }
+
+// TestCaptionSplit: the split named of the captions data set with the
+// lengths named, as Captions builds it; other lengths and splits refused.
+func TestCaptionSplit(t *testing.T) {
+	dir, err := mnist.DefaultDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := Sources{MNISTDir: dir}
+	ctx := context.Background()
+	tr, te, err := src.Captions(ctx, 2, captions.Flat())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for split, want := range map[string]*captions.Dataset{"train": tr, "test": te} {
+		got, err := src.CaptionSplit(ctx, 2, "flat", split)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.N != want.N || fmt.Sprint(got.LengthHistogram()) != fmt.Sprint(want.LengthHistogram()) || fmt.Sprint(got.Tokens[5]) != fmt.Sprint(want.Tokens[5]) {
+			t.Errorf("%s: %d canvases, lengths %v; want %d, %v", split, got.N, got.LengthHistogram(), want.N, want.LengthHistogram())
+		}
+	}
+	for _, bad := range [][2]string{{"long", "test"}, {"flat", "dev"}} {
+		if _, err := src.CaptionSplit(ctx, 2, bad[0], bad[1]); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}

@@ -70,14 +70,9 @@ func newCaptionsDataCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opt, _ := experiment.CaptionLengths(lengths) // checked above
-			tr, te, err := src.Captions(c.Context(), seed, opt)
+			ds, err := src.CaptionSplit(c.Context(), seed, lengths, split)
 			if err != nil {
 				return err
-			}
-			ds := te
-			if split == "train" {
-				ds = tr
 			}
 			items, err := experiment.WriteCaptionPreviews(c.Context(), ds, d, split, out, count, scale)
 			if err != nil {
