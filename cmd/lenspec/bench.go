@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -98,7 +97,7 @@ func newBenchCmd(a *app) *cobra.Command {
 			if record != "" {
 				// Opened (and locked) first: a second writer is refused
 				// before the run, not after it.
-				if out.record, err = results.Open(record, recordKey); err != nil {
+				if out.record, err = bench.OpenRecords(record); err != nil {
 					return err
 				}
 				defer out.record.Close()
@@ -175,9 +174,6 @@ type benchOutput struct {
 	record *results.File // --record: the JSON Lines file to append to, if set
 }
 
-// recordKey keys a record by its run's start and its operation.
-var recordKey = results.KeyFields("time", "op")
-
 // emit appends recs to the --record file, if any, then prints the report:
 // with --json as one JSON value, otherwise as bench.WriteReport writes it.
 func (o benchOutput) emit(rep any, m bench.Machine, recs []bench.Record, table func(w io.Writer)) error {
@@ -206,18 +202,8 @@ func (o benchOutput) save(recs []bench.Record) error {
 	if o.record == nil {
 		return nil
 	}
-	for _, r := range recs {
-		b, err := json.Marshal(r)
-		if err != nil {
-			return fmt.Errorf("record %s: %w", r.Op, err)
-		}
-		key, err := recordKey(b)
-		if err == nil {
-			err = o.record.Append(key, r)
-		}
-		if err != nil {
-			return err
-		}
+	if err := bench.AppendRecords(o.record, recs); err != nil {
+		return err
 	}
 	o.a.logf("recorded %d operations in %s", len(recs), o.record.Path())
 	return nil
