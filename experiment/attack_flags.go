@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lenspec/lenspec/attack"
@@ -58,6 +59,40 @@ func CheckRead(changed func(flag string) bool, methods, all []string) error {
 		setting := strings.ReplaceAll(name, "-", "_")
 		if changed(name) && len(ReadBy(setting, methods)) == 0 {
 			return SettingsError{fmt.Errorf("--%s is read by %s only, not by %s", name, strings.Join(ReadBy(setting, all), " and "), strings.Join(methods, " or "))}
+		}
+	}
+	return nil
+}
+
+// Budgets are the budgets of the text methods an experiment may run, by
+// method: RegisterBudgetFlags adds them as flags.
+type Budgets map[string]*int
+
+// RegisterBudgetFlags adds a --METHOD-budget flag per text method to fs,
+// starting at the method's TextBudget, and returns the budgets they set.
+func RegisterBudgetFlags(fs *pflag.FlagSet) Budgets {
+	b := Budgets{}
+	for _, m := range TextMethods {
+		def, _ := LookupMethod(m)
+		b[m] = fs.Int(m+"-budget", def.TextBudget, "budget of "+m+" (samples, iterations or evaluations per sentence)")
+	}
+	return b
+}
+
+// Apply sets the budget of each of cfgs to its method's --METHOD-budget
+// where that flag was given (changed reports which), and refuses, as a
+// SettingsError, a budget given for a method none of cfgs runs.
+func (b Budgets) Apply(cfgs []AttackConfig, changed func(flag string) bool) error {
+	var methods []string
+	for i := range cfgs {
+		methods = append(methods, cfgs[i].Method)
+		if v := b[cfgs[i].Method]; v != nil && changed(cfgs[i].Method+"-budget") {
+			cfgs[i].Settings.Budget = *v
+		}
+	}
+	for _, m := range TextMethods {
+		if changed(m+"-budget") && !slices.Contains(methods, m) {
+			return SettingsError{fmt.Errorf("--%s-budget: --methods %s does not run %s", m, strings.Join(methods, ","), m)}
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -87,5 +88,34 @@ func TestCheckRead(t *testing.T) {
 		if err := CheckRead(given("tau"), []string{m}, TextMethods); (err == nil) != (len(ReadBy("tau", []string{m})) > 0) {
 			t.Errorf("--tau with %s: %v", m, err)
 		}
+	}
+}
+
+// TestBudgets: a --METHOD-budget per text method, starting at its
+// TextBudget; one given sets the budget of that method's runs only, and
+// one given for a method not run is refused.
+func TestBudgets(t *testing.T) {
+	fs := pflag.NewFlagSet("nmt-attack", pflag.ContinueOnError)
+	b := RegisterBudgetFlags(fs)
+	for _, m := range TextMethods {
+		def, _ := LookupMethod(m)
+		if b[m] == nil || *b[m] != def.TextBudget || fs.Lookup(m+"-budget").DefValue != fmt.Sprint(def.TextBudget) {
+			t.Fatalf("--%s-budget: %v, want %d", m, b[m], def.TextBudget)
+		}
+	}
+	if err := fs.Parse([]string{"--" + MethodFlip + "-budget", "7"}); err != nil {
+		t.Fatal(err)
+	}
+	cfgs := []AttackConfig{{Method: MethodRandom, Settings: AttackSettings{Budget: 1}}, {Method: MethodFlip, Settings: AttackSettings{Budget: 1}}}
+	if err := b.Apply(cfgs, fs.Changed); err != nil {
+		t.Fatal(err)
+	}
+	if cfgs[0].Settings.Budget != 1 || cfgs[1].Settings.Budget != 7 {
+		t.Fatalf("budgets %d, %d; want 1 (not given) and 7", cfgs[0].Settings.Budget, cfgs[1].Settings.Budget)
+	}
+	err := b.Apply(cfgs[:1], fs.Changed)
+	want := "--" + MethodFlip + "-budget: --methods " + MethodRandom + " does not run " + MethodFlip
+	if err == nil || err.Error() != want || !errors.As(err, new(SettingsError)) {
+		t.Fatalf("a budget for a method not run: %v, want the SettingsError %q", err, want)
 	}
 }

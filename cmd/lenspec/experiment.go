@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/spf13/cobra"
@@ -156,22 +154,11 @@ func runExperiment(c *cobra.Command, a *app, cfgs []experiment.AttackConfig, dat
 	return a.emit(sum, func(w io.Writer) { fmt.Fprint(w, sum.Text()) })
 }
 
-// budgetsRun refuses a method's --METHOD-budget when --methods does not
-// run it.
-func budgetsRun(c *cobra.Command, methods []string) error {
-	for _, m := range experiment.TextMethods {
-		if c.Flags().Changed(m+"-budget") && !slices.Contains(methods, m) {
-			return usagef("--%s-budget: --methods %s does not run %s", m, strings.Join(methods, ","), m)
-		}
-	}
-	return nil
-}
-
 func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 	f := &attackFlags{}
 	var outDir string
 	var methods []string
-	budgets := map[string]*int{}
+	var budgets experiment.Budgets
 	c := &cobra.Command{
 		Use:   "nmt-attack",
 		Short: "The paper's NMT attack experiment: random search, Gumbel PGD, embedding PGD and flip over a δ grid",
@@ -189,15 +176,12 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if b, ok := budgets[method]; ok && c.Flags().Changed(method+"-budget") {
-					cfg.Settings.Budget = *b
-				}
 				cfgs = append(cfgs, cfg)
 			}
 			if err := experiment.CheckRead(c.Flags().Changed, methods, experiment.TextMethods); err != nil {
 				return err
 			}
-			if err := budgetsRun(c, methods); err != nil {
+			if err := budgets.Apply(cfgs, c.Flags().Changed); err != nil {
 				return err
 			}
 			shard, m, err := f.textModel(c, a)
@@ -223,12 +207,7 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 	fl.IntVar(&f.sentences, "sentences", 100, "number of random sentences of --split")
 	fl.Float64SliceVar(&f.eps, "eps", []float64{0.3, 0.5, 1}, "δ grid: the fraction of a sentence's tokens that may change")
 	fl.StringSliceVar(&methods, "methods", experiment.TextMethods, "methods to run")
-	for _, m := range experiment.TextMethods {
-		def, _ := experiment.LookupMethod(m)
-		b := def.TextBudget
-		budgets[m] = &b
-		fl.IntVar(budgets[m], m+"-budget", b, "budget of "+m+" (samples, iterations or evaluations per sentence)")
-	}
+	budgets = experiment.RegisterBudgetFlags(fl)
 	f.s.RegisterTextFlags(fl, false)
 	f.corpus.RegisterFlags(c.Flags())
 	return c
