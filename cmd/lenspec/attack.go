@@ -229,7 +229,7 @@ source replays from its text with lenspec translate. The step cap defaults to 1,
 			if f.modelDir == "" {
 				return usagef("--model is required")
 			}
-			if kind, err := inputKind(f.modelDir); err == nil && kind == model.Tokens {
+			if cfg, err := model.ReadConfig(f.modelDir); err == nil && cfg.InputKind() == model.Tokens {
 				return runTextAttack(c, a, f)
 			}
 			if !slices.Contains(experiment.MethodNames(false), f.method) {
@@ -300,19 +300,6 @@ func attackLine(r experiment.AttackRecord) string {
 		src = "(embeddings: " + r.Witness + ")"
 	}
 	return fmt.Sprintf("%s: length %d → %s (K̂ %d) %s, %d evals, %.1fs: %q", what, r.OrigLength, adv, r.K, verdict, r.Evals, r.Seconds, src)
-}
-
-// inputKind reads the kind of input a model directory's model takes,
-// without loading its weights.
-func inputKind(dir string) (model.InputKind, error) {
-	cfg, err := model.ReadConfig(dir)
-	if err != nil {
-		return 0, err
-	}
-	if _, ok := cfg.Arch.(model.TokenizedArch); ok {
-		return model.Tokens, nil
-	}
-	return model.Continuous, nil
 }
 
 // textConfig builds a text attack's configuration from the flags, with
