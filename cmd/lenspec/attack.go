@@ -352,63 +352,17 @@ func givenFlag(c *cobra.Command, names []string) (string, bool) {
 	return "", false
 }
 
-// textData loads the split of the model's corpus its records name, and
-// picks the sentences.
+// textData loads the sentences the flags pick: the model's corpus's or
+// the user's own (--text, --text-file).
 func (f *attackFlags) textData(c *cobra.Command, m *experiment.Model) (experiment.TextData, []int, error) {
-	if len(f.texts) > 0 || f.textFile != "" {
-		return f.ownText(c, m)
-	}
-	cf, err := f.corpus.ForModel(m.Dir, m.D32.Config(), c.Flags().Changed("split-seed"))
-	if err != nil {
-		return experiment.TextData{}, nil, usage(err)
-	}
-	sp, err := cf.Load()
-	if err != nil {
-		return experiment.TextData{}, nil, err
-	}
-	if f.split != "test" && f.split != "dev" {
-		return experiment.TextData{}, nil, usagef("--split %q: a text model's sentences come from dev or test", f.split)
-	}
-	data, err := experiment.CorpusText(sp, f.split, cf.SplitSeed, m.D32)
-	if err != nil {
-		return experiment.TextData{}, nil, err
-	}
-	samples, err := experiment.PickSamples(f.sentences, f.indices, len(data.Pairs), f.seed)
-	if err != nil {
-		return experiment.TextData{}, nil, usage(err)
-	}
-	return data, samples, nil
-}
-
-// ownText is the user's sentences (--text, --text-file) as a text
-// attack's data, every one a sample.
-func (f *attackFlags) ownText(c *cobra.Command, m *experiment.Model) (experiment.TextData, []int, error) {
-	if len(f.texts) > 0 && f.textFile != "" {
-		return experiment.TextData{}, nil, usagef("give --text or --text-file, not both")
-	}
-	if name, ok := givenFlag(c, append([]string{"sentences", "index", "split"}, nmt.CorpusFlagNames()...)); ok {
-		return experiment.TextData{}, nil, usagef("--%s picks the corpus's sentences; --text and --text-file give your own", name)
-	}
-	texts, name := f.texts, "args"
-	if f.textFile != "" {
-		var err error
-		if texts, err = experiment.ReadSentences(f.textFile); err != nil {
-			return experiment.TextData{}, nil, fmt.Errorf("--text-file: %w", err)
+	if (len(f.texts) > 0) != (f.textFile != "") {
+		if name, ok := givenFlag(c, append([]string{"sentences", "index", "split"}, nmt.CorpusFlagNames()...)); ok {
+			return experiment.TextData{}, nil, usagef("--%s picks the corpus's sentences; --text and --text-file give your own", name)
 		}
-		name = f.textFile
 	}
-	data, err := experiment.Sentences(texts, name, m.D32)
-	if err != nil {
-		if f.textFile != "" {
-			return experiment.TextData{}, nil, fmt.Errorf("--text-file %s: %w", f.textFile, err)
-		}
-		return experiment.TextData{}, nil, usagef("--text: %v", err)
-	}
-	samples := make([]int, len(texts))
-	for i := range samples {
-		samples[i] = i
-	}
-	return data, samples, nil
+	sel := experiment.TextSelection{Sentences: f.sentences, Indices: f.indices, Split: f.split, Seed: f.seed, Corpus: f.corpus,
+		SplitSeedGiven: c.Flags().Changed("split-seed"), Texts: f.texts, File: f.textFile}
+	return sel.Select(m)
 }
 
 // textShard checks a text run's output flags and resolves its shard.
