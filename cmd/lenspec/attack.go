@@ -75,25 +75,21 @@ func (r *runFlags) check(c *cobra.Command, a *app) (experiment.Shard, error) {
 	if err := checkSplit(r.split); err != nil {
 		return experiment.Shard{}, err
 	}
-	shard, err := r.parseShard(a)
+	return r.output(a)
+}
+
+// output resolves the shard (--shard, or the batch system's environment)
+// and refuses /dev/null, /dev/full or a FIFO as its output before any
+// work.
+func (r *runFlags) output(a *app) (experiment.Shard, error) {
+	shard, err := experiment.ResolveShard(r.shard, a.getenv)
 	if err != nil {
 		return experiment.Shard{}, err
 	}
-	// Refuse /dev/null, /dev/full or a FIFO before any work.
 	if err := fileio.CheckRegular(shard.Path(r.out)); err != nil {
 		return experiment.Shard{}, fmt.Errorf("--out: %w", err)
 	}
 	return shard, nil
-}
-
-// parseShard reads --shard, or the batch system's environment.
-func (r *runFlags) parseShard(a *app) (experiment.Shard, error) {
-	if r.shard != "" {
-		s, err := experiment.ParseShard(r.shard)
-		return s, usage(err)
-	}
-	s, _, err := experiment.ShardFromEnv(a.getenv)
-	return s, usage(err)
 }
 
 // k is --max-len: −1 (the default of each command) unless set, then ≥ 0.
@@ -376,14 +372,7 @@ func (f *attackFlags) textShard(a *app) (experiment.Shard, error) {
 	if f.images > 0 {
 		return experiment.Shard{}, usagef("--images is for image models; a text model takes --sentences")
 	}
-	shard, err := f.parseShard(a)
-	if err != nil {
-		return experiment.Shard{}, err
-	}
-	if err := fileio.CheckRegular(shard.Path(f.out)); err != nil {
-		return experiment.Shard{}, fmt.Errorf("--out: %w", err)
-	}
-	return shard, nil
+	return f.output(a)
 }
 
 // textModel checks a text run's output and step flags, then loads the
