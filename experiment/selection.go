@@ -1,6 +1,10 @@
 package experiment
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+)
 
 // Selection names the inputs an image run (attack, verify, bound, gates)
 // reads: Images samples of the data set's Split drawn at random with Seed,
@@ -14,6 +18,25 @@ type Selection struct {
 	Split    string
 	DataSeed uint64
 	Seed     uint64
+}
+
+// Validate checks that sel names its inputs one way only, as a
+// SettingsError naming lenspec's flags: a number of random images (not
+// negative), indices, or files.
+func (sel Selection) Validate() error {
+	if sel.Images < 0 {
+		return SettingsError{fmt.Errorf("--images %d: want a positive number", sel.Images)}
+	}
+	given := 0
+	for _, g := range []bool{sel.Images > 0, len(sel.Indices) > 0, len(sel.Files) > 0} {
+		if g {
+			given++
+		}
+	}
+	if given != 1 {
+		return SettingsError{errors.New("give exactly one of --images N, --index I, or --image/--input files")}
+	}
+	return nil
 }
 
 // Select loads the data sel names for m and the samples to run. A pick

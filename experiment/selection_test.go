@@ -84,3 +84,25 @@ func TestSelect(t *testing.T) {
 		t.Fatalf("files: %+v %v, want %+v [0 1]", data.Ref, samples, direct.Ref)
 	}
 }
+
+// TestSelectionValidate: inputs named one way only, and no negative
+// number of images.
+func TestSelectionValidate(t *testing.T) {
+	for _, tc := range []struct {
+		sel  Selection
+		want string
+	}{
+		{Selection{Images: 3}, ""},
+		{Selection{Indices: []int{0}}, ""},
+		{Selection{Files: []string{"x.png"}}, ""},
+		{Selection{Images: -1}, "--images -1: want a positive number"},
+		{Selection{}, "give exactly one of --images N, --index I, or --image/--input files"},
+		{Selection{Images: 1, Indices: []int{0}}, "give exactly one of --images N, --index I, or --image/--input files"},
+		{Selection{Indices: []int{0}, Files: []string{"x.png"}}, "give exactly one of --images N, --index I, or --image/--input files"},
+	} {
+		err := tc.sel.Validate()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || err.Error() != tc.want || !errors.As(err, new(SettingsError))) {
+			t.Errorf("%+v: got %v, want %q", tc.sel, err, tc.want)
+		}
+	}
+}

@@ -57,17 +57,8 @@ func (r *runFlags) check(c *cobra.Command, a *app) (experiment.Shard, error) {
 	if len(r.eps) == 0 {
 		return experiment.Shard{}, usagef("--eps is required")
 	}
-	if r.images < 0 {
-		return experiment.Shard{}, usagef("--images %d: want a positive number", r.images)
-	}
-	given := 0
-	for _, g := range []bool{r.images > 0, len(r.indices) > 0, len(r.pngs)+len(r.inputs) > 0} {
-		if g {
-			given++
-		}
-	}
-	if given != 1 {
-		return experiment.Shard{}, usagef("give exactly one of --images N, --index I, or --image/--input files")
+	if err := r.selection().Validate(); err != nil {
+		return experiment.Shard{}, err
 	}
 	if err := checkSteps(c, r.maxSteps); err != nil {
 		return experiment.Shard{}, err
@@ -119,9 +110,13 @@ func (r *runFlags) loadData(ctx context.Context, a *app, m *experiment.Model) (e
 	if err != nil {
 		return experiment.Data{}, nil, err
 	}
-	sel := experiment.Selection{Images: r.images, Indices: r.indices, Files: append(append([]string(nil), r.pngs...), r.inputs...),
+	return src.Select(ctx, m, r.selection(), r.maxSteps)
+}
+
+// selection is the inputs the flags name.
+func (r *runFlags) selection() experiment.Selection {
+	return experiment.Selection{Images: r.images, Indices: r.indices, Files: append(append([]string(nil), r.pngs...), r.inputs...),
 		Split: r.split, DataSeed: r.dataSeed, Seed: r.seed}
-	return src.Select(ctx, m, sel, r.maxSteps)
 }
 
 // bars turns an experiment's progress reports into progress bars on
