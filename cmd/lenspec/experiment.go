@@ -105,15 +105,8 @@ summary covers every shard file in OUT (docs/scale-out.md).`,
 			progress, finish := a.bars()
 			defer finish()
 			cfg.Progress = progress
-			if err := experiment.RunVerify(c.Context(), cfg, nil); err != nil {
-				return err
-			}
+			sum, err := experiment.RunVerifyExperiment(c.Context(), cfg, outDir, "Multi-MNIST: can an input within δ decode longer than the label?")
 			finish()
-			recs, err := experiment.ReadRun(f.out, cfg.Match)
-			if err != nil {
-				return err
-			}
-			sum, err := experiment.SummariseVerify(recs, outDir, "Multi-MNIST: can an input within δ decode longer than the label?")
 			if err != nil {
 				return err
 			}
