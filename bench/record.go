@@ -1,9 +1,12 @@
 package bench
 
 import (
+	"encoding/json"
+	"fmt"
 	"runtime"
 
 	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/results"
 )
 
 // Record is one operation of a benchmark run as one line of JSON (lenspec
@@ -75,4 +78,33 @@ func isaOr(isa string) string {
 		return ad.ISANative
 	}
 	return isa
+}
+
+// OpenRecords opens (creating it, and locking it: a second writer is
+// refused) the JSON Lines file at path that benchmark records are
+// appended to, keyed by their run's start and operation.
+func OpenRecords(path string) (*results.File, error) {
+	return results.Open(path, recordKey)
+}
+
+// recordKey keys a record by its run's start and its operation.
+var recordKey = results.KeyFields("time", "op")
+
+// AppendRecords appends recs to f (OpenRecords), each keyed by its run's
+// start and its operation.
+func AppendRecords(f *results.File, recs []Record) error {
+	for _, r := range recs {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("record %s: %w", r.Op, err)
+		}
+		key, err := recordKey(b)
+		if err == nil {
+			err = f.Append(key, r)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -46,3 +46,23 @@ func RunAttackExperiment(ctx context.Context, cfgs []AttackConfig, eps []float64
 	}
 	return SummariseAttacks(recs, dir, title)
 }
+
+// RunVerifyExperiment runs the verification c (RunVerify, its progress
+// and data set), then summarises the records of this run, resumed ones
+// and other shards' included, into dir as SummariseVerify does. Settings
+// out of range are a SettingsError.
+func RunVerifyExperiment(ctx context.Context, c VerifyConfig, dir, title string) (*VerifySummary, error) {
+	// Validated, as RunVerify does, so that Match selects the records'
+	// settings (the step cap and K̂ filled in).
+	if err := c.Validate(); err != nil {
+		return nil, SettingsError{err}
+	}
+	if err := RunVerify(ctx, c, nil); err != nil {
+		return nil, err
+	}
+	recs, err := ReadRun(c.Out, c.Match)
+	if err != nil {
+		return nil, err
+	}
+	return SummariseVerify(recs, dir, title)
+}

@@ -59,6 +59,10 @@ type CaptionExperiment struct {
 	Data     func(ctx context.Context, m *Model) (Data, error)
 	Progress Progress
 	Logf     func(format string, args ...any)
+
+	// lossesErr is --losses' parse error (RegisterFlags), reported by
+	// Validate.
+	lossesErr error
 }
 
 // configs are the runs of one model: random search, then PGD with each
@@ -84,11 +88,14 @@ func (e CaptionExperiment) configs(m *Model, dir string) ([]AttackConfig, error)
 	return cfgs, nil
 }
 
-// Run runs the experiment (unless SummaryOnly), writes each model's
-// summary and Out/comparison.md, and returns every model's rows and the
-// comparison table. A model with no records yet is left out of the
-// summaries.
+// Run checks the settings (Validate), runs the experiment (unless
+// SummaryOnly), writes each model's summary and Out/comparison.md, and
+// returns every model's rows and the comparison table. A model with no
+// records yet is left out of the summaries.
 func (e CaptionExperiment) Run(ctx context.Context) ([]CaptionRow, string, error) {
+	if err := e.Validate(); err != nil {
+		return nil, "", err
+	}
 	var rows []CaptionRow
 	for _, dir := range e.Models {
 		r, err := e.model(ctx, dir)

@@ -549,3 +549,33 @@ func TestRecordsEncode(t *testing.T) {
 		t.Fatalf("an infinite margin does not encode: %v", err)
 	}
 }
+
+// TestResolveShard: --shard's k/n wins over the environment, which names
+// the shard otherwise (an Indexed Job's 0-based index, one more); with
+// neither the run is whole; either malformed is a SettingsError.
+func TestResolveShard(t *testing.T) {
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	job := env(map[string]string{"JOB_COMPLETION_INDEX": "1", "JOB_COMPLETIONS": "4"})
+	for _, tc := range []struct {
+		spec   string
+		getenv func(string) string
+		want   Shard
+	}{
+		{"", env(nil), Whole},
+		{"3/5", env(nil), Shard{3, 5}},
+		{"3/5", job, Shard{3, 5}},
+		{"", job, Shard{2, 4}},
+	} {
+		if got, err := ResolveShard(tc.spec, tc.getenv); err != nil || got != tc.want {
+			t.Errorf("%q: %v, %v; want %v", tc.spec, got, err, tc.want)
+		}
+	}
+	for _, bad := range []struct {
+		spec   string
+		getenv func(string) string
+	}{{"5/3", env(nil)}, {"x", env(nil)}, {"", env(map[string]string{"JOB_COMPLETION_INDEX": "7", "JOB_COMPLETIONS": "4"})}} {
+		if _, err := ResolveShard(bad.spec, bad.getenv); !errors.As(err, new(SettingsError)) {
+			t.Errorf("%q: %v, want a SettingsError", bad.spec, err)
+		}
+	}
+}

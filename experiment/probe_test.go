@@ -2,15 +2,18 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/spec"
+	"github.com/lenspec/lenspec/train"
 	"github.com/lenspec/lenspec/verify"
 )
 
@@ -144,5 +147,42 @@ func TestCertifyProbeRefuses(t *testing.T) {
 	cancel()
 	if _, err := ok.Count(ctx, m.D32); err != context.Canceled {
 		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// TestProbeSettingsValidateFlags: the probe's flags are refused before any
+// work, as settings errors, and its radius defaults to the certified
+// loss's.
+func TestProbeSettingsValidateFlags(t *testing.T) {
+	in := model.InputSpec{Min: -1, Max: 1}
+	ibp := func() (o train.Options) { o.IBP, o.IBPEps = 0.001, 0.1; return }
+	for _, c := range []struct {
+		name    string
+		s       ProbeSettings
+		changed []string
+		opt     train.Options
+		eps     float64
+		want    string
+	}{
+		{"off", ProbeSettings{Timeout: time.Second}, nil, train.Options{}, 0, ""},
+		{"radius from --ibp-eps", ProbeSettings{Images: 4, Timeout: time.Second}, []string{"certify-images"}, ibp(), 0.1, ""},
+		{"own radius", ProbeSettings{Images: 4, Eps: 0.2, Timeout: time.Second}, []string{"certify-images", "certify-eps"}, ibp(), 0.2, ""},
+		{"eps without images", ProbeSettings{Eps: 0.1, Timeout: time.Second}, []string{"certify-eps"}, train.Options{}, 0, "--certify-eps is read only with --certify-images, which is off"},
+		{"timeout without images", ProbeSettings{Timeout: time.Second}, []string{"certify-timeout"}, train.Options{}, 0, "--certify-timeout is read only with --certify-images"},
+		{"negative", ProbeSettings{Images: -1, Timeout: time.Second}, []string{"certify-images"}, ibp(), 0, "--certify-images -1 is negative"},
+		{"no radius", ProbeSettings{Images: 4, Timeout: time.Second}, []string{"certify-images"}, train.Options{}, 0, "--certify-images needs a radius"},
+		{"too wide", ProbeSettings{Images: 4, Eps: 3, Timeout: time.Second}, []string{"certify-images", "certify-eps"}, train.Options{}, 0, "--certify-eps 3: want a positive radius no wider than the input range [-1, 1]"},
+		{"NaN", ProbeSettings{Images: 4, Eps: math.NaN(), Timeout: time.Second}, []string{"certify-images", "certify-eps"}, train.Options{}, 0, "--certify-eps NaN"},
+		{"zero radius", ProbeSettings{Images: 4, Timeout: time.Second}, []string{"certify-images", "certify-eps"}, train.Options{}, 0, "--certify-eps 0: want a positive radius"},
+		{"no time", ProbeSettings{Images: 4, Eps: 0.1}, []string{"certify-images", "certify-eps"}, train.Options{}, 0, "--certify-timeout 0s must be positive"},
+	} {
+		changed := func(f string) bool { return slices.Contains(c.changed, f) }
+		eps, err := c.s.ValidateFlags(changed, c.opt, in)
+		switch {
+		case c.want == "" && (err != nil || eps != c.eps):
+			t.Errorf("%s: radius %v, error %v; want %v", c.name, eps, err, c.eps)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, new(SettingsError))):
+			t.Errorf("%s: error %v, want a settings error with %q", c.name, err, c.want)
+		}
 	}
 }

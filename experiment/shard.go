@@ -92,6 +92,18 @@ func ShardFromEnv(getenv func(string) string) (s Shard, ok bool, err error) {
 // String is "k/n".
 func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.K, s.N) }
 
+// ResolveShard is the shard a run is: spec ("k/n", ParseShard) when
+// given, else the one the batch system's environment names (ShardFromEnv;
+// neither: the whole run). Either malformed is a SettingsError.
+func ResolveShard(spec string, getenv func(string) string) (Shard, error) {
+	if spec != "" {
+		s, err := ParseShard(spec)
+		return s, settingsErr(err)
+	}
+	s, _, err := ShardFromEnv(getenv)
+	return s, settingsErr(err)
+}
+
 // Takes reports whether the unit with the given 0-based ordinal in the
 // run's order belongs to this shard. The zero Shard is the whole run.
 func (s Shard) Takes(ordinal int) bool { return s.N <= 1 || ordinal%s.N == s.K-1 }

@@ -48,6 +48,26 @@ func (s Sources) MultiMNIST(ctx context.Context, seed uint64) (train, test *mult
 	return multimnist.Build(mtr, mte, multimnist.DefaultTrain, multimnist.DefaultTest, seed)
 }
 
+// CaptionerTraining are the sources the Multi-MNIST captioner reading in
+// trains and is evaluated on (train.Captioner): the training split, with
+// its canvases shifted horizontally when shift is set (digits stay
+// inside, labels unchanged), the same split unshifted, and the test split,
+// generated with seed.
+func (s Sources) CaptionerTraining(ctx context.Context, seed uint64, shift bool, in model.InputSpec) (src, trainEval, test *multimnist.Source[float32], err error) {
+	tr, te, err := s.MultiMNIST(ctx, seed)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if src, err = multimnist.NewSource[float32](tr, in.Min, in.Max, shift); err != nil {
+		return nil, nil, nil, err
+	}
+	if trainEval, err = multimnist.NewSource[float32](tr, in.Min, in.Max, false); err != nil {
+		return nil, nil, nil, err
+	}
+	test, err = multimnist.NewSource[float32](te, in.Min, in.Max, false)
+	return src, trainEval, test, err
+}
+
 // Captions builds the captions data set's splits (the standard sizes)
 // from MNIST and Fashion-MNIST, drawn with seed and caption lengths opt.
 func (s Sources) Captions(ctx context.Context, seed uint64, opt captions.Options) (train, test *captions.Dataset, err error) {
@@ -107,6 +127,23 @@ func CaptionLengths(name string) (captions.Options, error) {
 		return captions.Flat(), nil
 	}
 	return captions.Options{}, fmt.Errorf("lengths %q: want skewed or flat", name)
+}
+
+// CaptionSplit is the split ("train" or "test") of the captions data set
+// drawn with seed and the caption lengths named (CaptionLengths).
+func (s Sources) CaptionSplit(ctx context.Context, seed uint64, lengths, split string) (*captions.Dataset, error) {
+	opt, err := CaptionLengths(lengths)
+	if err != nil {
+		return nil, err
+	}
+	if split != "train" && split != "test" {
+		return nil, fmt.Errorf("split %q: want train or test", split)
+	}
+	tr, te, err := s.Captions(ctx, seed, opt)
+	if split == "train" {
+		return tr, err
+	}
+	return te, err
 }
 
 // CaptionTraining are the sources a captioner reading in trains and is

@@ -92,3 +92,82 @@ func TestCaptionTraining(t *testing.T) {
 		t.Error("lengths \"long\" accepted")
 	}
 }
+
+// TestCaptionerTraining: the captioner trains on the training split
+// (shifted only when asked) and is evaluated on it unshifted and on the
+// test split, the canvases those of the splits built directly.
+func TestCaptionerTraining(t *testing.T) {
+	dir, err := mnist.DefaultDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := Sources{MNISTDir: dir}
+	in := model.InputSpec{Kind: model.Continuous, Shape: []int{1, multimnist.Height, multimnist.Width}, Min: -1, Max: 1}
+	ctx := context.Background()
+	tr, trEval, te, err := src.CaptionerTraining(ctx, 1, true, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Shift || trEval.Shift || te.Shift {
+		t.Fatalf("shift: training %v, its evaluation %v, test %v; want only training", tr.Shift, trEval.Shift, te.Shift)
+	}
+	if tr.Data != trEval.Data || tr.Len() != multimnist.DefaultTrain || te.Len() != multimnist.DefaultTest {
+		t.Fatalf("lengths %d, %d, %d: want the training split twice and the test split", tr.Len(), trEval.Len(), te.Len())
+	}
+	if tr.Lo != in.Min || tr.Hi != in.Max || te.Lo != in.Min || te.Hi != in.Max {
+		t.Fatalf("ranges [%v, %v] and [%v, %v], want the model's [%v, %v]", tr.Lo, tr.Hi, te.Lo, te.Hi, in.Min, in.Max)
+	}
+	mtr, mte, err := src.MultiMNIST(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		got  *multimnist.Source[float32]
+		want *multimnist.Dataset
+	}{{"training", trEval, mtr}, {"test", te, mte}} {
+		direct, err := multimnist.NewSource[float32](c.want, in.Min, in.Max, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _, lx := c.got.Batch([]int{0, 9}, nil)
+		y, _, ly := direct.Batch([]int{0, 9}, nil)
+		if fmt.Sprint(lx) != fmt.Sprint(ly) {
+			t.Fatalf("%s labels %v, want %v", c.name, lx, ly)
+		}
+		for i := range x {
+			if x[i] != y[i] {
+				t.Fatalf("%s canvas value %d: %v, want %v", c.name, i, x[i], y[i])
+			}
+		}
+	}
+}
+
+// TestCaptionSplit: the split named of the captions data set with the
+// lengths named, as Captions builds it; other lengths and splits refused.
+func TestCaptionSplit(t *testing.T) {
+	dir, err := mnist.DefaultDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := Sources{MNISTDir: dir}
+	ctx := context.Background()
+	tr, te, err := src.Captions(ctx, 2, captions.Flat())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for split, want := range map[string]*captions.Dataset{"train": tr, "test": te} {
+		got, err := src.CaptionSplit(ctx, 2, "flat", split)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.N != want.N || fmt.Sprint(got.LengthHistogram()) != fmt.Sprint(want.LengthHistogram()) || fmt.Sprint(got.Tokens[5]) != fmt.Sprint(want.Tokens[5]) {
+			t.Errorf("%s: %d canvases, lengths %v; want %d, %v", split, got.N, got.LengthHistogram(), want.N, want.LengthHistogram())
+		}
+	}
+	for _, bad := range [][2]string{{"long", "test"}, {"flat", "dev"}} {
+		if _, err := src.CaptionSplit(ctx, 2, bad[0], bad[1]); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}

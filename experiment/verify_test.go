@@ -181,3 +181,49 @@ func TestDefaultVerifyOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRunVerifyExperiment: the run's records are written and summarised
+// (only this run's: another experiment's records in the same file are
+// left out), as SummariseVerify summarises them; bad settings are a
+// SettingsError before any work.
+func TestRunVerifyExperiment(t *testing.T) {
+	m := loadModel(t, tinyModelDir(t, 7))
+	dir := t.TempDir()
+	out := filepath.Join(dir, "v.jsonl")
+	other := verifyConfig(m, out, []int{3})
+	other.Settings.Solver, other.Settings.Timeout = SolverNone, 6
+	if err := RunVerify(context.Background(), other, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := verifyConfig(m, out, []int{0, 1})
+	c.Settings.Solver = SolverNone
+	sum, err := RunVerifyExperiment(context.Background(), c, dir, "toy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadVerifyRecords(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 {
+		t.Fatalf("%d records in the file, want 3", len(recs))
+	}
+	var mine []VerifyRecord
+	for _, r := range recs {
+		if r.Settings.Timeout == 5 {
+			mine = append(mine, r)
+		}
+	}
+	want, err := SummariseVerify(mine, t.TempDir(), "toy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Table != want.Table || !strings.HasPrefix(sum.FigurePNG, dir) {
+		t.Fatalf("summary\n%s\nwant\n%s", sum.Table, want.Table)
+	}
+	bad := c
+	bad.Eps = []float64{-1}
+	if _, err := RunVerifyExperiment(context.Background(), bad, dir, "toy"); !errors.As(err, new(SettingsError)) {
+		t.Fatalf("δ −1: %v, want a SettingsError", err)
+	}
+}

@@ -49,6 +49,17 @@ type TokenizedArch interface {
 	VocabSize() int
 }
 
+// InputKind is the kind of input the model of this configuration takes,
+// known from config.json alone (ReadConfig), before any weights are
+// read: Tokens for an architecture that reads text through its tokenizer
+// (TokenizedArch), Continuous otherwise.
+func (c *Config) InputKind() InputKind {
+	if _, ok := c.Arch.(TokenizedArch); ok {
+		return Tokens
+	}
+	return Continuous
+}
+
 // VocabSize is the number of output tokens.
 func (c *Config) VocabSize() int {
 	if t, ok := c.Arch.(TokenizedArch); ok {

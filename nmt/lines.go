@@ -169,3 +169,20 @@ func readLine(r *bufio.Reader, max int) (line string, long bool, err error) {
 	}
 	return line, false, nil
 }
+
+// TranslateTexts translates texts together with d (model.Translate),
+// passing each to emit in order as TranslateLines passes lines: its
+// 1-based number, its text and its translation (Err set for a text the
+// model cannot read). It returns at emit's first error.
+func TranslateTexts(ctx context.Context, d model.Decoder[float32], texts []string, maxSteps int, emit func(n int, text string, t model.Translation) error) error {
+	ts, err := model.Translate(ctx, d, texts, maxSteps)
+	if err != nil {
+		return err
+	}
+	for i, t := range ts {
+		if err := emit(i+1, texts[i], t); err != nil {
+			return err
+		}
+	}
+	return nil
+}

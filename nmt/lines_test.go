@@ -103,3 +103,34 @@ func TestTranslateLines(t *testing.T) {
 		t.Errorf("emit's error: %v", err)
 	}
 }
+
+// TestTranslateTexts: every text is passed on in order, numbered from 1,
+// with model.Translate's translation of them together; emit's first
+// error stops it.
+func TestTranslateTexts(t *testing.T) {
+	d, err := testmodels.Translator(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"das haus", "", "die katze ist alt und der hund ist klein und das haus", "der hund ist klein"}
+	want, err := model.Translate(context.Background(), d, texts, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	err = TranslateTexts(context.Background(), d, texts, 5, func(n int, text string, tr model.Translation) error {
+		if text != texts[n-1] || (tr.Err != nil) != (want[n-1].Err != nil) || !reflect.DeepEqual(tr.IDs, want[n-1].IDs) {
+			t.Errorf("text %d %q: %v %v, want %q %v %v", n, text, tr.IDs, tr.Err, texts[n-1], want[n-1].IDs, want[n-1].Err)
+		}
+		got = append(got, n)
+		return nil
+	})
+	if err != nil || !reflect.DeepEqual(got, []int{1, 2, 3, 4}) {
+		t.Fatalf("texts passed on %v, %v", got, err)
+	}
+	stop := errors.New("stop")
+	calls := 0
+	if err := TranslateTexts(context.Background(), d, texts, 5, func(int, string, model.Translation) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Errorf("emit's error: %v after %d calls", err, calls)
+	}
+}

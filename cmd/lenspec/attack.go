@@ -12,8 +12,8 @@ import (
 	"github.com/lenspec/lenspec/internal/fileio"
 	"github.com/lenspec/lenspec/internal/progress"
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/nmt"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // runFlags are what attack and verify runs share: the model, the data, the
@@ -57,17 +57,8 @@ func (r *runFlags) check(c *cobra.Command, a *app) (experiment.Shard, error) {
 	if len(r.eps) == 0 {
 		return experiment.Shard{}, usagef("--eps is required")
 	}
-	if r.images < 0 {
-		return experiment.Shard{}, usagef("--images %d: want a positive number", r.images)
-	}
-	given := 0
-	for _, g := range []bool{r.images > 0, len(r.indices) > 0, len(r.pngs)+len(r.inputs) > 0} {
-		if g {
-			given++
-		}
-	}
-	if given != 1 {
-		return experiment.Shard{}, usagef("give exactly one of --images N, --index I, or --image/--input files")
+	if err := r.selection().Validate(); err != nil {
+		return experiment.Shard{}, err
 	}
 	if err := checkSteps(c, r.maxSteps); err != nil {
 		return experiment.Shard{}, err
@@ -75,25 +66,21 @@ func (r *runFlags) check(c *cobra.Command, a *app) (experiment.Shard, error) {
 	if err := checkSplit(r.split); err != nil {
 		return experiment.Shard{}, err
 	}
-	shard, err := r.parseShard(a)
+	return r.output(a)
+}
+
+// output resolves the shard (--shard, or the batch system's environment)
+// and refuses /dev/null, /dev/full or a FIFO as its output before any
+// work.
+func (r *runFlags) output(a *app) (experiment.Shard, error) {
+	shard, err := experiment.ResolveShard(r.shard, a.getenv)
 	if err != nil {
 		return experiment.Shard{}, err
 	}
-	// Refuse /dev/null, /dev/full or a FIFO before any work.
 	if err := fileio.CheckRegular(shard.Path(r.out)); err != nil {
 		return experiment.Shard{}, fmt.Errorf("--out: %w", err)
 	}
 	return shard, nil
-}
-
-// parseShard reads --shard, or the batch system's environment.
-func (r *runFlags) parseShard(a *app) (experiment.Shard, error) {
-	if r.shard != "" {
-		s, err := experiment.ParseShard(r.shard)
-		return s, usage(err)
-	}
-	s, _, err := experiment.ShardFromEnv(a.getenv)
-	return s, usage(err)
 }
 
 // k is --max-len: −1 (the default of each command) unless set, then ≥ 0.
@@ -119,26 +106,17 @@ func (r *runFlags) loadModel(c *cobra.Command, a *app) (experiment.Shard, *exper
 
 // loadData loads the data for model m, and picks the samples.
 func (r *runFlags) loadData(ctx context.Context, a *app, m *experiment.Model) (experiment.Data, []int, error) {
-	if files := append(append([]string(nil), r.pngs...), r.inputs...); len(files) > 0 {
-		data, err := experiment.Inputs(ctx, m.D64, files, r.maxSteps)
-		if err != nil {
-			return experiment.Data{}, nil, err
-		}
-		samples := make([]int, len(files))
-		for i := range samples {
-			samples[i] = i
-		}
-		return data, samples, nil
-	}
-	data, err := a.modelData(ctx, m.D32.Input(), r.dataSeed, r.split)
+	src, err := a.sources()
 	if err != nil {
 		return experiment.Data{}, nil, err
 	}
-	samples, err := experiment.PickSamples(r.images, r.indices, data.Source.Len(), r.seed)
-	if err != nil {
-		return experiment.Data{}, nil, usage(err)
-	}
-	return data, samples, nil
+	return src.Select(ctx, m, r.selection(), r.maxSteps)
+}
+
+// selection is the inputs the flags name.
+func (r *runFlags) selection() experiment.Selection {
+	return experiment.Selection{Images: r.images, Indices: r.indices, Files: append(append([]string(nil), r.pngs...), r.inputs...),
+		Split: r.split, DataSeed: r.dataSeed, Seed: r.seed}
 }
 
 // bars turns an experiment's progress reports into progress bars on
@@ -164,20 +142,16 @@ func (a *app) bars() (experiment.Progress, func()) {
 // attackFlags are the attack command's own.
 type attackFlags struct {
 	runFlags
-	method, loss string
-	budget       int
-	batch        int
-	pgd          attack.PGDOptions
-	witnessDir   string
+	method     string
+	budget     int
+	batch      int
+	s          experiment.AttackSettings // what RegisterFlags sets
+	witnessDir string
 	// Text models.
-	sentences   int
-	texts       []string // the user's own sentences
-	textFile    string
-	tau         float64
-	beam, swaps int
-	loop        bool
-	horizon     int
-	corpus      corpusFlags
+	sentences int
+	texts     []string // the user's own sentences
+	textFile  string
+	corpus    nmt.CorpusChoice
 }
 
 func (f *attackFlags) register(c *cobra.Command, samples bool) {
@@ -190,21 +164,13 @@ func (f *attackFlags) register(c *cobra.Command, samples bool) {
 		fl.IntVar(&f.sentences, "sentences", 0, "text: this many sentences of --split, drawn at random with --seed")
 		fl.StringArrayVar(&f.texts, "text", nil, "text: a source sentence of your own (repeatable) instead of the corpus's")
 		fl.StringVar(&f.textFile, "text-file", "", "text: a file of your own source sentences, one per line (blank lines skipped), instead of the corpus's")
-		fl.Float64Var(&f.tau, "tau", 1, "text: Gumbel-softmax temperature")
-		fl.IntVar(&f.beam, "beam", attack.DefaultFlip().Beam, "text (flip): sentences kept per round")
-		fl.IntVar(&f.swaps, "swaps", attack.DefaultFlip().Swaps, "text (flip): substitutions evaluated per kept sentence and round")
-		fl.BoolVar(&f.loop, "loop", attack.DefaultFlip().Loop, "text (flip): half of each sentence's substitutions ranked by the gradient along its output repeated (targeted continuations into a loop; --loop=false: along its output alone)")
-		f.addHorizon(fl)
-		f.corpus.add(c)
+		f.s.RegisterTextFlags(fl, true)
+		f.corpus.RegisterFlags(c.Flags())
 	}
 	fl.IntVar(&f.maxLen, "max-len", -1, "K̂: success means an output longer than this (default: the original output's length)")
 	fl.Lookup("max-len").DefValue = "0" // −1 is a sentinel the usage explains; "0" hides it from the help
 	fl.IntVar(&f.batch, "batch", 50, "images per batched PGD run, or samples per decode batch ÷ 20 for random search; text: sentences run side by side (at most 25), random search decoding 8 draws per sentence at a time (speed only: results do not depend on it)")
-	fl.Float64Var(&f.pgd.LR, "lr", 0.0005, "PGD Adam learning rate")
-	fl.Float64Var(&f.pgd.Eps, "clip", 1, "ε of the proxy J̃ (a step stops pushing once eos trails by ε)")
-	fl.StringVar(&f.loss, "loss", string(attack.LossMargin), "PGD loss (images: pgd; text: gumbel and embedding): margin (the paper's J̃) or eos-logprob (NICGSlowDown)")
-	fl.IntVar(&f.pgd.Restarts, "restarts", 1, "PGD runs per image (the first from the image itself, the rest from random points)")
-	fl.BoolVar(&f.pgd.EarlyStop, "early-stop", true, "stop a PGD run once its output reaches the step cap")
+	f.s.RegisterFlags(fl)
 }
 
 // config builds the experiment's configuration from the flags and checks
@@ -217,7 +183,7 @@ func (f *attackFlags) config(c *cobra.Command, a *app, shard experiment.Shard, m
 	cfg := experiment.AttackConfig{
 		Model: m, Eps: f.eps, Method: f.method, Batch: f.batch,
 		Settings: experiment.AttackSettings{MaxLen: k, MaxSteps: f.maxSteps, Budget: f.budget, Seed: f.seed,
-			Loss: f.loss, LR: f.pgd.LR, Clip: f.pgd.Eps, Restarts: f.pgd.Restarts, EarlyStop: f.pgd.EarlyStop},
+			Loss: f.s.Loss, LR: f.s.LR, Clip: f.s.Clip, Restarts: f.s.Restarts, EarlyStop: f.s.EarlyStop},
 		Out: f.out, WitnessDir: f.witnessDir, Shard: shard, Logf: a.logf,
 	}
 	return cfg, usage(cfg.Validate())
@@ -254,7 +220,7 @@ source replays from its text with lenspec translate. The step cap defaults to 1,
 			if f.modelDir == "" {
 				return usagef("--model is required")
 			}
-			if kind, err := inputKind(f.modelDir); err == nil && kind == model.Tokens {
+			if cfg, err := model.ReadConfig(f.modelDir); err == nil && cfg.InputKind() == model.Tokens {
 				return runTextAttack(c, a, f)
 			}
 			if !slices.Contains(experiment.MethodNames(false), f.method) {
@@ -263,7 +229,7 @@ source replays from its text with lenspec translate. The step cap defaults to 1,
 			if name, ok := givenFlag(c, textOnlyFlags); ok {
 				return usagef("--%s is for text models; %s takes images", name, f.modelDir)
 			}
-			if err := unreadFlags(c, []string{f.method}, experiment.MethodNames(false)); err != nil {
+			if err := experiment.CheckRead(c.Flags().Changed, []string{f.method}, experiment.MethodNames(false)); err != nil {
 				return err
 			}
 			shard, m, err := f.loadModel(c, a)
@@ -327,28 +293,6 @@ func attackLine(r experiment.AttackRecord) string {
 	return fmt.Sprintf("%s: length %d → %s (K̂ %d) %s, %d evals, %.1fs: %q", what, r.OrigLength, adv, r.K, verdict, r.Evals, r.Seconds, src)
 }
 
-// inputKind reads the kind of input a model directory's model takes,
-// without loading its weights.
-func inputKind(dir string) (model.InputKind, error) {
-	cfg, err := model.ReadConfig(dir)
-	if err != nil {
-		return 0, err
-	}
-	if _, ok := cfg.Arch.(model.TokenizedArch); ok {
-		return model.Tokens, nil
-	}
-	return model.Continuous, nil
-}
-
-// defaultHorizon is the text attacks' default gradient horizon: twice the
-// 100 tokens the paper counts as a success, so a row far past that stops
-// costing a forward and backward pass per token.
-const defaultHorizon = 200
-
-func (f *attackFlags) addHorizon(fl *pflag.FlagSet) {
-	fl.IntVar(&f.horizon, "horizon", defaultHorizon, "text: decoding steps a gradient unrolls (0: the step cap); exact decoding still runs to --max-steps")
-}
-
 // textConfig builds a text attack's configuration from the flags, with
 // the method's defaults for what they leave out (Method.TextDefaults).
 func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (experiment.AttackConfig, error) {
@@ -359,28 +303,25 @@ func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (exper
 	if name, ok := givenFlag(c, imageOnlyFlags); ok {
 		return experiment.AttackConfig{}, usagef("--%s is for image models; a text attack does not take it", name)
 	}
-	if _, err := attack.ParseLoss(f.loss); err != nil {
+	if _, err := attack.ParseLoss(f.s.Loss); err != nil {
 		return experiment.AttackConfig{}, usagef("--loss: %v", err)
 	}
 	k, err := f.k(c)
 	if err != nil {
 		return experiment.AttackConfig{}, err
 	}
-	s := def.TextDefaults(experiment.AttackSettings{MaxLen: k, MaxSteps: f.maxSteps, Budget: f.budget, Seed: f.seed, Loss: f.loss, LR: f.pgd.LR,
-		Tau: f.tau, Clip: f.pgd.Eps, Beam: f.beam, Swaps: f.swaps, Horizon: f.horizon, Loop: f.loop},
+	s := f.s
+	s.MaxLen, s.MaxSteps, s.Budget, s.Seed, s.Restarts, s.EarlyStop = k, f.maxSteps, f.budget, f.seed, 0, false
+	s = def.TextDefaults(s,
 		func(setting string) bool { return c.Flags().Changed(strings.ReplaceAll(setting, "_", "-")) })
 	return experiment.AttackConfig{Eps: f.eps, Method: method, Batch: min(f.batch, experiment.MaxTextBatch), Settings: s,
 		Out: f.out, WitnessDir: f.witnessDir, Logf: a.logf}, nil
 }
 
-// settingFlags are the attack flags some methods ignore, in the order
-// unreadFlags names them.
-var settingFlags = []string{"lr", "tau", "clip", "horizon", "beam", "swaps", "loop", "loss", "restarts", "early-stop"}
-
 // textOnlyFlags are the attack flags an image model has no use for, and
 // imageOnlyFlags those a text model has none for.
 var (
-	textOnlyFlags  = append([]string{"sentences", "text", "text-file", "tau", "beam", "swaps", "loop", "horizon"}, corpusFlagNames()...)
+	textOnlyFlags  = append([]string{"sentences", "text", "text-file", "tau", "beam", "swaps", "loop", "horizon"}, nmt.CorpusFlagNames()...)
 	imageOnlyFlags = []string{"restarts", "early-stop", "data-seed"}
 )
 
@@ -402,76 +343,17 @@ func givenFlag(c *cobra.Command, names []string) (string, bool) {
 	return "", false
 }
 
-// unreadFlags refuses a flag given on the command line that none of
-// methods reads, so a run cannot look as if it used a setting it ignored.
-// all is every method, to name those that do read it.
-func unreadFlags(c *cobra.Command, methods, all []string) error {
-	for _, name := range settingFlags {
-		setting := strings.ReplaceAll(name, "-", "_")
-		if c.Flags().Changed(name) && len(experiment.ReadBy(setting, methods)) == 0 {
-			return usagef("--%s is read by %s only, not by %s", name, strings.Join(experiment.ReadBy(setting, all), " and "), strings.Join(methods, " or "))
-		}
-	}
-	return nil
-}
-
-// textData loads the split of the model's corpus its records name, and
-// picks the sentences.
+// textData loads the sentences the flags pick: the model's corpus's or
+// the user's own (--text, --text-file).
 func (f *attackFlags) textData(c *cobra.Command, m *experiment.Model) (experiment.TextData, []int, error) {
-	if len(f.texts) > 0 || f.textFile != "" {
-		return f.ownText(c, m)
-	}
-	cf, err := f.corpus.forModel(c, m.Dir, m.D32)
-	if err != nil {
-		return experiment.TextData{}, nil, err
-	}
-	sp, err := cf.load()
-	if err != nil {
-		return experiment.TextData{}, nil, err
-	}
-	if f.split != "test" && f.split != "dev" {
-		return experiment.TextData{}, nil, usagef("--split %q: a text model's sentences come from dev or test", f.split)
-	}
-	data, err := experiment.CorpusText(sp, f.split, cf.seed, m.D32)
-	if err != nil {
-		return experiment.TextData{}, nil, err
-	}
-	samples, err := experiment.PickSamples(f.sentences, f.indices, len(data.Pairs), f.seed)
-	if err != nil {
-		return experiment.TextData{}, nil, usage(err)
-	}
-	return data, samples, nil
-}
-
-// ownText is the user's sentences (--text, --text-file) as a text
-// attack's data, every one a sample.
-func (f *attackFlags) ownText(c *cobra.Command, m *experiment.Model) (experiment.TextData, []int, error) {
-	if len(f.texts) > 0 && f.textFile != "" {
-		return experiment.TextData{}, nil, usagef("give --text or --text-file, not both")
-	}
-	if name, ok := givenFlag(c, append([]string{"sentences", "index", "split"}, corpusFlagNames()...)); ok {
-		return experiment.TextData{}, nil, usagef("--%s picks the corpus's sentences; --text and --text-file give your own", name)
-	}
-	texts, name := f.texts, "args"
-	if f.textFile != "" {
-		var err error
-		if texts, err = experiment.ReadSentences(f.textFile); err != nil {
-			return experiment.TextData{}, nil, fmt.Errorf("--text-file: %w", err)
+	if (len(f.texts) > 0) != (f.textFile != "") {
+		if name, ok := givenFlag(c, append([]string{"sentences", "index", "split"}, nmt.CorpusFlagNames()...)); ok {
+			return experiment.TextData{}, nil, usagef("--%s picks the corpus's sentences; --text and --text-file give your own", name)
 		}
-		name = f.textFile
 	}
-	data, err := experiment.Sentences(texts, name, m.D32)
-	if err != nil {
-		if f.textFile != "" {
-			return experiment.TextData{}, nil, fmt.Errorf("--text-file %s: %w", f.textFile, err)
-		}
-		return experiment.TextData{}, nil, usagef("--text: %v", err)
-	}
-	samples := make([]int, len(texts))
-	for i := range samples {
-		samples[i] = i
-	}
-	return data, samples, nil
+	sel := experiment.TextSelection{Sentences: f.sentences, Indices: f.indices, Split: f.split, Seed: f.seed, Corpus: f.corpus,
+		SplitSeedGiven: c.Flags().Changed("split-seed"), Texts: f.texts, File: f.textFile}
+	return sel.Select(m)
 }
 
 // textShard checks a text run's output flags and resolves its shard.
@@ -485,14 +367,7 @@ func (f *attackFlags) textShard(a *app) (experiment.Shard, error) {
 	if f.images > 0 {
 		return experiment.Shard{}, usagef("--images is for image models; a text model takes --sentences")
 	}
-	shard, err := f.parseShard(a)
-	if err != nil {
-		return experiment.Shard{}, err
-	}
-	if err := fileio.CheckRegular(shard.Path(f.out)); err != nil {
-		return experiment.Shard{}, fmt.Errorf("--out: %w", err)
-	}
-	return shard, nil
+	return f.output(a)
 }
 
 // textModel checks a text run's output and step flags, then loads the
@@ -518,7 +393,7 @@ func runTextAttack(c *cobra.Command, a *app, f *attackFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := unreadFlags(c, []string{f.method}, experiment.TextMethods); err != nil {
+	if err := experiment.CheckRead(c.Flags().Changed, []string{f.method}, experiment.TextMethods); err != nil {
 		return err
 	}
 	var m *experiment.Model

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -11,10 +10,9 @@ import (
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/internal/fileio"
 	"github.com/lenspec/lenspec/model"
-	"github.com/lenspec/lenspec/multimnist"
+	"github.com/lenspec/lenspec/nmt"
 	"github.com/lenspec/lenspec/results"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // benchHelp is the command's long help.
@@ -57,7 +55,7 @@ func newBenchCmd(a *app) *cobra.Command {
 	var modelDir, isa, record string
 	opt := bench.DefaultOptions()
 	peer := bench.DefaultPeerOptions()
-	var cf corpusFlags
+	var cf nmt.CorpusChoice
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Time training, decoding and input gradients against the GEMM bound for the same FLOPs",
@@ -99,7 +97,7 @@ func newBenchCmd(a *app) *cobra.Command {
 			if record != "" {
 				// Opened (and locked) first: a second writer is refused
 				// before the run, not after it.
-				if out.record, err = results.Open(record, recordKey); err != nil {
+				if out.record, err = bench.OpenRecords(record); err != nil {
 					return err
 				}
 				defer out.record.Close()
@@ -122,38 +120,20 @@ func newBenchCmd(a *app) *cobra.Command {
 	f.StringVar(&modelDir, "model", "", "model directory")
 	f.StringVar(&isa, "isa", ad.ISANative, "instruction set of the kernels of lenspec, OpenBLAS and the PyTorch peer: native or avx2")
 	f.StringVar(&record, "record", "", "append one JSON line per operation to this JSON Lines file")
-	benchFlags(f, &opt, &peer)
-	cf.add(c)
+	opt.RegisterFlags(f)
+	peer.RegisterFlags(f)
+	cf.RegisterFlags(c.Flags())
 	return c
-}
-
-// benchFlags adds the measurement's and the peer comparison's flags.
-func benchFlags(f *pflag.FlagSet, opt *bench.Options, peer *bench.PeerOptions) {
-	f.IntVar(&opt.Reps, "reps", opt.Reps, "repetitions per measurement (median reported)")
-	f.IntVar(&opt.DecodeN, "decode", opt.DecodeN, "inputs per decode measurement")
-	f.IntVar(&opt.TrainBatch, "batch", opt.TrainBatch, "training batch size")
-	f.IntVar(&opt.GradSteps, "grad-steps", opt.GradSteps, "decoder steps in the input-gradient measurement")
-	f.IntVar(&opt.DecodeSteps, "max-steps", opt.DecodeSteps, "decoding step cap")
-	f.IntVar(&opt.GEMMSize, "gemm", opt.GEMMSize, "size of the square reference GEMM")
-	f.IntVar(&opt.PGDBatch, "pgd-batch", opt.PGDBatch, "inputs per batched PGD iteration")
-	f.StringVar(&peer.Script, "peer", "", "compare with the PyTorch peer script (bench/peer.py) instead")
-	f.StringVar(&peer.Python, "python", peer.Python, "Python interpreter for --peer (with python3-torch)")
-	f.IntVar(&peer.Rounds, "rounds", peer.Rounds, "the most interleaved rounds per operation for --peer")
-	f.IntVar(&peer.MinRounds, "min-rounds", peer.MinRounds, "the fewest interleaved rounds per operation for --peer")
-	f.Float64Var(&peer.Tolerance, "tolerance", peer.Tolerance,
-		"--peer: stop an operation's rounds once its ratio's 90% interval is within this fraction of it (0: run --rounds)")
-	f.DurationVar(&peer.Budget, "budget", peer.Budget, "--peer: no round past this much of an operation's rounds, once --min-rounds ran (0: no limit)")
-	f.DurationVar(&peer.RoundTime, "round-time", peer.RoundTime, "--peer: each side's timed runs per round add up to about this")
 }
 
 // benchTranslator benchmarks a translator on its corpus: the dev split to
 // translate, the training split's bucketed batches to train on.
-func benchTranslator(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string, cf corpusFlags, opt bench.Options, peer bench.PeerOptions, out benchOutput) error {
-	cf, err := cf.forModel(c, modelDir, d)
+func benchTranslator(c *cobra.Command, a *app, d model.Decoder[float32], modelDir string, cf nmt.CorpusChoice, opt bench.Options, peer bench.PeerOptions, out benchOutput) error {
+	cf, err := cf.ForModel(modelDir, d.Config(), c.Flags().Changed("split-seed"))
 	if err != nil {
-		return err
+		return usage(err)
 	}
-	sp, err := cf.load()
+	sp, err := cf.Load()
 	if err != nil {
 		return err
 	}
@@ -176,15 +156,11 @@ func runPeer(c *cobra.Command, a *app, d model.Decoder[float32], opt bench.PeerO
 	if err := experiment.CheckMultiMNIST(in); err != nil {
 		return err
 	}
-	tr, te, err := a.loadMultiMNIST(c.Context(), defaultDataSeed)
+	sources, err := a.sources()
 	if err != nil {
 		return err
 	}
-	test, err := multimnist.NewSource[float32](te, in.Min, in.Max, false)
-	if err != nil {
-		return err
-	}
-	trainSrc, err := multimnist.NewSource[float32](tr, in.Min, in.Max, false)
+	trainSrc, _, test, err := sources.CaptionerTraining(c.Context(), defaultDataSeed, false, in)
 	if err != nil {
 		return err
 	}
@@ -197,9 +173,6 @@ type benchOutput struct {
 	model  string
 	record *results.File // --record: the JSON Lines file to append to, if set
 }
-
-// recordKey keys a record by its run's start and its operation.
-var recordKey = results.KeyFields("time", "op")
 
 // emit appends recs to the --record file, if any, then prints the report:
 // with --json as one JSON value, otherwise as bench.WriteReport writes it.
@@ -229,18 +202,8 @@ func (o benchOutput) save(recs []bench.Record) error {
 	if o.record == nil {
 		return nil
 	}
-	for _, r := range recs {
-		b, err := json.Marshal(r)
-		if err != nil {
-			return fmt.Errorf("record %s: %w", r.Op, err)
-		}
-		key, err := recordKey(b)
-		if err == nil {
-			err = o.record.Append(key, r)
-		}
-		if err != nil {
-			return err
-		}
+	if err := bench.AppendRecords(o.record, recs); err != nil {
+		return err
 	}
 	o.a.logf("recorded %d operations in %s", len(recs), o.record.Path())
 	return nil

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 
 	"github.com/lenspec/lenspec/corpus"
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/mnist"
-	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
 	"github.com/spf13/cobra"
 )
@@ -30,50 +28,12 @@ func (a *app) sources() (experiment.Sources, error) {
 	return experiment.Sources{MNISTDir: dir, FashionDir: a.fashionDir, Logf: a.logf}, err
 }
 
-// loadMultiMNIST fetches MNIST if needed and builds the Multi-MNIST splits.
-func (a *app) loadMultiMNIST(ctx context.Context, seed uint64) (train, test *multimnist.Dataset, err error) {
-	src, err := a.sources()
-	if err != nil {
-		return nil, nil, err
-	}
-	return src.MultiMNIST(ctx, seed)
-}
-
 // checkSplit refuses a split name before any work.
 func checkSplit(name string) error {
 	if name != "train" && name != "test" {
 		return usagef("--split %q: want train or test", name)
 	}
 	return nil
-}
-
-// dataset builds the Multi-MNIST splits and returns the training split and
-// the one named.
-func (a *app) dataset(ctx context.Context, seed uint64, name string) (train, ds *multimnist.Dataset, err error) {
-	if err := checkSplit(name); err != nil {
-		return nil, nil, err
-	}
-	tr, te, err := a.loadMultiMNIST(ctx, seed)
-	if err != nil {
-		return nil, nil, err
-	}
-	if name == "train" {
-		return tr, tr, nil
-	}
-	return tr, te, nil
-}
-
-// modelData is the named split of the data set a model reading in runs
-// on, as an experiment's data.
-func (a *app) modelData(ctx context.Context, in model.InputSpec, seed uint64, split string) (experiment.Data, error) {
-	if err := checkSplit(split); err != nil {
-		return experiment.Data{}, err
-	}
-	src, err := a.sources()
-	if err != nil {
-		return experiment.Data{}, err
-	}
-	return src.ImageData(ctx, in, seed, split)
 }
 
 // dataHelp is the command's long help.
@@ -139,9 +99,16 @@ func newMultiMNISTDataCmd(a *app) *cobra.Command {
 			if err := checkSplit(splitName); err != nil {
 				return err
 			}
-			_, ds, err := a.dataset(c.Context(), seed, splitName)
+			src, err := a.sources()
 			if err != nil {
 				return err
+			}
+			tr, ds, err := src.MultiMNIST(c.Context(), seed)
+			if err != nil {
+				return err
+			}
+			if splitName == "train" {
+				ds = tr
 			}
 			items, err := multimnist.WritePreviews(ds, out, splitName, count, scale)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/nmt"
 	"github.com/spf13/cobra"
 )
 
@@ -12,7 +13,7 @@ func newEvalCmd(a *app) *cobra.Command {
 	var modelDir, splitName string
 	var maxSteps, examples int
 	var dataSeed uint64
-	var cf corpusFlags
+	var cf nmt.CorpusChoice
 	c := &cobra.Command{
 		Use:   "eval",
 		Short: "Evaluate a model: a captioner's exact-sequence accuracy, a translator's BLEU, and greedy output lengths",
@@ -62,6 +63,6 @@ split.`,
 	f.IntVar(&maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
 	f.IntVar(&examples, "examples", 0, "a translator: also show the first N translations of the split (source, reference, output)")
-	cf.add(c)
+	cf.RegisterFlags(c.Flags())
 	return c
 }

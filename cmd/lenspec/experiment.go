@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
-	"strings"
 
-	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/spf13/cobra"
 )
@@ -108,15 +105,8 @@ summary covers every shard file in OUT (docs/scale-out.md).`,
 			progress, finish := a.bars()
 			defer finish()
 			cfg.Progress = progress
-			if err := experiment.RunVerify(c.Context(), cfg, nil); err != nil {
-				return err
-			}
+			sum, err := experiment.RunVerifyExperiment(c.Context(), cfg, outDir, "Multi-MNIST: can an input within δ decode longer than the label?")
 			finish()
-			recs, err := experiment.ReadRun(f.out, cfg.Match)
-			if err != nil {
-				return err
-			}
-			sum, err := experiment.SummariseVerify(recs, outDir, "Multi-MNIST: can an input within δ decode longer than the label?")
 			if err != nil {
 				return err
 			}
@@ -157,22 +147,11 @@ func runExperiment(c *cobra.Command, a *app, cfgs []experiment.AttackConfig, dat
 	return a.emit(sum, func(w io.Writer) { fmt.Fprint(w, sum.Text()) })
 }
 
-// budgetsRun refuses a method's --METHOD-budget when --methods does not
-// run it.
-func budgetsRun(c *cobra.Command, methods []string) error {
-	for _, m := range experiment.TextMethods {
-		if c.Flags().Changed(m+"-budget") && !slices.Contains(methods, m) {
-			return usagef("--%s-budget: --methods %s does not run %s", m, strings.Join(methods, ","), m)
-		}
-	}
-	return nil
-}
-
 func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 	f := &attackFlags{}
 	var outDir string
 	var methods []string
-	budgets := map[string]*int{}
+	var budgets experiment.Budgets
 	c := &cobra.Command{
 		Use:   "nmt-attack",
 		Short: "The paper's NMT attack experiment: random search, Gumbel PGD, embedding PGD and flip over a δ grid",
@@ -190,15 +169,12 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if b, ok := budgets[method]; ok && c.Flags().Changed(method+"-budget") {
-					cfg.Settings.Budget = *b
-				}
 				cfgs = append(cfgs, cfg)
 			}
-			if err := unreadFlags(c, methods, experiment.TextMethods); err != nil {
+			if err := experiment.CheckRead(c.Flags().Changed, methods, experiment.TextMethods); err != nil {
 				return err
 			}
-			if err := budgetsRun(c, methods); err != nil {
+			if err := budgets.Apply(cfgs, c.Flags().Changed); err != nil {
 				return err
 			}
 			shard, m, err := f.textModel(c, a)
@@ -224,17 +200,8 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 	fl.IntVar(&f.sentences, "sentences", 100, "number of random sentences of --split")
 	fl.Float64SliceVar(&f.eps, "eps", []float64{0.3, 0.5, 1}, "δ grid: the fraction of a sentence's tokens that may change")
 	fl.StringSliceVar(&methods, "methods", experiment.TextMethods, "methods to run")
-	for _, m := range experiment.TextMethods {
-		def, _ := experiment.LookupMethod(m)
-		b := def.TextBudget
-		budgets[m] = &b
-		fl.IntVar(budgets[m], m+"-budget", b, "budget of "+m+" (samples, iterations or evaluations per sentence)")
-	}
-	fl.Float64Var(&f.tau, "tau", 1, "Gumbel-softmax temperature")
-	fl.IntVar(&f.beam, "beam", attack.DefaultFlip().Beam, "flip: sentences kept per round")
-	fl.IntVar(&f.swaps, "swaps", attack.DefaultFlip().Swaps, "flip: substitutions evaluated per kept sentence and round")
-	fl.BoolVar(&f.loop, "loop", attack.DefaultFlip().Loop, "flip: half of each sentence's substitutions ranked by the gradient along its output repeated (targeted continuations into a loop; --loop=false: along its output alone)")
-	f.addHorizon(fl)
-	f.corpus.add(c)
+	budgets = experiment.RegisterBudgetFlags(fl)
+	f.s.RegisterTextFlags(fl, false)
+	f.corpus.RegisterFlags(c.Flags())
 	return c
 }

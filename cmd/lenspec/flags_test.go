@@ -95,8 +95,8 @@ func TestVerifyFlagsAreLibraryDefaults(t *testing.T) {
 	if !reflect.DeepEqual(got.Settings, want.Settings) {
 		t.Fatalf("the CLI's default settings\n%+v\nthe library's\n%+v", got.Settings, want.Settings)
 	}
-	if lib := verify.DefaultOptions(); f.timeout != lib.TimeLimit || c.Flags().Lookup("timeout").DefValue != lib.TimeLimit.String() {
-		t.Fatalf("--timeout default %v, the library's %v", f.timeout, lib.TimeLimit)
+	if lib := verify.DefaultOptions(); f.s.Timeout != lib.TimeLimit.Seconds() || c.Flags().Lookup("timeout").DefValue != lib.TimeLimit.String() {
+		t.Fatalf("--timeout default %vs, the library's %v", f.s.Timeout, lib.TimeLimit)
 	}
 	if d := c.Flags().Lookup("bab").DefValue; d != "true" {
 		t.Fatalf("--bab default %s", d)

@@ -5,80 +5,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/lenspec/lenspec/bpe"
-	"github.com/lenspec/lenspec/corpus"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/nmt"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
-
-// corpusFlags select the parallel corpus a translator trains and is
-// evaluated on: a registered corpus (corpus.Sources) or a TSV file.
-type corpusFlags struct {
-	// name is --corpus: a registered corpus or a TSV file; "" is the
-	// corpus the model was trained on (forModel), else Ding.
-	name string
-	// paths holds each registered corpus's location flag.
-	paths map[string]*string
-	seed  uint64
-}
-
-// defaultCorpus is the corpus of a translator trained without --corpus.
-const defaultCorpus = "ding"
-
-// corpusFlagNames are the flags corpusFlags adds.
-func corpusFlagNames() []string {
-	names := []string{"corpus", "split-seed"}
-	for _, s := range corpus.Sources() {
-		names = append(names, s.LocationFlag)
-	}
-	return names
-}
-
-func (f *corpusFlags) add(c *cobra.Command) {
-	var names []string
-	f.paths = map[string]*string{}
-	for _, s := range corpus.Sources() {
-		names = append(names, fmt.Sprintf("%q (%s)", s.Name, s.Help))
-		f.paths[s.Name] = c.Flags().String(s.LocationFlag, "", fmt.Sprintf("%s: %s", s.Name, s.Location))
-	}
-	c.Flags().StringVar(&f.name, "corpus", "", strings.Join(names, ", ")+` or a corpus of your own: a file of "source<TAB>target" lines (default: the model's own corpus; for training, `+defaultCorpus+`)`)
-	c.Flags().Uint64Var(&f.seed, "split-seed", corpus.DefaultSplitSeed, "seed of the train/dev/test split (Ding and TSV corpora; Multi30k's splits are its own)")
-}
-
-// forModel fills in what the command line left open from how the model
-// at dir was trained: its corpus and split seed.
-func (f corpusFlags) forModel(c *cobra.Command, dir string, d model.Decoder[float32]) (corpusFlags, error) {
-	tr := d.Config().Training
-	if rec, ok := tr["split_seed"].(float64); ok && !c.Flags().Changed("split-seed") {
-		f.seed = uint64(rec)
-	}
-	if f.name == "" {
-		rec, _ := tr["corpus"].(string)
-		if rec == "tsv" {
-			return f, usagef("%s was trained on a corpus of its own: name it with --corpus", dir)
-		}
-		if _, ok := corpus.Lookup(rec); ok {
-			f.name = rec
-		}
-	}
-	return f, nil
-}
-
-func (f *corpusFlags) load() (*corpus.Splits, error) {
-	name, path := f.name, ""
-	if name == "" {
-		name = defaultCorpus
-	}
-	if p := f.paths[name]; p != nil {
-		path = *p
-	}
-	return corpus.Load(name, path, f.seed)
-}
 
 type nmtSummary struct {
 	Out          string  `json:"out"`
@@ -106,34 +39,6 @@ dictionary baseline, and the greedy output lengths on the dev split. A model
 trained on the Ding dictionary is GPL-2.0-or-later: --out receives a LICENSE
 notice saying so.`
 
-// checkTrainNMT refuses train nmt's flags that make no sense, alone or
-// together, before any work.
-func checkTrainNMT(c *cobra.Command, initDir string, vocab, maxTarget, sentenceRepeat int, every time.Duration, sentencesOnly bool) error {
-	if initDir != "" {
-		for _, name := range []string{"vocab", "embedding", "hidden", "layers", "decoder", "attention", "combine"} {
-			if c.Flags().Changed(name) {
-				return usagef("--%s conflicts with --init (the sizes and the tokenizer come from %s)", name, initDir)
-			}
-		}
-	}
-	if vocab < nmt.MinVocab || vocab > 1<<16 {
-		return usagef("--vocab %d must be in %d..65536 (the special and byte tokens, and the corpus's characters)", vocab, nmt.MinVocab)
-	}
-	if maxTarget < 1 || maxTarget > model.MaxStepCap {
-		return usagef("--max-target %d must be in 1..%d", maxTarget, model.MaxStepCap)
-	}
-	if every < 0 {
-		return usagef("--checkpoint-every %v must not be negative", every)
-	}
-	if sentenceRepeat < 1 || sentenceRepeat > 100 {
-		return usagef("--sentence-repeat %d must be in 1..100", sentenceRepeat)
-	}
-	if sentenceRepeat > 1 && sentencesOnly {
-		return usagef("--sentence-repeat oversamples the sentences among the phrases; with --sentences-only there are none (use --epochs)")
-	}
-	return nil
-}
-
 // vocabUsage is err, or the usage error it is when the corpus has more
 // characters than --vocab leaves room for (known only once the corpus is
 // read).
@@ -146,106 +51,59 @@ func vocabUsage(err error, vocab int, path string) error {
 	return err
 }
 
-// translatorFlags adds the translator's size flags.
-func translatorFlags(f *pflag.FlagSet, arch *model.TranslatorConfig) {
-	f.IntVar(&arch.Embedding, "embedding", arch.Embedding, "embedding size")
-	f.IntVar(&arch.EncoderHidden, "hidden", arch.EncoderHidden, "encoder LSTM size per direction")
-	f.IntVar(&arch.EncoderLayers, "layers", arch.EncoderLayers, "encoder layers")
-	f.IntVar(&arch.DecoderHidden, "decoder", arch.DecoderHidden, "decoder LSTM size")
-	f.IntVar(&arch.Attention, "attention", arch.Attention, "attention size")
-	f.IntVar(&arch.Combine, "combine", arch.Combine, "size of the layer before the output projection")
-}
-
 func newTrainNMTCmd(a *app) *cobra.Command {
-	def := train.DefaultOptions()
-	opt := def
-	opt.Epochs, opt.BatchSize, opt.LR, opt.FinalLR, opt.WeightDecay, opt.Dropout, opt.Shards = 8, 128, 1e-3, 1e-4, 0, 0.2, 2
-	cfg := model.DefaultTranslatorConfig(0, bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID)
-	arch := cfg.Arch.(*model.TranslatorConfig)
-	var out, initDir string
-	var sentencesOnly bool
-	sentenceRepeat := 1
-	var selectDev bool
-	var cf corpusFlags
-	vocab, maxTarget := 8000, 50
-	every := 2 * time.Minute
+	o := nmt.DefaultOptions()
+	var cf nmt.CorpusChoice
 	c := &cobra.Command{
 		Use:   "nmt",
 		Short: "Train the German→English attention translator (BPE, bidirectional LSTM, Bahdanau attention)",
 		Long:  trainNMTHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if out == "" {
-				return usagef("--out is required")
-			}
-			if err := checkTrainNMT(c, initDir, vocab, maxTarget, sentenceRepeat, every, sentencesOnly); err != nil {
-				return err
-			}
-			if err := opt.Validate(); err != nil {
-				return usage(err)
-			}
-			arch.Vocab = vocab // for validation; the tokenizer may come out smaller
-			if err := cfg.Validate(); err != nil {
+			if err := o.ValidateFlags(c.Flags().Changed); err != nil {
 				return usage(err)
 			}
 			a.logf("reading the corpus...")
-			sp, err := cf.load()
+			sp, err := cf.Load()
 			if err != nil {
 				return err
 			}
 			a.logf("%s: %d training, %d dev, %d test pairs", sp.Path, len(sp.Train), len(sp.Dev), len(sp.Test))
-			opt.CheckpointEvery = every
 			progress, finish := a.bars()
 			var rate train.TokenRate
-			opt.Progress = func(p train.Progress) {
+			o.Train.Progress = func(p train.Progress) {
 				progress("train nmt", p.Step, p.Steps, fmt.Sprintf("epoch %d/%d loss %.3f, %.0f target tokens/s", p.Epoch, p.Epochs, p.Loss, rate.Add(p)))
 			}
-			res, err := nmt.Train(c.Context(), nmt.Options{Out: out, Corpus: sp, SplitSeed: cf.seed, Config: cfg, Vocab: vocab, Init: initDir,
-				SentencesOnly: sentencesOnly, SentenceRepeat: sentenceRepeat, SelectDev: selectDev, MaxTarget: maxTarget, Train: opt,
-				Command: rebuildCommand(c.Flags()), Logf: a.logf})
+			o.Corpus, o.SplitSeed, o.Command, o.Logf = sp, cf.SplitSeed, nmt.RebuildCommand(c.Flags()), a.logf
+			res, err := nmt.Train(c.Context(), o)
 			finish()
 			if err != nil {
-				return vocabUsage(err, vocab, sp.Path)
+				return vocabUsage(err, o.Vocab, sp.Path)
 			}
-			s := nmtSummary{out, res.Seconds, res.FinalLoss, res.BLEU, res.BaselineBLEU, res.MaxLenDev, res.UnstoppedDev}
+			s := nmtSummary{o.Out, res.Seconds, res.FinalLoss, res.BLEU, res.BaselineBLEU, res.MaxLenDev, res.UnstoppedDev}
 			return a.emit(s, func(w io.Writer) {
 				fmt.Fprintf(w, "trained %s in %.0fs: test BLEU %.2f (dictionary baseline %.2f); dev: longest output %d tokens, %d unstopped\n",
-					out, s.Seconds, s.BLEU, s.BaselineBLEU, s.MaxLenDev, s.UnstoppedDev)
+					o.Out, s.Seconds, s.BLEU, s.BaselineBLEU, s.MaxLenDev, s.UnstoppedDev)
 			})
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&out, "out", "", "output model directory")
-	f.StringVar(&initDir, "init", "", "fine-tune this translator (its sizes and tokenizer) instead of training from scratch")
-	f.BoolVar(&sentencesOnly, "sentences-only", false, "train on the sentence pairs only, not the dictionary's phrases")
-	f.BoolVar(&selectDev, "select-dev", false, "evaluate dev BLEU after every epoch and keep the weights of the best epoch")
-	f.IntVar(&sentenceRepeat, "sentence-repeat", sentenceRepeat, "show each sentence pair this many times per epoch, the phrases once (oversampling the sentences, which the dev and test splits hold)")
-	cf.add(c)
-	f.Uint64Var(&opt.Seed, "seed", def.Seed, "seed for initialisation, shuffling and dropout")
-	f.IntVar(&opt.Epochs, "epochs", opt.Epochs, "passes over the training pairs")
-	f.IntVar(&opt.BatchSize, "batch", opt.BatchSize, "batch size (sentence pairs, bucketed by length)")
-	optimiserFlags(f, &opt)
-	f.Float64Var(&opt.Dropout, "dropout", opt.Dropout, "dropout on embeddings, between encoder layers and before the output layer")
-	f.Float64Var(&opt.LabelSmoothing, "label-smoothing", opt.LabelSmoothing, "move this much of each target token's probability to the uniform distribution in the loss")
-	f.IntVar(&vocab, "vocab", vocab, "BPE vocabulary size (shared by German and English), up to 65536: at least 260 (special and byte tokens) plus the training split's characters (Multi30k 355, Ding 367)")
-	f.IntVar(&maxTarget, "max-target", maxTarget, "leave out training pairs whose target is longer (tokens)")
-	f.DurationVar(&every, "checkpoint-every", every, "also checkpoint within an epoch this often (0: after every epoch only)")
-	translatorFlags(f, arch)
+	o.RegisterFlags(c.Flags())
+	cf.RegisterFlags(c.Flags())
 	return c
 }
 
 // evalTranslator is lenspec eval for a translator: BLEU on a split of its
 // corpus against the dictionary baseline, and the clean output lengths on
 // the dev split.
-func evalTranslator(c *cobra.Command, a *app, modelDir string, d model.Decoder[float32], split string, cf corpusFlags, maxSteps, examples int) error {
+func evalTranslator(c *cobra.Command, a *app, modelDir string, d model.Decoder[float32], split string, cf nmt.CorpusChoice, maxSteps, examples int) error {
 	if examples < 0 {
 		return usagef("--examples %d must be non-negative", examples)
 	}
-	cf, err := cf.forModel(c, modelDir, d)
+	cf, err := cf.ForModel(modelDir, d.Config(), c.Flags().Changed("split-seed"))
 	if err != nil {
-		return err
+		return usage(err)
 	}
-	sp, err := cf.load()
+	sp, err := cf.Load()
 	if err != nil {
 		return err
 	}
@@ -269,26 +127,4 @@ func evalTranslator(c *cobra.Command, a *app, modelDir string, d model.Decoder[f
 			}
 		}
 	})
-}
-
-// rebuildCommand is the training command as given, with every flag set on
-// the command line except where the output goes and how it is reported:
-// what config.json records so that a model says how to rebuild it.
-func rebuildCommand(fs *pflag.FlagSet) string {
-	var b strings.Builder
-	b.WriteString("lenspec train nmt --out DIR")
-	fs.Visit(func(f *pflag.Flag) {
-		switch f.Name {
-		case "out", "json", "quiet", "blas-threads", "checkpoint-every":
-			return
-		}
-		if f.Value.Type() == "bool" {
-			if f.Value.String() == "true" {
-				fmt.Fprintf(&b, " --%s", f.Name)
-			}
-			return
-		}
-		fmt.Fprintf(&b, " --%s %s", f.Name, f.Value.String())
-	})
-	return b.String()
 }

@@ -6,11 +6,8 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/captions"
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
@@ -24,20 +21,6 @@ func captionLengths(name string) error {
 		return usagef("--%v", err)
 	}
 	return nil
-}
-
-// loadCaptions builds the captions data set's splits from MNIST (fetched
-// if needed) and Debian's Fashion-MNIST.
-func (a *app) loadCaptions(ctx context.Context, seed uint64, lengths string) (train, test *captions.Dataset, err error) {
-	opt, err := experiment.CaptionLengths(lengths)
-	if err != nil {
-		return nil, nil, usagef("--%v", err)
-	}
-	src, err := a.sources()
-	if err != nil {
-		return nil, nil, err
-	}
-	return src.Captions(ctx, seed, opt)
 }
 
 // captionsDataHelp is the command's long help.
@@ -83,13 +66,13 @@ func newCaptionsDataCmd(a *app) *cobra.Command {
 					return fmt.Errorf("%s: %w", modelDir, err)
 				}
 			}
-			tr, te, err := a.loadCaptions(c.Context(), seed, lengths)
+			src, err := a.sources()
 			if err != nil {
 				return err
 			}
-			ds := te
-			if split == "train" {
-				ds = tr
+			ds, err := src.CaptionSplit(c.Context(), seed, lengths, split)
+			if err != nil {
+				return err
 			}
 			items, err := experiment.WriteCaptionPreviews(c.Context(), ds, d, split, out, count, scale)
 			if err != nil {
@@ -147,28 +130,19 @@ exact-caption accuracy and BLEU-4 on the test split. The defaults reproduce
 models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`
 
 func newTrainShowTellCmd(a *app) *cobra.Command {
-	def := train.DefaultOptions()
-	opt := train.Options{Seed: 1, Epochs: 10, BatchSize: 64, LR: 1e-3, FinalLR: 5e-5, WeightDecay: 0.01, Dropout: 0.1, ClipNorm: 5, Shards: def.Shards}
+	o := train.DefaultShowTellOptions()
 	cfg := model.DefaultShowTellConfig(captions.Vocab)
 	arch := cfg.Arch.(*model.ShowTellConfig)
-	var out, lengths string
+	var lengths string
 	var dataSeed uint64
-	var every time.Duration = 2 * time.Minute
-	pretrain := 3
 	c := &cobra.Command{
 		Use:   "showtell",
 		Short: "Train the Show-and-Tell captioner (CNN encoder, LSTM decoder) on the captions data set",
 		Long:  trainShowTellHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if out == "" {
-				return usagef("--out is required")
-			}
-			if err := opt.Validate(); err != nil {
+			if err := o.ValidateFlags(); err != nil {
 				return usage(err)
-			}
-			if every < 0 {
-				return usagef("--checkpoint-every %v must not be negative", every)
 			}
 			if err := captionLengths(lengths); err != nil {
 				return err
@@ -176,7 +150,7 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 			if err := cfg.Validate(); err != nil {
 				return usage(err)
 			}
-			d, err := model.New[float32](&cfg, rand.New(rand.NewPCG(opt.Seed, 0)))
+			d, err := model.New[float32](&cfg, rand.New(rand.NewPCG(o.Seed, 0)))
 			if err != nil {
 				return err
 			}
@@ -189,33 +163,25 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 				return err
 			}
 			cmd := fmt.Sprintf("lenspec train showtell --out DIR --seed %d --epochs %d --pretrain-epochs %d --batch %d --lr %g --final-lr %g --dropout %g --lengths %s --shards %d",
-				opt.Seed, opt.Epochs, pretrain, opt.BatchSize, opt.LR, opt.FinalLR, opt.Dropout, lengths, opt.Shards)
+				o.Seed, o.Epochs, o.PretrainEpochs, o.BatchSize, o.LR, o.FinalLR, o.Dropout, lengths, o.Shards)
 			progress, finish := a.bars()
-			opt.CheckpointEvery, opt.Data = every, fmt.Sprintf("captions lengths %s data-seed %d", lengths, dataSeed)
-			res, err := train.ShowTell(c.Context(), d, src, teSrc, train.ShowTellOptions{Options: opt, Out: out, PretrainEpochs: pretrain,
-				Record: map[string]any{"data_seed": dataSeed, "lengths": lengths, "command": cmd},
-				Stage: func(stage string, p train.Progress) {
-					progress(stage, p.Step, p.Steps, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
-				}})
+			o.Data = fmt.Sprintf("captions lengths %s data-seed %d", lengths, dataSeed)
+			o.Record = map[string]any{"data_seed": dataSeed, "lengths": lengths, "command": cmd}
+			o.Stage = func(stage string, p train.Progress) {
+				progress(stage, p.Step, p.Steps, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
+			}
+			res, err := train.ShowTell(c.Context(), d, src, teSrc, o)
 			finish()
 			if err != nil {
 				return err
 			}
-			return emitShowTell(a, out, res)
+			return emitShowTell(a, o.Out, res)
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&out, "out", "", "output model directory")
+	o.RegisterFlags(f)
 	f.StringVar(&lengths, "lengths", "skewed", "training caption-length distribution: skewed (the bias to short captions) or flat")
-	f.Uint64Var(&opt.Seed, "seed", opt.Seed, "seed for initialisation, shuffling and dropout")
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "captions data set generation seed")
-	f.IntVar(&opt.Epochs, "epochs", opt.Epochs, "passes over the 50,000 training canvases")
-	f.IntVar(&opt.BatchSize, "batch", opt.BatchSize, "batch size")
-	optimiserFlags(f, &opt)
-	f.Float64Var(&opt.WeightDecay, "weight-decay", opt.WeightDecay, "AdamW decoupled weight decay on weight matrices")
-	f.Float64Var(&opt.Dropout, "dropout", opt.Dropout, "dropout probability in the encoder's fully connected layers, in [0, 1)")
-	f.DurationVar(&every, "checkpoint-every", every, "also checkpoint within an epoch this often (0: after every epoch only)")
-	f.IntVar(&pretrain, "pretrain-epochs", pretrain, "epochs of encoder pretraining under a ReLU RNN decoder first (0: none)")
 	f.IntVar(&arch.Hidden, "hidden", arch.Hidden, "LSTM hidden size")
 	f.IntVar(&arch.Embedding, "embedding", arch.Embedding, "image and word embedding size")
 	f.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the encoder's first fully connected layer")
@@ -238,7 +204,11 @@ func emitShowTell(a *app, out string, res train.ShowTellResult) error {
 // the captions data set for a model reading its canvases, Multi-MNIST
 // otherwise.
 func (a *app) captionModelData(ctx context.Context, m *experiment.Model, seed uint64) (experiment.Data, error) {
-	return a.modelData(ctx, m.D32.Input(), seed, "test")
+	src, err := a.sources()
+	if err != nil {
+		return experiment.Data{}, err
+	}
+	return src.ImageData(ctx, m.D32.Input(), seed, "test")
 }
 
 // captionAttackHelp is the command's long help.
@@ -258,49 +228,23 @@ lengthened output's witness is decoded again in float64 and counted in
 records there are.`
 
 func newCaptionAttackCmd(a *app) *cobra.Command {
-	var models []string
-	var outDir, losses string
-	var images, first, samples, steps, restarts, maxSteps, capLen, batch int
-	var eps []float64
-	var lr, clip float64
-	var seed, dataSeed uint64
-	var summaryOnly bool
+	var e experiment.CaptionExperiment
+	var dataSeed uint64
 	c := &cobra.Command{
 		Use:   "caption-attack",
 		Short: "The paper's Show-and-Tell experiment: random search and PGD (both losses) at δ = 0.5 on word and digit captioners, table and figures",
 		Long:  captionAttackHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if len(models) == 0 || outDir == "" {
-				return usagef("--model and --out are required")
-			}
-			if images <= 0 || samples < 0 || steps < 0 || capLen < 0 || first < 0 {
-				return usagef("--images must be positive, --first, --samples, --steps and --cap non-negative")
-			}
-			names := map[string]bool{}
-			for _, m := range models {
-				n := filepath.Base(filepath.Clean(m))
-				if names[n] {
-					return usagef("--model %s: two models named %s (their records would share OUT/%s)", m, n, n)
-				}
-				names[n] = true
-			}
-			var lossList []attack.Loss
-			for _, l := range strings.Split(losses, ",") {
-				loss, err := attack.ParseLoss(strings.TrimSpace(l))
-				if err != nil {
-					return usage(err)
-				}
-				lossList = append(lossList, loss)
+			if err := e.Validate(); err != nil {
+				return err
 			}
 			progress, finish := a.bars()
 			defer finish()
-			e := experiment.CaptionExperiment{Models: models, Out: outDir, Images: images, First: first, Eps: eps,
-				Samples: samples, Steps: steps, Restarts: restarts, LR: lr, Clip: clip, Losses: lossList, MaxSteps: maxSteps,
-				Cap: capLen, Batch: batch, Seed: seed, SummaryOnly: summaryOnly, Progress: progress, Logf: a.logf,
-				Data: func(ctx context.Context, m *experiment.Model) (experiment.Data, error) {
-					return a.captionModelData(ctx, m, dataSeed)
-				}}
+			e.Progress, e.Logf = progress, a.logf
+			e.Data = func(ctx context.Context, m *experiment.Model) (experiment.Data, error) {
+				return a.captionModelData(ctx, m, dataSeed)
+			}
 			rows, table, err := e.Run(c.Context())
 			finish()
 			if err != nil {
@@ -309,24 +253,8 @@ func newCaptionAttackCmd(a *app) *cobra.Command {
 			return a.emit(rows, func(w io.Writer) { fmt.Fprint(w, table) })
 		},
 	}
-	f := c.Flags()
-	f.StringArrayVar(&models, "model", nil, "model directory (repeatable)")
-	f.StringVar(&outDir, "out", "", "output directory (one subdirectory per model, comparison.md)")
-	f.IntVar(&images, "images", 500, "number of random test images")
-	f.IntVar(&first, "first", 0, "attack only the first this many of the --images drawn (a run grows by rerunning with a larger --first; the summary covers every record of the draw)")
-	f.Float64SliceVar(&eps, "eps", []float64{0.5}, "radius grid")
-	f.IntVar(&samples, "samples", 10000, "random-search samples per image")
-	f.IntVar(&steps, "steps", 1000, "PGD iterations per run")
-	f.Float64Var(&lr, "lr", 0.01, "PGD Adam learning rate")
-	f.IntVar(&restarts, "restarts", 4, "PGD runs per image (the first from the image, the rest from random points of the ball)")
-	f.Float64Var(&clip, "clip", 1, "ε of the proxy J̃")
-	f.StringVar(&losses, "losses", "margin,eos-logprob", "PGD losses, each a run of its own")
-	f.IntVar(&maxSteps, "max-steps", 200, "decoding step cap")
-	f.IntVar(&capLen, "cap", captions.MaxTokens, "the training cap on output length that the table counts outputs past")
-	f.IntVar(&batch, "batch", 25, "images per batched PGD run (speed only)")
-	f.Uint64Var(&seed, "seed", 1, "seed for image selection and every per-sample random choice")
-	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "data generation seed")
-	f.BoolVar(&summaryOnly, "summary-only", false, "only summarise the records already written")
+	e.RegisterFlags(c.Flags())
+	c.Flags().Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "data generation seed")
 	return c
 }
 
@@ -376,13 +304,13 @@ func newGatesCmd(a *app) *cobra.Command {
 					return err
 				}
 			case images > 0 || len(indices) > 0:
-				data, err := a.captionModelData(c.Context(), m, dataSeed)
+				src, err := a.sources()
 				if err != nil {
 					return err
 				}
-				picked, err := experiment.PickSamples(images, indices, data.Source.Len(), seed)
+				data, picked, err := src.Select(c.Context(), m, experiment.Selection{Images: images, Indices: indices, Split: "test", DataSeed: dataSeed, Seed: seed}, 0)
 				if err != nil {
-					return usage(err)
+					return err
 				}
 				clean, _, _ = data.Source.Batch(picked, nil)
 			}

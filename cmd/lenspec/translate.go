@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,14 +72,14 @@ exits 130 or 143. Nothing is saved but the output already written.`,
 			if d.Config().Tokenizer == nil {
 				return usagef("%s is a %s, which does not read text", modelDir, d.Config().Architecture)
 			}
-			tr := &translation{a: a, ctx: c.Context(), d: d, maxSteps: maxSteps, enc: json.NewEncoder(a.stdout), stdin: len(args) == 0}
+			tr := &translation{a: a, enc: json.NewEncoder(a.stdout), stdin: len(args) == 0}
 			tr.enc.SetEscapeHTML(false) // tokens such as "<0x0A>" as they are spelt
 			if tr.stdin {
 				if err = nmt.TranslateLines(c.Context(), d, c.InOrStdin(), batch, maxSteps, tr.write); errors.As(err, new(*nmt.ReadError)) {
 					err = fmt.Errorf("stdin %w", err)
 				}
 			} else {
-				err = tr.translateArgs(args)
+				err = nmt.TranslateTexts(c.Context(), d, args, maxSteps, tr.write)
 			}
 			if c.Context().Err() != nil {
 				return interruptedError{tr.interrupted()}
@@ -104,12 +103,9 @@ exits 130 or 143. Nothing is saved but the output already written.`,
 // translation is one translate command at work: what it reads with and
 // writes to, and how far it got.
 type translation struct {
-	a        *app
-	ctx      context.Context
-	d        model.Decoder[float32]
-	maxSteps int
-	enc      *json.Encoder
-	stdin    bool // texts are stdin lines, not arguments
+	a     *app
+	enc   *json.Encoder
+	stdin bool // texts are stdin lines, not arguments
 	// done counts the texts translated and written, failed those of them
 	// reported instead of translated.
 	done, failed int
@@ -146,20 +142,6 @@ func (tr *translation) write(n int, text string, t model.Translation) error {
 		return err
 	}
 	tr.done++
-	return nil
-}
-
-// translateArgs translates the texts given as arguments together.
-func (tr *translation) translateArgs(texts []string) error {
-	ts, err := model.Translate(tr.ctx, tr.d, texts, tr.maxSteps)
-	if err != nil {
-		return err
-	}
-	for i, t := range ts {
-		if err := tr.write(i+1, texts[i], t); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/verify"
@@ -16,7 +15,6 @@ import (
 type verifyFlags struct {
 	runFlags
 	s        experiment.VerifySettings
-	timeout  time.Duration
 	noMIP    bool
 	writeMPS string
 	specPath string
@@ -28,27 +26,9 @@ func (f *verifyFlags) register(c *cobra.Command, samples bool) {
 	fl := c.Flags()
 	fl.IntVar(&f.maxLen, "max-len", -1, fmt.Sprintf("K̂, 0..%d: prove no output is longer than this (default: the length of the image's ground-truth label)", verify.MaxK))
 	fl.Lookup("max-len").DefValue = "0" // −1 is a sentinel the usage explains; "0" hides it from the help
-	fl.DurationVar(&f.timeout, "timeout", time.Duration(f.s.Timeout*float64(time.Second)), "time limit per sample, for the warm start, the bounds and every stage after them (with bound: per K̂ tried)")
-	fl.IntVar(&f.s.Threads, "threads", f.s.Threads, "MIP solver threads")
-	fl.StringVar(&f.s.Bounds, "bounds", f.s.Bounds, "bound method: interval, crown, alpha-crown (CROWN with slopes optimised for each open margin) or alpha-crown-full (also for the bounds of each unstable intermediate neuron)")
+	f.s.RegisterFlags(fl)
 	fl.BoolVar(&f.noMIP, "no-mip", false, "no MIP solver: after the warm start and the bounds, branch and bound alternating with rounds of the wide falsifier takes all the time (with --bab=false: one falsifier round); --tokens, --abstract, --relax-gap, --optimize and --threads then do nothing")
-	fl.BoolVar(&f.s.Optimize, "optimize", !verify.DefaultOptions().Decision, "optimise the MIPs (report the max-min margin) instead of deciding")
-	fl.IntVar(&f.s.AttackSteps, "attack-steps", f.s.AttackSteps, "PGD iterations of the warm start and of each wide-falsifier run (0: neither runs)")
-	fl.IntVar(&f.s.AttackRestarts, "attack-restarts", f.s.AttackRestarts, "PGD warm-start runs, before the bounds (the first from the image, the rest from random points)")
-	fl.IntVar(&f.s.SearchRestarts, "search-restarts", f.s.SearchRestarts, "runs of each wide-falsifier round (the warm start's PGD, fresh random starts each round): one round once the bounds have not proved the property (with the MIP solver, within a quarter of the time left), more between slices of branch and bound whose bound is not falling fast enough to prove in the time left (0: no wide falsifier)")
-	fl.Float64Var(&f.s.AttackLR, "attack-lr", f.s.AttackLR, "PGD learning rate of the warm start and the wide falsifier")
-	fl.BoolVar(&f.s.AttackTargeted, "attack-targeted", false, "if the warm start finds no witness, also push the decoder onto each other first token (targeted continuations)")
-	fl.Float64Var(&f.s.RelaxGap, "relax-gap", f.s.RelaxGap, "before the exact MIP, solve one where unstable ReLUs with a triangle-relaxation gap below this get no binary (0: none)")
-	fl.BoolVar(&f.s.Tokens, "tokens", f.s.Tokens, "the token search after the box MIP: branch and bound over the emitted tokens with LP bounds (needs the MIP solver)")
-	fl.BoolVar(&f.s.BaB, "bab", f.s.BaB, "branch and bound over ReLU splits and tokens with α,β-CROWN bounds: a quarter of the time after the first falsifier round, then, after the token search, half of what is left, in slices between which the wide falsifier runs again (--search-restarts > 0) whenever the bound is not falling fast enough to prove in time; with --no-mip, all the time; --bab=false: the falsifier round and the MIP stages alone")
-	fl.BoolVar(&f.s.Cuts, "cuts", f.s.Cuts, "learn nogoods from branch and bound's closed leaves (strengthened by dropping splits whose constraint multipliers were 0, proved again) and close the domains they cover without bounding them")
-	fl.BoolVar(&f.s.Clip, "clip-input", f.s.Clip, "cut each branch-and-bound child's input box to the half-space its new split gives through CROWN's linear bound of the split neuron")
-	fl.BoolVar(&f.s.Abstract, "abstract", f.s.Abstract, "the MIPs with the encoder abstracted by its bounds: around i₀ as a box before the token search, then by CROWN's linear bounds at i₀ and at fc1 before the exact MIP (needs the MIP solver)")
-	fl.Float64Var(&f.s.Safety, "safety", f.s.Safety, "robust needs the proven margin bound ≤ −safety")
 	fl.StringVar(&f.writeMPS, "write-mps", "", "write each sample's MIP to this directory (MPS, for SCIP, Gurobi, HiGHS…)")
-	fl.StringArrayVar(&f.s.SolverParams, "solver-param", nil, "parameter passed to the solver verbatim, repeatable (CBC: --solver-param=-cuts --solver-param=off)")
-	fl.StringVar(&f.s.Solver, "solver", f.s.Solver, "cbc (in process) or external (a solver binary on an MPS file)")
-	fl.StringVar(&f.s.SolverBinary, "solver-binary", "cbc", "binary for --solver external")
 	if samples {
 		fl.StringVar(&f.specPath, "spec", "", `a spec file (JSON: "model", "input" file or "values", "eps" or "lower"/"upper", "max_len") instead of --model and the data flags`)
 	}
@@ -108,7 +88,7 @@ func (f *verifyFlags) config(c *cobra.Command, a *app, shard experiment.Shard, m
 		return experiment.VerifyConfig{}, err
 	}
 	s := f.s
-	s.MaxLen, s.MaxSteps, s.Seed, s.Timeout = k, f.maxSteps, f.seed, f.timeout.Seconds()
+	s.MaxLen, s.MaxSteps, s.Seed = k, f.maxSteps, f.seed
 	if f.noMIP {
 		s.Solver = experiment.SolverNone
 	}

@@ -1,0 +1,136 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lenspec/lenspec/model"
+	"github.com/spf13/pflag"
+)
+
+// RegisterOptimiserFlags adds the optimiser's settings every training
+// command shares (the learning-rate schedule, gradient clipping, shards)
+// to fs, each starting at o's value: each command sets its own defaults
+// first.
+func (o *Options) RegisterOptimiserFlags(fs *pflag.FlagSet) {
+	fs.Float64Var(&o.LR, "lr", o.LR, "Adam learning rate")
+	fs.Float64Var(&o.FinalLR, "final-lr", o.FinalLR, "learning rate at the end of the cosine schedule (0: constant)")
+	fs.Float64Var(&o.ClipNorm, "clip-norm", o.ClipNorm, "clip the gradient's global L2 norm (0: off)")
+	fs.IntVar(&o.Shards, "shards", o.Shards, "split each batch into this many shards computed concurrently (the result depends on it, not on the cores)")
+}
+
+// RegisterRobustnessFlags adds the settings of verification-friendly
+// (ReLU stability) and certified (IBP) training to fs, each starting at
+// o's value; ValidateFlags refuses those given while their feature is
+// off.
+func (o *Options) RegisterRobustnessFlags(fs *pflag.FlagSet) {
+	if o.IBPBound == "" {
+		o.IBPBound = model.BoundInterval
+	}
+	fs.Float64Var(&o.Stability, "stability", o.Stability, "weight of the ReLU-stability regulariser (verification-friendly training; 0: off)")
+	fs.Float64Var(&o.StabilityEps, "stability-eps", o.StabilityEps, "L∞ radius of the regulariser's interval bounds, at most the input range's width (with --stability only)")
+	fs.Float64Var(&o.StabilityRamp, "stability-ramp", o.StabilityRamp, "fraction of the steps over which the radius ramps up from 0 (with --stability only)")
+	fs.Float64Var(&o.IBP, "ibp", o.IBP, "weight of the interval-bound (certified) loss at the end of its ramp, in [0, 1] (0: off)")
+	fs.Float64Var(&o.IBPEps, "ibp-eps", o.IBPEps, "L∞ radius the certified loss trains for, at most the input range's width (with --ibp only; required with it)")
+	fs.Float64Var(&o.IBPRamp, "ibp-ramp", o.IBPRamp, "fraction of the steps over which the certified loss's weight and radius ramp up from 0 (with --ibp only)")
+	fs.StringVar((*string)(&o.IBPBound), "ibp-bound", string(o.IBPBound), "the certified loss's bound: interval (IBP) or crown-ibp (tighter: linear bounds above fc1; rnn_relu cell only; with --ibp only)")
+	fs.BoolVar(&o.IBPAttack, "ibp-attack", o.IBPAttack, "take the cross-entropy term at a one-step attack inside the ball (MTL-IBP) instead of at the image (with --ibp only)")
+}
+
+// ValidateFlags is Validate for options set by RegisterRobustnessFlags:
+// first it refuses a flag of the certified loss given (changed reports
+// which flags were) while --ibp is off, then Validate, then a flag of the
+// stability regulariser given while --stability is off. Such a flag would
+// be ignored, so a run could look as if it used a setting it did not.
+func (o Options) ValidateFlags(changed func(flag string) bool) error {
+	if err := switchedBy(changed, "ibp", o.IBP > 0, "ibp-eps", "ibp-ramp", "ibp-bound", "ibp-attack"); err != nil {
+		return err
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	return switchedBy(changed, "stability", o.Stability > 0, "stability-eps", "stability-ramp")
+}
+
+// switchedBy refuses flags that only mean something when the flag on
+// turns their feature on, given while it is off.
+func switchedBy(changed func(string) bool, on string, enabled bool, flags ...string) error {
+	if enabled {
+		return nil
+	}
+	for _, f := range flags {
+		if changed(f) {
+			return fmt.Errorf("--%s is read only with --%s, which is off: set --%s, or drop --%s", f, on, on, f)
+		}
+	}
+	return nil
+}
+
+// registerCaptionerFlags adds the settings every image captioner's
+// training shares: the seed (seedHelp says what it seeds), the epochs and
+// batch, the optimiser, weight decay and dropout.
+func (o *Options) registerCaptionerFlags(fs *pflag.FlagSet, seedHelp string) {
+	fs.Uint64Var(&o.Seed, "seed", o.Seed, seedHelp)
+	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "passes over the 50,000 training canvases")
+	fs.IntVar(&o.BatchSize, "batch", o.BatchSize, "batch size")
+	o.RegisterOptimiserFlags(fs)
+	fs.Float64Var(&o.WeightDecay, "weight-decay", o.WeightDecay, "AdamW decoupled weight decay on weight matrices")
+	fs.Float64Var(&o.Dropout, "dropout", o.Dropout, "dropout probability in the encoder's fully connected layers, in [0, 1)")
+}
+
+// RegisterFlags adds the run's settings to fs as lenspec train
+// captioner's flags, each starting at r's value (DefaultOptions for the
+// CLI's: the recipe of models/mmnist-rnn): the output, fine-tuning, the
+// optimisation, and verification-friendly and certified training.
+func (r *CaptionerRun) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&r.Out, "out", r.Out, "output model directory")
+	fs.StringVar(&r.Init, "init", r.Init, "start from this model's weights and architecture (fine-tuning)")
+	r.registerCaptionerFlags(fs, "seed for initialisation, shuffling, augmentation and dropout")
+	r.RegisterRobustnessFlags(fs)
+}
+
+// ValidateFlags checks a run set by RegisterFlags before any work: an
+// output directory, then Options.ValidateFlags.
+func (r CaptionerRun) ValidateFlags(changed func(flag string) bool) error {
+	if r.Out == "" {
+		return errors.New("--out is required")
+	}
+	return r.Options.ValidateFlags(changed)
+}
+
+// DefaultShowTellOptions are lenspec train showtell's defaults, the recipe
+// of models/showtell-lstm: 3 epochs of encoder pretraining, then 10 of 64
+// canvases with AdamW (a cosine schedule from 10⁻³ to 5·10⁻⁵, weight decay
+// 0.01, gradient norm clipped at 5), dropout 0.1, and a checkpoint every
+// 2 minutes.
+func DefaultShowTellOptions() ShowTellOptions {
+	opt := Options{Seed: 1, Epochs: 10, BatchSize: 64, LR: 1e-3, FinalLR: 5e-5, WeightDecay: 0.01, Dropout: 0.1, ClipNorm: 5,
+		Shards: DefaultOptions().Shards, CheckpointEvery: 2 * time.Minute}
+	return ShowTellOptions{Options: opt, PretrainEpochs: 3}
+}
+
+// RegisterFlags adds the options to fs as lenspec train showtell's flags,
+// each starting at o's value (DefaultShowTellOptions for the CLI's).
+func (o *ShowTellOptions) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Out, "out", o.Out, "output model directory")
+	o.registerCaptionerFlags(fs, "seed for initialisation, shuffling and dropout")
+	fs.DurationVar(&o.CheckpointEvery, "checkpoint-every", o.CheckpointEvery, "also checkpoint within an epoch this often (0: after every epoch only)")
+	fs.IntVar(&o.PretrainEpochs, "pretrain-epochs", o.PretrainEpochs, "epochs of encoder pretraining under a ReLU RNN decoder first (0: none)")
+}
+
+// ValidateFlags checks options set by RegisterFlags before any work: an
+// output directory, Options.Validate, and a checkpoint interval that is
+// not negative.
+func (o ShowTellOptions) ValidateFlags() error {
+	if o.Out == "" {
+		return errors.New("--out is required")
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if o.CheckpointEvery < 0 {
+		return fmt.Errorf("--checkpoint-every %v must not be negative", o.CheckpointEvery)
+	}
+	return nil
+}
