@@ -11,7 +11,8 @@ import (
 // TestCutsAgainstGrid: branch and bound with learned cuts and input
 // clipping never proves a property a dense grid search breaks, ends
 // proven where branch and bound without them does, and both are used
-// (nogoods strengthened and covering domains, boxes clipped); with a pool that learns from open leaves too
+// (nogoods strengthened and covering domains, boxes clipped), also when
+// 25–300 ms limits stop it; with a pool that learns from open leaves too
 // (unsound cuts planted), some search proves a property the grid breaks:
 // the check has teeth.
 func TestCutsAgainstGrid(t *testing.T) {
@@ -19,12 +20,12 @@ func TestCutsAgainstGrid(t *testing.T) {
 	wrongPlanted := 0
 	forBaBProblems(t, 80, func(seed uint64) (int, float64) { return 2 + int(seed%3), []float64{0.2, 0.5, 1}[seed%3] }, func() bool { return true }, func(p babProblem) {
 		maxLen, K, lo, hi, g, b, candidate := p.maxLen, p.K, p.lo, p.hi, p.g, p.b, p.candidate
-		search := func(cuts, clip, plant bool) (babOutcome, *babSearch) {
+		searchFor := func(limit time.Duration, cuts, clip, plant bool) (babOutcome, *babSearch) {
 			opt := verifyOpts()
 			opt.Cuts, opt.Clip = cuts, clip
 			s := g.newBaB(context.Background(), lo, hi, opt, []*domain{{splits: splitSet{}, b: b}}, candidate)
 			s.learnOpen = plant
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), limit)
 			defer cancel()
 			out, err := s.run(ctx)
 			if err != nil {
@@ -32,10 +33,14 @@ func TestCutsAgainstGrid(t *testing.T) {
 			}
 			return out, s
 		}
+		search := func(cuts, clip, plant bool) (babOutcome, *babSearch) { return searchFor(5*time.Second, cuts, clip, plant) }
 		if K < maxLen {
-			// A longer output exists: never proven, with both on.
-			if out, _ := search(true, true, false); out.status == babProven {
-				t.Fatalf("seed %d: branch and bound with cuts and clipping proves K̂ %d, the grid finds length %d", p.seed, K, maxLen)
+			// A longer output exists: never proven, with both on, whatever
+			// the time limit stops.
+			for _, limit := range []time.Duration{25 * time.Millisecond, 100 * time.Millisecond, 300 * time.Millisecond, 5 * time.Second} {
+				if out, _ := searchFor(limit, true, true, false); out.status == babProven {
+					t.Fatalf("seed %d: branch and bound with cuts and clipping (%v limit) proves K̂ %d, the grid finds length %d", p.seed, limit, K, maxLen)
+				}
 			}
 			if bad, _ := search(true, false, true); bad.status == babProven {
 				wrongPlanted++

@@ -32,8 +32,8 @@ func limitConfig() *model.Config {
 }
 
 // TestLimitsHoldInBaB: a sample's time limit holds within 5 % + 50 ms
-// down to 25 ms limits, with branch and bound alone, with the falsifier
-// and with the whole pipeline, on captioners whose α-CROWN searches are
+// down to 25 ms limits, with branch and bound alone, with the falsifier,
+// with learned cuts and input clipping on and with the whole pipeline, on captioners whose α-CROWN searches are
 // busy when the limit passes. On a loaded machine the 50 ms grow by the
 // slowdown of work measured beside each run (wall against CPU time of a
 // busy loop, at most 8×). Broken (the optimiser's iterations not
@@ -59,6 +59,12 @@ func TestLimitsHoldInBaB(t *testing.T) {
 		}},
 		{"bab+falsifier", func(o Options, m *model.Captioner[float64]) Options {
 			o.BaB, o.Solver, o.NewLP, o.Abstract = true, nil, nil, false
+			o.Search = falsifier(m)
+			return o
+		}},
+		{"bab+cuts+clip", func(o Options, m *model.Captioner[float64]) Options {
+			o.BaB, o.Solver, o.NewLP, o.Abstract = true, nil, nil, false
+			o.Cuts, o.Clip = true, true
 			o.Search = falsifier(m)
 			return o
 		}},
