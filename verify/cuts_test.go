@@ -33,7 +33,9 @@ func TestCutsAgainstGrid(t *testing.T) {
 			}
 			return out, s
 		}
-		search := func(cuts, clip, plant bool) (babOutcome, *babSearch) { return searchFor(5*time.Second, cuts, clip, plant) }
+		search := func(cuts, clip, plant bool) (babOutcome, *babSearch) {
+			return searchFor(5*time.Second, cuts, clip, plant)
+		}
 		if K < maxLen {
 			// A longer output exists: never proven, with both on, whatever
 			// the time limit stops.
