@@ -1,7 +1,9 @@
 package train
 
 import (
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,6 +137,74 @@ func TestCaptionerFlags(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("%q: got %q, want %q", tc.args, got, tc.want)
 			}
+		}
+	}
+}
+
+// TestCaptionerModelFlags: the architecture flags set the captioner's
+// config; a new model is refused if that config is, a fine-tuned one if
+// any architecture flag is given; Model builds the seeded new model, or
+// loads Init without its training record.
+func TestCaptionerModelFlags(t *testing.T) {
+	init := t.TempDir()
+	saved := model.DefaultCaptionerConfig()
+	saved.Training = map[string]any{"seed": 9}
+	d, err := model.New[float32](&saved, rand.New(rand.NewPCG(9, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := model.Save(init, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		init string
+		args []string
+		want string // "": valid
+	}{
+		{"", nil, ""},
+		{"", []string{"--conv1", "4", "--conv2", "6", "--fc", "16", "--cell", "lstm"}, ""},
+		{"", []string{"--cell", "tanh"}, `cell "tanh" is not supported`},
+		{init, nil, ""},
+		{init, []string{"--conv1", "4"}, "--conv1 conflicts with --init (the architecture comes from " + init + ")"},
+		{init, []string{"--fc", "16", "--cell", "lstm"}, "--fc conflicts with --init (the architecture comes from " + init + ")"},
+		{init, []string{"--cell", "gru"}, "--cell conflicts with --init (the architecture comes from " + init + ")"},
+	} {
+		cfg := model.DefaultCaptionerConfig()
+		fs := pflag.NewFlagSet("captioner", pflag.ContinueOnError)
+		RegisterCaptionerArchFlags(fs, cfg.Arch.(*model.CaptionerConfig))
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		run := CaptionerRun{Options: DefaultOptions(), Init: tc.init}
+		run.Seed = 5
+		err := run.ValidateModel(&cfg, fs.Changed)
+		if tc.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("init %q %q: got %v, want %q", tc.init, tc.args, err, tc.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("init %q %q: %v", tc.init, tc.args, err)
+		}
+		got, err := run.Model(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantCfg := got, got.Config()
+		if tc.init == "" {
+			if want, err = model.New[float32](&cfg, rand.New(rand.NewPCG(5, 0))); err != nil {
+				t.Fatal(err)
+			}
+			wantCfg = &cfg
+		} else {
+			want, wantCfg = d, &saved
+		}
+		if got.Config().Training != nil {
+			t.Errorf("init %q %q: training record %v kept", tc.init, tc.args, got.Config().Training)
+		}
+		if !reflect.DeepEqual(got.Config().Arch, wantCfg.Arch) || !reflect.DeepEqual(got.Params(), want.Params()) {
+			t.Errorf("init %q %q: not the model asked for", tc.init, tc.args)
 		}
 	}
 }
