@@ -226,8 +226,8 @@ source replays from its text with lenspec translate. The step cap defaults to 1,
 			if !slices.Contains(experiment.MethodNames(false), f.method) {
 				return usagef("--method %q: want %s", f.method, strings.Join(experiment.MethodNames(false), " or "))
 			}
-			if name, ok := givenFlag(c, textOnlyFlags); ok {
-				return usagef("--%s is for text models; %s takes images", name, f.modelDir)
+			if err := experiment.CheckKindFlags(model.Continuous, f.modelDir, c.Flags().Changed); err != nil {
+				return err
 			}
 			if err := experiment.CheckRead(c.Flags().Changed, []string{f.method}, experiment.MethodNames(false)); err != nil {
 				return err
@@ -300,8 +300,8 @@ func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (exper
 	if !ok || !def.Text {
 		return experiment.AttackConfig{}, usagef("--method %q: a text model takes %s", method, orList(experiment.TextMethods))
 	}
-	if name, ok := givenFlag(c, imageOnlyFlags); ok {
-		return experiment.AttackConfig{}, usagef("--%s is for image models; a text attack does not take it", name)
+	if err := experiment.CheckKindFlags(model.Tokens, f.modelDir, c.Flags().Changed); err != nil {
+		return experiment.AttackConfig{}, err
 	}
 	if _, err := attack.ParseLoss(f.s.Loss); err != nil {
 		return experiment.AttackConfig{}, usagef("--loss: %v", err)
@@ -318,13 +318,6 @@ func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (exper
 		Out: f.out, WitnessDir: f.witnessDir, Logf: a.logf}, nil
 }
 
-// textOnlyFlags are the attack flags an image model has no use for, and
-// imageOnlyFlags those a text model has none for.
-var (
-	textOnlyFlags  = append([]string{"sentences", "text", "text-file", "tau", "beam", "swaps", "loop", "horizon"}, nmt.CorpusFlagNames()...)
-	imageOnlyFlags = []string{"restarts", "early-stop", "data-seed"}
-)
-
 // orList lists names as "a, b or c".
 func orList(names []string) string {
 	if len(names) < 2 {
@@ -333,26 +326,14 @@ func orList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// givenFlag is the first of names given on the command line.
-func givenFlag(c *cobra.Command, names []string) (string, bool) {
-	for _, name := range names {
-		if c.Flags().Changed(name) {
-			return name, true
-		}
-	}
-	return "", false
-}
-
 // textData loads the sentences the flags pick: the model's corpus's or
 // the user's own (--text, --text-file).
 func (f *attackFlags) textData(c *cobra.Command, m *experiment.Model) (experiment.TextData, []int, error) {
-	if (len(f.texts) > 0) != (f.textFile != "") {
-		if name, ok := givenFlag(c, append([]string{"sentences", "index", "split"}, nmt.CorpusFlagNames()...)); ok {
-			return experiment.TextData{}, nil, usagef("--%s picks the corpus's sentences; --text and --text-file give your own", name)
-		}
-	}
 	sel := experiment.TextSelection{Sentences: f.sentences, Indices: f.indices, Split: f.split, Seed: f.seed, Corpus: f.corpus,
 		SplitSeedGiven: c.Flags().Changed("split-seed"), Texts: f.texts, File: f.textFile}
+	if err := sel.ValidateFlags(c.Flags().Changed); err != nil {
+		return experiment.TextData{}, nil, err
+	}
 	return sel.Select(m)
 }
 
