@@ -13,7 +13,7 @@ import (
 
 // defaultDataSeed defines the standard Multi-MNIST split every command uses
 // unless told otherwise; the shipped model was trained and evaluated on it.
-const defaultDataSeed = 1
+const defaultDataSeed = experiment.DefaultDataSeed
 
 func (a *app) mnistDir() (string, error) {
 	if a.dataDir != "" {
@@ -29,12 +29,7 @@ func (a *app) sources() (experiment.Sources, error) {
 }
 
 // checkSplit refuses a split name before any work.
-func checkSplit(name string) error {
-	if name != "train" && name != "test" {
-		return usagef("--split %q: want train or test", name)
-	}
-	return nil
-}
+func checkSplit(name string) error { return experiment.CheckSplit(name) }
 
 // dataHelp is the command's long help.
 const dataHelp = `Copy Multi30k's raw files (train, val and test_2016_flickr, .de.gz and .en.gz:

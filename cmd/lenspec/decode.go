@@ -96,8 +96,5 @@ func newDecodeCmd(a *app) *cobra.Command {
 
 // checkSteps validates a --max-steps flag: unset means the model's cap.
 func checkSteps(c *cobra.Command, maxSteps int) error {
-	if c.Flags().Changed("max-steps") && (maxSteps < 1 || maxSteps > model.MaxStepCap) {
-		return usagef("--max-steps %d: want 1..%d", maxSteps, model.MaxStepCap)
-	}
-	return nil
+	return experiment.CheckMaxSteps(maxSteps, c.Flags().Changed("max-steps"))
 }
