@@ -55,16 +55,7 @@ func (f *verifyFlags) run(c *cobra.Command, a *app, line func(experiment.VerifyR
 // runSpec verifies (or bounds) the problem of a spec file: the answer on
 // stdout, the JSON record with --json.
 func (f *verifyFlags) runSpec(c *cobra.Command, a *app, line func(experiment.VerifyRecord) any, text func(io.Writer, experiment.VerifyRecord)) error {
-	for _, name := range []string{"model", "eps", "images", "index", "image", "input", "out", "shard", "max-len"} {
-		if c.Flags().Changed(name) {
-			return usagef("--spec gives the model, the input, the set and K̂: drop --%s", name)
-		}
-	}
-	sp, err := experiment.ReadSpecFile(f.specPath)
-	if err != nil {
-		return err
-	}
-	m, err := experiment.LoadModel(sp.Model)
+	sp, m, err := experiment.LoadSpec(f.specPath, c.Flags().Changed)
 	if err != nil {
 		return err
 	}
