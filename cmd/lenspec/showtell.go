@@ -270,11 +270,9 @@ outputs recorded in --attacks results files (this model's records only).`
 
 func newGatesCmd(a *app) *cobra.Command {
 	var modelDir string
-	var images, maxSteps int
-	var indices []int
-	var inputs, attackFiles []string
+	var maxSteps int
+	var in experiment.GateInputs
 	var threshold float64
-	var seed, dataSeed uint64
 	c := &cobra.Command{
 		Use:   "gates",
 		Short: "Measure an LSTM decoder's gate saturation and end-of-caption eos margin along clean and attacked decoding paths",
@@ -297,29 +295,9 @@ func newGatesCmd(a *app) *cobra.Command {
 			if _, ok := m.D64.(model.GateStepper[float64]); !ok {
 				return fmt.Errorf("%s: a %s has no LSTM gates to measure", modelDir, m.D64.Config().Architecture)
 			}
-			var clean []float64
-			switch {
-			case len(inputs) > 0:
-				if clean, err = experiment.ReadInputs(m, inputs); err != nil {
-					return err
-				}
-			case images > 0 || len(indices) > 0:
-				src, err := a.sources()
-				if err != nil {
-					return err
-				}
-				data, picked, err := src.Select(c.Context(), m, experiment.Selection{Images: images, Indices: indices, Split: "test", DataSeed: dataSeed, Seed: seed}, 0)
-				if err != nil {
-					return err
-				}
-				clean, _, _ = data.Source.Batch(picked, nil)
-			}
-			attacked, err := experiment.LengthenedInputs(m, attackFiles)
+			clean, attacked, err := in.Read(c.Context(), m, a.sources)
 			if err != nil {
 				return err
-			}
-			if len(clean) == 0 && len(attacked) == 0 {
-				return usagef("give inputs: --images, --index or --input, and/or --attacks")
 			}
 			sets, err := experiment.Gates(c.Context(), m, clean, attacked, maxSteps, threshold)
 			if err != nil {
@@ -334,13 +312,8 @@ func newGatesCmd(a *app) *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVar(&modelDir, "model", "", "model directory (an LSTM decoder)")
-	f.IntVar(&images, "images", 0, "this many test images, drawn at random with --seed")
-	f.IntSliceVar(&indices, "index", nil, "these test images")
-	f.StringArrayVar(&inputs, "input", nil, "an input as a safetensors file (repeatable)")
-	f.StringArrayVar(&attackFiles, "attacks", nil, "attack results file whose lengthened outputs' witnesses are the attacked paths (repeatable)")
+	in.RegisterFlags(f)
 	f.Float64Var(&threshold, "threshold", model.DefaultSaturation, "a gate counts as saturated where |pre-activation| exceeds this")
 	f.IntVar(&maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
-	f.Uint64Var(&seed, "seed", 1, "seed for image selection")
-	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "data generation seed")
 	return c
 }
