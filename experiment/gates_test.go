@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lenspec/lenspec/mnist"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/safetensors"
 	"github.com/spf13/pflag"
@@ -124,22 +123,8 @@ func TestGateInputs(t *testing.T) {
 	if want := (GateInputs{2, []int{3, 1}, []string{"a"}, []string{"r.jsonl"}, 4, 5}); !reflect.DeepEqual(g, want) {
 		t.Fatalf("flags: %+v, want %+v", g, want)
 	}
-	dir, err := mnist.DefaultDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := Sources{MNISTDir: dir}
+	src, m := mnistCaptioner(t)
 	ctx := context.Background()
-	cfg := model.DefaultCaptionerConfig()
-	d, err := model.New[float64](&cfg, rand.New(rand.NewPCG(1, 2)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mdir := t.TempDir()
-	if err := model.Save(mdir, d); err != nil {
-		t.Fatal(err)
-	}
-	m := loadModel(t, mdir)
 	data, err := src.ImageData(ctx, m.D32.Input(), 1, "test")
 	if err != nil {
 		t.Fatal(err)
