@@ -146,6 +146,15 @@ func RegisterCaptionerArchFlags(fs *pflag.FlagSet, arch *model.CaptionerConfig) 
 	fs.StringVar(&arch.Cell, "cell", arch.Cell, "decoder cell: rnn_relu, lstm or gru (PyTorch nn.RNNCell, nn.LSTMCell, nn.GRUCell; all verifiable)")
 }
 
+// RegisterShowTellArchFlags adds the Show-and-Tell model's sizes to fs,
+// each starting at arch's value (model.DefaultShowTellConfig for lenspec
+// train showtell's).
+func RegisterShowTellArchFlags(fs *pflag.FlagSet, arch *model.ShowTellConfig) {
+	fs.IntVar(&arch.Hidden, "hidden", arch.Hidden, "LSTM hidden size")
+	fs.IntVar(&arch.Embedding, "embedding", arch.Embedding, "image and word embedding size")
+	fs.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the encoder's first fully connected layer")
+}
+
 // ValidateModel checks, before any work, the model the run is to train:
 // trained from scratch, cfg (set by RegisterCaptionerArchFlags) must be
 // valid; fine-tuning (Init set), no architecture flag may be given

@@ -208,3 +208,43 @@ func TestCaptionerModelFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestShowTellArchFlags: the flags start at the shipped model's sizes,
+// set the sizes they name, and a size the model cannot have is refused
+// by the config's Validate.
+func TestShowTellArchFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args                  []string
+		hidden, embedding, fc int
+		wantErr               bool
+	}{
+		{nil, -1, -1, -1, false},
+		{[]string{"--hidden", "16", "--embedding", "8", "--fc", "12"}, 16, 8, 12, false},
+		{[]string{"--hidden", "0"}, 0, -1, -1, true},
+	} {
+		cfg := model.DefaultShowTellConfig([]string{"a", "<eos>"})
+		arch := cfg.Arch.(*model.ShowTellConfig)
+		def := *arch
+		fs := pflag.NewFlagSet("showtell", pflag.ContinueOnError)
+		RegisterShowTellArchFlags(fs, arch)
+		fs.VisitAll(func(f *pflag.Flag) {
+			if f.Value.String() != f.DefValue {
+				t.Errorf("--%s starts at %s, its help says %s", f.Name, f.Value, f.DefValue)
+			}
+		})
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []struct{ got, want, def int }{{arch.Hidden, tc.hidden, def.Hidden}, {arch.Embedding, tc.embedding, def.Embedding}, {arch.FCHidden, tc.fc, def.FCHidden}} {
+			if w.want < 0 {
+				w.want = w.def
+			}
+			if w.got != w.want {
+				t.Errorf("%q: %+v", tc.args, arch)
+			}
+		}
+		if err := cfg.Validate(); (err != nil) != tc.wantErr {
+			t.Errorf("%q: Validate: %v", tc.args, err)
+		}
+	}
+}

@@ -182,9 +182,7 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 	o.RegisterFlags(f)
 	f.StringVar(&lengths, "lengths", "skewed", "training caption-length distribution: skewed (the bias to short captions) or flat")
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "captions data set generation seed")
-	f.IntVar(&arch.Hidden, "hidden", arch.Hidden, "LSTM hidden size")
-	f.IntVar(&arch.Embedding, "embedding", arch.Embedding, "image and word embedding size")
-	f.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the encoder's first fully connected layer")
+	train.RegisterShowTellArchFlags(f, arch)
 	return c
 }
 
