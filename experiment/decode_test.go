@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
 	"github.com/lenspec/lenspec/safetensors"
+	"github.com/spf13/pflag"
 )
 
 // TestDecoded: a decoding's report says how the output ended, the label
@@ -89,5 +92,52 @@ func TestDecodeInputs(t *testing.T) {
 	}
 	if _, _, _, err := src.DecodeInputs(ctx, "m", model.InputSpec{Kind: model.Tokens}, "", png, nil, "test", 1); err == nil {
 		t.Error("a PNG read for a text model")
+	}
+}
+
+// TestDecodeSettingsFlags: the flags set the fields they name, start at
+// their help's defaults, and are refused, as SettingsErrors, in decode's
+// order: the model, one kind of input, the step cap, the split.
+func TestDecodeSettingsFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "": valid
+	}{
+		{[]string{"--model", "m", "--index", "3,1", "--split", "train", "--max-steps", "9", "--data-seed", "2"}, ""},
+		{[]string{"--model", "m", "--image", "a.png"}, ""},
+		{[]string{"--model", "m", "--input", "w.safetensors"}, ""},
+		{[]string{"--index", "1"}, "--model is required"},
+		{[]string{"--model", "m"}, "give exactly one of --image, --input or --index"},
+		{[]string{"--model", "m", "--image", "a.png", "--index", "1"}, "give exactly one of --image, --input or --index"},
+		{[]string{"--model", "m", "--input", "w", "--max-steps", "0", "--split", "dev"}, fmt.Sprintf("--max-steps 0: want 1..%d", model.MaxStepCap)},
+		{[]string{"--model", "m", "--input", "w", "--split", "dev"}, `--split "dev": want train or test`},
+	} {
+		var s DecodeSettings
+		fs := pflag.NewFlagSet("decode", pflag.ContinueOnError)
+		s.RegisterFlags(fs)
+		fs.VisitAll(func(f *pflag.Flag) {
+			if f.Value.String() != f.DefValue && f.Name != "index" {
+				t.Errorf("--%s starts at %s, its help says %s", f.Name, f.Value, f.DefValue)
+			}
+		})
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := s.ValidateFlags(fs.Changed)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: refused: %v", tc.args, err)
+		case tc.want != "" && (err == nil || err.Error() != tc.want || !errors.As(err, new(SettingsError))):
+			t.Errorf("%q: got %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	var s DecodeSettings
+	fs := pflag.NewFlagSet("decode", pflag.ContinueOnError)
+	s.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--model", "m", "--index", "3,1", "--split", "train", "--max-steps", "9", "--data-seed", "2", "--image", "a", "--input", "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := (DecodeSettings{Model: "m", Image: "a", Input: "b", Split: "train", Indices: []int{3, 1}, MaxSteps: 9, DataSeed: 2}); !reflect.DeepEqual(s, want) {
+		t.Errorf("got %+v, want %+v", s, want)
 	}
 }
