@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/lenspec/lenspec/mnist"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
+	"github.com/spf13/pflag"
 )
 
 // TestWriteCaptionPreviews: the canvases written read back as the data
@@ -74,5 +76,52 @@ func TestWriteCaptionPreviews(t *testing.T) {
 	}
 	if r := (model.Result{Tokens: []int{0, 1}}); Spell(d.Config(), r) != captions.Vocab[0]+" "+captions.Vocab[1]+" …" {
 		t.Errorf("an unstopped output spells %q", Spell(d.Config(), r))
+	}
+}
+
+// TestPreviewSettings: the flags start at their help's defaults and set
+// the fields they name; the settings are refused, as SettingsErrors, in
+// the data commands' order, against each command's largest scale.
+func TestPreviewSettings(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		maxScale int
+		want     string // "": valid
+	}{
+		{[]string{"--out", "d"}, 16, ""},
+		{[]string{"--out", "d", "--split", "train", "--count", "1", "--scale", "64"}, 64, ""},
+		{nil, 16, "--out is required"},
+		{[]string{"--out", "d", "--scale", "64"}, 16, "--count must be positive and --scale in 1..16"},
+		{[]string{"--out", "d", "--scale", "0"}, 64, "--count must be positive and --scale in 1..64"},
+		{[]string{"--out", "d", "--count", "0", "--split", "dev"}, 64, "--count must be positive and --scale in 1..64"},
+		{[]string{"--out", "d", "--split", "dev"}, 64, `--split "dev": want train or test`},
+	} {
+		var p PreviewSettings
+		fs := pflag.NewFlagSet("data", pflag.ContinueOnError)
+		p.RegisterFlags(fs)
+		fs.VisitAll(func(f *pflag.Flag) {
+			if f.Value.String() != f.DefValue {
+				t.Errorf("--%s starts at %s, its help says %s", f.Name, f.Value, f.DefValue)
+			}
+		})
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := p.Validate(tc.maxScale)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: refused: %v", tc.args, err)
+		case tc.want != "" && (err == nil || err.Error() != tc.want || !errors.As(err, new(SettingsError))):
+			t.Errorf("%q: got %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	var p PreviewSettings
+	fs := pflag.NewFlagSet("data", pflag.ContinueOnError)
+	p.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--out", "d", "--split", "train", "--count", "3", "--scale", "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := (PreviewSettings{"d", "train", 3, 2}); p != want {
+		t.Errorf("got %+v, want %+v", p, want)
 	}
 }

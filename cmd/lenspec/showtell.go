@@ -34,8 +34,8 @@ Fashion-MNIST comes from Debian's dataset-fashion-mnist (make setup
 installs it; --fashion-dir points elsewhere).`
 
 func newCaptionsDataCmd(a *app) *cobra.Command {
-	var out, split, lengths, modelDir string
-	var count, scale int
+	var p experiment.PreviewSettings
+	var lengths, modelDir string
 	var seed uint64
 	var hist bool
 	c := &cobra.Command{
@@ -44,13 +44,7 @@ func newCaptionsDataCmd(a *app) *cobra.Command {
 		Long:  captionsDataHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if out == "" {
-				return usagef("--out is required")
-			}
-			if count <= 0 || scale <= 0 || scale > 16 {
-				return usagef("--count must be positive and --scale in 1..16")
-			}
-			if err := checkSplit(split); err != nil {
+			if err := p.Validate(16); err != nil {
 				return err
 			}
 			if err := captionLengths(lengths); err != nil {
@@ -70,11 +64,11 @@ func newCaptionsDataCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ds, err := src.CaptionSplit(c.Context(), seed, lengths, split)
+			ds, err := src.CaptionSplit(c.Context(), seed, lengths, p.Split)
 			if err != nil {
 				return err
 			}
-			items, err := experiment.WriteCaptionPreviews(c.Context(), ds, d, split, out, count, scale)
+			items, err := experiment.WriteCaptionPreviews(c.Context(), ds, d, p.Split, p.Out, p.Count, p.Scale)
 			if err != nil {
 				return err
 			}
@@ -88,7 +82,7 @@ func newCaptionsDataCmd(a *app) *cobra.Command {
 					fmt.Fprintln(w)
 				}
 				if hist {
-					fmt.Fprintf(w, "caption lengths of the %s split (%d canvases):\n", split, ds.N)
+					fmt.Fprintf(w, "caption lengths of the %s split (%d canvases):\n", p.Split, ds.N)
 					for l, k := range h {
 						if k > 0 {
 							fmt.Fprintf(w, "%3d words %6d  %s\n", l, k, strings.Repeat("#", int(math.Ceil(80*float64(k)/float64(ds.N)))))
@@ -99,12 +93,9 @@ func newCaptionsDataCmd(a *app) *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&out, "out", "", "output directory for PNG files")
-	f.StringVar(&split, "split", "test", "train or test")
+	p.RegisterFlags(f)
 	f.StringVar(&lengths, "lengths", "skewed", "caption-length distribution: skewed (short captions most, as COCO) or flat")
 	f.StringVar(&modelDir, "model", "", "also decode the canvases with this model and print its captions")
-	f.IntVar(&count, "count", 8, "number of canvases")
-	f.IntVar(&scale, "scale", 4, "integer upscaling of the PNG (nearest neighbour; decode --image undoes it)")
 	f.Uint64Var(&seed, "data-seed", defaultDataSeed, "generation seed")
 	f.BoolVar(&hist, "histogram", false, "print the split's caption-length histogram")
 	return c
