@@ -15,7 +15,6 @@ import (
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
 	"github.com/lenspec/lenspec/safetensors"
-	"github.com/spf13/pflag"
 )
 
 // TestDecoded: a decoding's report says how the output ended, the label
@@ -113,30 +112,11 @@ func TestDecodeSettingsFlags(t *testing.T) {
 		{[]string{"--model", "m", "--input", "w", "--split", "dev"}, `--split "dev": want train or test`},
 	} {
 		var s DecodeSettings
-		fs := pflag.NewFlagSet("decode", pflag.ContinueOnError)
-		s.RegisterFlags(fs)
-		fs.VisitAll(func(f *pflag.Flag) {
-			if f.Value.String() != f.DefValue && f.Name != "index" {
-				t.Errorf("--%s starts at %s, its help says %s", f.Name, f.Value, f.DefValue)
-			}
-		})
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		err := s.ValidateFlags(fs.Changed)
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%q: refused: %v", tc.args, err)
-		case tc.want != "" && (err == nil || err.Error() != tc.want || !errors.As(err, new(SettingsError))):
-			t.Errorf("%q: got %v, want %q", tc.args, err, tc.want)
-		}
+		fs := parseFlags(t, s.RegisterFlags, tc.args, "index")
+		check(t, tc.args, s.ValidateFlags(fs.Changed), tc.want)
 	}
 	var s DecodeSettings
-	fs := pflag.NewFlagSet("decode", pflag.ContinueOnError)
-	s.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--model", "m", "--index", "3,1", "--split", "train", "--max-steps", "9", "--data-seed", "2", "--image", "a", "--input", "b"}); err != nil {
-		t.Fatal(err)
-	}
+	parseFlags(t, s.RegisterFlags, []string{"--model", "m", "--index", "3,1", "--split", "train", "--max-steps", "9", "--data-seed", "2", "--image", "a", "--input", "b"}, "index")
 	if want := (DecodeSettings{Model: "m", Image: "a", Input: "b", Split: "train", Indices: []int{3, 1}, MaxSteps: 9, DataSeed: 2}); !reflect.DeepEqual(s, want) {
 		t.Errorf("got %+v, want %+v", s, want)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lenspec/lenspec/model"
+	"github.com/spf13/pflag"
 )
 
 // TestCheckKindFlags: each flag read only for the other kind of model is
@@ -52,6 +53,24 @@ func TestTextSelectionFlags(t *testing.T) {
 	} {
 		check(t, tc.given, tc.sel.ValidateFlags(func(f string) bool { return slices.Contains(tc.given, f) }), tc.want)
 	}
+}
+
+// parseFlags registers flags with register on a new flag set, checks that
+// each starts at the default its help shows (but those of skip, whose
+// help says it in words), and parses args.
+func parseFlags(t *testing.T, register func(*pflag.FlagSet), args []string, skip ...string) *pflag.FlagSet {
+	t.Helper()
+	fs := pflag.NewFlagSet("lenspec", pflag.ContinueOnError)
+	register(fs)
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Value.String() != f.DefValue && !slices.Contains(skip, f.Name) {
+			t.Errorf("--%s starts at %s, its help says %s", f.Name, f.Value, f.DefValue)
+		}
+	})
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return fs
 }
 
 // check fails t unless err is want ("": nil), a SettingsError.

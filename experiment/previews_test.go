@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"github.com/lenspec/lenspec/mnist"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
-	"github.com/spf13/pflag"
 )
 
 // TestWriteCaptionPreviews: the canvases written read back as the data
@@ -97,30 +95,11 @@ func TestPreviewSettings(t *testing.T) {
 		{[]string{"--out", "d", "--split", "dev"}, 64, `--split "dev": want train or test`},
 	} {
 		var p PreviewSettings
-		fs := pflag.NewFlagSet("data", pflag.ContinueOnError)
-		p.RegisterFlags(fs)
-		fs.VisitAll(func(f *pflag.Flag) {
-			if f.Value.String() != f.DefValue {
-				t.Errorf("--%s starts at %s, its help says %s", f.Name, f.Value, f.DefValue)
-			}
-		})
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		err := p.Validate(tc.maxScale)
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%q: refused: %v", tc.args, err)
-		case tc.want != "" && (err == nil || err.Error() != tc.want || !errors.As(err, new(SettingsError))):
-			t.Errorf("%q: got %v, want %q", tc.args, err, tc.want)
-		}
+		parseFlags(t, p.RegisterFlags, tc.args)
+		check(t, tc.args, p.Validate(tc.maxScale), tc.want)
 	}
 	var p PreviewSettings
-	fs := pflag.NewFlagSet("data", pflag.ContinueOnError)
-	p.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--out", "d", "--split", "train", "--count", "3", "--scale", "2"}); err != nil {
-		t.Fatal(err)
-	}
+	parseFlags(t, p.RegisterFlags, []string{"--out", "d", "--split", "train", "--count", "3", "--scale", "2"})
 	if want := (PreviewSettings{"d", "train", 3, 2}); p != want {
 		t.Errorf("got %+v, want %+v", p, want)
 	}
