@@ -2,11 +2,13 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
+	"github.com/spf13/pflag"
 )
 
 // Decoded is one greedily decoded input as lenspec decode reports it.
@@ -60,6 +62,49 @@ func (r Decoded) Line() string {
 		s += fmt.Sprintf("   (tie: a top-2 logit margin below %g relative)", model.RelTieMargin)
 	}
 	return s
+}
+
+// DecodeSettings are lenspec decode's: the model, the inputs (a witness
+// file Input, a PNG Image, or canvases Indices of Split of the data set
+// DataSeed generates: DecodeInputs) and the step cap (0: the model's).
+type DecodeSettings struct {
+	Model, Image, Input, Split string
+	Indices                    []int
+	MaxSteps                   int
+	DataSeed                   uint64
+}
+
+// RegisterFlags adds the settings to fs as lenspec decode's flags.
+func (s *DecodeSettings) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&s.Model, "model", "", "model directory (config.json + model.safetensors)")
+	fs.StringVar(&s.Image, "image", "", "PNG image of the model's input size or an integer multiple of it; 0..255 maps to the input range")
+	fs.StringVar(&s.Input, "input", "", "exact input: a safetensors file with a tensor \"input\" (attack and verification witnesses are saved this way)")
+	fs.IntSliceVar(&s.Indices, "index", nil, "Multi-MNIST canvas index (repeatable, or comma-separated)")
+	fs.StringVar(&s.Split, "split", "test", "train or test, with --index")
+	fs.IntVar(&s.MaxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
+	fs.Uint64Var(&s.DataSeed, "data-seed", DefaultDataSeed, "Multi-MNIST generation seed")
+}
+
+// ValidateFlags checks the settings before any work, as SettingsErrors
+// naming the flags (changed reports which were given): a model, exactly
+// one kind of input, the step cap (CheckMaxSteps) and the split.
+func (s DecodeSettings) ValidateFlags(changed func(flag string) bool) error {
+	if s.Model == "" {
+		return SettingsError{errors.New("--model is required")}
+	}
+	given := 0
+	for _, g := range []bool{s.Image != "", s.Input != "", len(s.Indices) > 0} {
+		if g {
+			given++
+		}
+	}
+	if given != 1 {
+		return SettingsError{errors.New("give exactly one of --image, --input or --index")}
+	}
+	if err := CheckMaxSteps(s.MaxSteps, changed("max-steps")); err != nil {
+		return err
+	}
+	return CheckSplit(s.Split)
 }
 
 // DecodeInputs reads the inputs lenspec decode decodes for the model in

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -89,5 +91,33 @@ func TestDecodeInputs(t *testing.T) {
 	}
 	if _, _, _, err := src.DecodeInputs(ctx, "m", model.InputSpec{Kind: model.Tokens}, "", png, nil, "test", 1); err == nil {
 		t.Error("a PNG read for a text model")
+	}
+}
+
+// TestDecodeSettingsFlags: the flags set the fields they name, start at
+// their help's defaults, and are refused, as SettingsErrors, in decode's
+// order: the model, one kind of input, the step cap, the split.
+func TestDecodeSettingsFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "": valid
+	}{
+		{[]string{"--model", "m", "--index", "3,1", "--split", "train", "--max-steps", "9", "--data-seed", "2"}, ""},
+		{[]string{"--model", "m", "--image", "a.png"}, ""},
+		{[]string{"--model", "m", "--input", "w.safetensors"}, ""},
+		{[]string{"--index", "1"}, "--model is required"},
+		{[]string{"--model", "m"}, "give exactly one of --image, --input or --index"},
+		{[]string{"--model", "m", "--image", "a.png", "--index", "1"}, "give exactly one of --image, --input or --index"},
+		{[]string{"--model", "m", "--input", "w", "--max-steps", "0", "--split", "dev"}, fmt.Sprintf("--max-steps 0: want 1..%d", model.MaxStepCap)},
+		{[]string{"--model", "m", "--input", "w", "--split", "dev"}, `--split "dev": want train or test`},
+	} {
+		var s DecodeSettings
+		fs := parseFlags(t, s.RegisterFlags, tc.args, "index")
+		check(t, tc.args, s.ValidateFlags(fs.Changed), tc.want)
+	}
+	var s DecodeSettings
+	parseFlags(t, s.RegisterFlags, []string{"--model", "m", "--index", "3,1", "--split", "train", "--max-steps", "9", "--data-seed", "2", "--image", "a", "--input", "b"}, "index")
+	if want := (DecodeSettings{Model: "m", Image: "a", Input: "b", Split: "train", Indices: []int{3, 1}, MaxSteps: 9, DataSeed: 2}); !reflect.DeepEqual(s, want) {
+		t.Errorf("got %+v, want %+v", s, want)
 	}
 }

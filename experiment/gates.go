@@ -2,10 +2,12 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/lenspec/lenspec/model"
+	"github.com/spf13/pflag"
 )
 
 // GateSet is the gate saturation of one set of decoding paths (clean or
@@ -90,4 +92,56 @@ func LengthenedInputs(m *Model, files []string) ([]float64, error) {
 		}
 	}
 	return ReadInputs(m, paths)
+}
+
+// GateInputs names the decoding paths lenspec gates measures: clean ones,
+// the user's Inputs (safetensors files) or else Images random test images
+// drawn with Seed, or those Indices names, of the Multi-MNIST data set
+// DataSeed generates (Selection); and attacked ones, the witnesses of the
+// outputs lengthened in the Attacks results files (LengthenedInputs).
+type GateInputs struct {
+	Images         int
+	Indices        []int
+	Inputs         []string
+	Attacks        []string
+	Seed, DataSeed uint64
+}
+
+// RegisterFlags adds the inputs to fs as lenspec gates' flags.
+func (g *GateInputs) RegisterFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&g.Images, "images", 0, "this many test images, drawn at random with --seed")
+	fs.IntSliceVar(&g.Indices, "index", nil, "these test images")
+	fs.StringArrayVar(&g.Inputs, "input", nil, "an input as a safetensors file (repeatable)")
+	fs.StringArrayVar(&g.Attacks, "attacks", nil, "attack results file whose lengthened outputs' witnesses are the attacked paths (repeatable)")
+	fs.Uint64Var(&g.Seed, "seed", 1, "seed for image selection")
+	fs.Uint64Var(&g.DataSeed, "data-seed", DefaultDataSeed, "data generation seed")
+}
+
+// Read reads the clean and attacked inputs g names for m, each set
+// concatenated; sources is asked for the data set only when it is read.
+// Naming no input at all is a SettingsError.
+func (g GateInputs) Read(ctx context.Context, m *Model, sources func() (Sources, error)) (clean, attacked []float64, err error) {
+	switch {
+	case len(g.Inputs) > 0:
+		if clean, err = ReadInputs(m, g.Inputs); err != nil {
+			return nil, nil, err
+		}
+	case g.Images > 0 || len(g.Indices) > 0:
+		src, err := sources()
+		if err != nil {
+			return nil, nil, err
+		}
+		data, picked, err := src.Select(ctx, m, Selection{Images: g.Images, Indices: g.Indices, Split: "test", DataSeed: g.DataSeed, Seed: g.Seed}, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		clean, _, _ = data.Source.Batch(picked, nil)
+	}
+	if attacked, err = LengthenedInputs(m, g.Attacks); err != nil {
+		return nil, nil, err
+	}
+	if len(clean) == 0 && len(attacked) == 0 {
+		return nil, nil, SettingsError{errors.New("give inputs: --images, --index or --input, and/or --attacks")}
+	}
+	return clean, attacked, nil
 }

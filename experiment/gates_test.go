@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/safetensors"
+	"github.com/spf13/pflag"
 )
 
 // TestGatesOfLengthenedInputs: the attacked paths are the witnesses of
@@ -104,5 +107,55 @@ func TestGateSetText(t *testing.T) {
 	s.Summary.Stopped = 0
 	if strings.Contains(s.Text(3), "eos margin") {
 		t.Errorf("margins of no stopped path:\n%s", s.Text(3))
+	}
+}
+
+// TestGateInputs: the flags set the inputs; the user's files are the clean
+// paths without the data set being asked for, else the picked test images
+// as Select picks them; naming no input at all is a SettingsError.
+func TestGateInputs(t *testing.T) {
+	var g GateInputs
+	fs := pflag.NewFlagSet("gates", pflag.ContinueOnError)
+	g.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--images", "2", "--index", "3,1", "--input", "a", "--attacks", "r.jsonl", "--seed", "4", "--data-seed", "5"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := (GateInputs{2, []int{3, 1}, []string{"a"}, []string{"r.jsonl"}, 4, 5}); !reflect.DeepEqual(g, want) {
+		t.Fatalf("flags: %+v, want %+v", g, want)
+	}
+	src, m := mnistCaptioner(t)
+	ctx := context.Background()
+	data, err := src.ImageData(ctx, m.D32.Input(), 1, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := data.Source.Batch([]int{3, 1}, nil)
+	file := filepath.Join(t.TempDir(), "x.safetensors")
+	if err := safetensors.WriteFile(file, &safetensors.File{Tensors: []safetensors.Tensor{safetensors.F64("input", m.D64.Input().Shape, first[:len(first)/2])}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		g         GateInputs
+		wantClean []float64
+		asked     bool   // the data set is read
+		want      string // the error
+	}{
+		{GateInputs{Indices: []int{3, 1}, DataSeed: 1}, first, true, ""},
+		{GateInputs{Inputs: []string{file}, Images: 5}, first[:len(first)/2], false, ""},
+		{GateInputs{}, nil, false, "give inputs: --images, --index or --input, and/or --attacks"},
+		{GateInputs{Attacks: []string{filepath.Join(t.TempDir(), "absent.jsonl")}}, nil, false, "absent.jsonl"},
+	} {
+		asked := false
+		clean, attacked, err := tc.g.Read(ctx, m, func() (Sources, error) { asked = true; return src, nil })
+		switch {
+		case asked != tc.asked:
+			t.Errorf("%+v: data set read %v, want %v", tc.g, asked, tc.asked)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%+v: got %v, want %q", tc.g, err, tc.want)
+		case tc.want == "" && (err != nil || !reflect.DeepEqual(clean, tc.wantClean) || len(attacked) != 0):
+			t.Errorf("%+v: clean %d values, attacked %d, %v", tc.g, len(clean), len(attacked), err)
+		case strings.HasPrefix(tc.want, "give") && !errors.As(err, new(SettingsError)):
+			t.Errorf("%+v: %v is not a SettingsError", tc.g, err)
+		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // Record is a results record type: what Join, Merge and the summaries
@@ -43,6 +45,22 @@ type JoinOptions struct {
 	// Conflict is what to do with conflicting records of one unit ("":
 	// Refuse).
 	Conflict Conflict
+}
+
+// RegisterFlags adds Conflict to fs as results merge's and summary's
+// --on-conflict, starting at Refuse; see says where its help sends the
+// reader for the rule.
+func (o *JoinOptions) RegisterFlags(fs *pflag.FlagSet, see string) {
+	fs.StringVar((*string)(&o.Conflict), "on-conflict", string(Refuse), "records of one unit that disagree: refuse, or keep the best ("+see+")")
+}
+
+// ValidateFlags refuses, as a SettingsError naming --on-conflict, a
+// Conflict other than refuse or best.
+func (o JoinOptions) ValidateFlags() error {
+	if _, err := ParseConflict(string(o.Conflict)); err != nil {
+		return SettingsError{fmt.Errorf("--on-conflict %s: want refuse or best", o.Conflict)}
+	}
+	return nil
 }
 
 // Joined is the records of one experiment, each unit once, ordered by δ,

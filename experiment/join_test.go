@@ -3,10 +3,13 @@ package experiment
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // writeRecords writes recs as a results file in dir and returns its path.
@@ -251,5 +254,39 @@ func TestSummaryCountsUnitsOnce(t *testing.T) {
 	recs, err := ReadRun[AttackRecord](out)
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("run read as %d records (%v), want 3", len(recs), err)
+	}
+}
+
+// TestJoinOptionsFlags: --on-conflict starts at refuse, its help sends
+// the reader where the command says, and anything but refuse or best is
+// refused as a SettingsError naming the flag.
+func TestJoinOptionsFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want Conflict
+		err  string
+	}{
+		{nil, Refuse, ""},
+		{[]string{"--on-conflict", "best"}, Best, ""},
+		{[]string{"--on-conflict", "refuse"}, Refuse, ""},
+		{[]string{"--on-conflict", "Best"}, "", "--on-conflict Best: want refuse or best"},
+		{[]string{"--on-conflict", ""}, "", "--on-conflict : want refuse or best"},
+	} {
+		var o JoinOptions
+		fs := pflag.NewFlagSet("merge", pflag.ContinueOnError)
+		o.RegisterFlags(fs, "see above")
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if u := fs.Lookup("on-conflict").Usage; u != "records of one unit that disagree: refuse, or keep the best (see above)" {
+			t.Fatalf("help %q", u)
+		}
+		err := o.ValidateFlags()
+		switch {
+		case tc.err == "" && (err != nil || o.Conflict != tc.want):
+			t.Errorf("%q: %q, %v; want %q", tc.args, o.Conflict, err, tc.want)
+		case tc.err != "" && (err == nil || err.Error() != tc.err || !errors.As(err, new(SettingsError))):
+			t.Errorf("%q: got %v, want %q", tc.args, err, tc.err)
+		}
 	}
 }

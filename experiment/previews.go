@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +11,38 @@ import (
 	"github.com/lenspec/lenspec/captions"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
+	"github.com/spf13/pflag"
 )
+
+// PreviewSettings are what lenspec data multimnist and data captions
+// share: the first Count canvases of Split, enlarged Scale times, written
+// as PNG files to Out.
+type PreviewSettings struct {
+	Out, Split   string
+	Count, Scale int
+}
+
+// RegisterFlags adds the settings to fs as the data commands' flags.
+func (p *PreviewSettings) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&p.Out, "out", "", "output directory for PNG files")
+	fs.StringVar(&p.Split, "split", "test", "train or test")
+	fs.IntVar(&p.Count, "count", 8, "number of canvases")
+	fs.IntVar(&p.Scale, "scale", 4, "integer upscaling of the PNG (nearest neighbour; decode --image undoes it)")
+}
+
+// Validate checks the settings before any work, as SettingsErrors naming
+// the flags: an output directory, a positive count, a scale in
+// 1..maxScale (each command's own: the larger a canvas, the smaller) and
+// the split (CheckSplit).
+func (p PreviewSettings) Validate(maxScale int) error {
+	if p.Out == "" {
+		return SettingsError{errors.New("--out is required")}
+	}
+	if p.Count <= 0 || p.Scale <= 0 || p.Scale > maxScale {
+		return SettingsError{fmt.Errorf("--count must be positive and --scale in 1..%d", maxScale)}
+	}
+	return CheckSplit(p.Split)
+}
 
 // CaptionPreview is one canvas WriteCaptionPreviews wrote: its caption, the
 // model's output spelled out (if a model was given) and the two PNG files.

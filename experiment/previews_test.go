@@ -76,3 +76,31 @@ func TestWriteCaptionPreviews(t *testing.T) {
 		t.Errorf("an unstopped output spells %q", Spell(d.Config(), r))
 	}
 }
+
+// TestPreviewSettings: the flags start at their help's defaults and set
+// the fields they name; the settings are refused, as SettingsErrors, in
+// the data commands' order, against each command's largest scale.
+func TestPreviewSettings(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		maxScale int
+		want     string // "": valid
+	}{
+		{[]string{"--out", "d"}, 16, ""},
+		{[]string{"--out", "d", "--split", "train", "--count", "1", "--scale", "64"}, 64, ""},
+		{nil, 16, "--out is required"},
+		{[]string{"--out", "d", "--scale", "64"}, 16, "--count must be positive and --scale in 1..16"},
+		{[]string{"--out", "d", "--scale", "0"}, 64, "--count must be positive and --scale in 1..64"},
+		{[]string{"--out", "d", "--count", "0", "--split", "dev"}, 64, "--count must be positive and --scale in 1..64"},
+		{[]string{"--out", "d", "--split", "dev"}, 64, `--split "dev": want train or test`},
+	} {
+		var p PreviewSettings
+		parseFlags(t, p.RegisterFlags, tc.args)
+		check(t, tc.args, p.Validate(tc.maxScale), tc.want)
+	}
+	var p PreviewSettings
+	parseFlags(t, p.RegisterFlags, []string{"--out", "d", "--split", "train", "--count", "3", "--scale", "2"})
+	if want := (PreviewSettings{"d", "train", 3, 2}); p != want {
+		t.Errorf("got %+v, want %+v", p, want)
+	}
+}

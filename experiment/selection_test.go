@@ -17,25 +17,8 @@ import (
 // Inputs reads them; otherwise the split asked for, with the samples
 // PickSamples draws; a pick the split cannot give is a SettingsError.
 func TestSelect(t *testing.T) {
-	dir, err := mnist.DefaultDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := Sources{MNISTDir: dir}
+	src, m := mnistCaptioner(t)
 	ctx := context.Background()
-	cfg := model.DefaultCaptionerConfig()
-	d, err := model.New[float64](&cfg, rand.New(rand.NewPCG(1, 2)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mdir := t.TempDir()
-	if err := model.Save(mdir, d); err != nil {
-		t.Fatal(err)
-	}
-	m, err := LoadModel(mdir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	sel := Selection{Images: 3, Split: "train", DataSeed: 1, Seed: 5}
 	data, samples, err := src.Select(ctx, m, sel, 0)
 	if err != nil {
@@ -83,6 +66,26 @@ func TestSelect(t *testing.T) {
 	if data.Ref != direct.Ref || !reflect.DeepEqual(samples, []int{0, 1}) {
 		t.Fatalf("files: %+v %v, want %+v [0 1]", data.Ref, samples, direct.Ref)
 	}
+}
+
+// mnistCaptioner is the MNIST data's sources and a new captioner of the
+// default configuration, saved and loaded.
+func mnistCaptioner(t *testing.T) (Sources, *Model) {
+	t.Helper()
+	dir, err := mnist.DefaultDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := model.DefaultCaptionerConfig()
+	d, err := model.New[float64](&cfg, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mdir := t.TempDir()
+	if err := model.Save(mdir, d); err != nil {
+		t.Fatal(err)
+	}
+	return Sources{MNISTDir: dir}, loadModel(t, mdir)
 }
 
 // TestSelectionValidate: inputs named one way only, and no negative

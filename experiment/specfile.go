@@ -78,6 +78,29 @@ func ReadSpecFile(path string) (*SpecFile, error) {
 	return &sp, nil
 }
 
+// specFlags are lenspec verify's and bound's flags a spec file stands in
+// for: the model, the input, the set and K̂, and the results file and
+// shard a spec run has none of.
+var specFlags = []string{"model", "eps", "images", "index", "image", "input", "out", "shard", "max-len"}
+
+// LoadSpec reads the spec file at path (ReadSpecFile) and loads its
+// model, after refusing, as a SettingsError, a flag given beside it
+// (changed reports which were) that the spec file gives instead.
+func LoadSpec(path string, changed func(flag string) bool) (*SpecFile, *Model, error) {
+	if name, ok := firstGiven(changed, specFlags); ok {
+		return nil, nil, SettingsError{fmt.Errorf("--spec gives the model, the input, the set and K̂: drop --%s", name)}
+	}
+	sp, err := ReadSpecFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := LoadModel(sp.Model)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sp, m, nil
+}
+
 // RunSpec verifies (or, with c.Settings.Bound, bounds) the problem of a
 // spec file with c's settings; c.Model is the spec's model, and c's data,
 // samples, radii and results file are not used. The record is returned,

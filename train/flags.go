@@ -3,6 +3,7 @@ package train
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/lenspec/lenspec/model"
@@ -133,4 +134,54 @@ func (o ShowTellOptions) ValidateFlags() error {
 		return fmt.Errorf("--checkpoint-every %v must not be negative", o.CheckpointEvery)
 	}
 	return nil
+}
+
+// RegisterCaptionerArchFlags adds the captioner's size and cell flags to
+// fs, each starting at arch's value (model.DefaultCaptionerConfig for
+// lenspec train captioner's).
+func RegisterCaptionerArchFlags(fs *pflag.FlagSet, arch *model.CaptionerConfig) {
+	fs.IntVar(&arch.Conv[0].OutChannels, "conv1", arch.Conv[0].OutChannels, "channels of the first convolution")
+	fs.IntVar(&arch.Conv[1].OutChannels, "conv2", arch.Conv[1].OutChannels, "channels of the second convolution")
+	fs.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the first fully connected layer")
+	fs.StringVar(&arch.Cell, "cell", arch.Cell, "decoder cell: rnn_relu, lstm or gru (PyTorch nn.RNNCell, nn.LSTMCell, nn.GRUCell; all verifiable)")
+}
+
+// RegisterShowTellArchFlags adds the Show-and-Tell model's sizes to fs,
+// each starting at arch's value (model.DefaultShowTellConfig for lenspec
+// train showtell's).
+func RegisterShowTellArchFlags(fs *pflag.FlagSet, arch *model.ShowTellConfig) {
+	fs.IntVar(&arch.Hidden, "hidden", arch.Hidden, "LSTM hidden size")
+	fs.IntVar(&arch.Embedding, "embedding", arch.Embedding, "image and word embedding size")
+	fs.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the encoder's first fully connected layer")
+}
+
+// ValidateModel checks, before any work, the model the run is to train:
+// trained from scratch, cfg (set by RegisterCaptionerArchFlags) must be
+// valid; fine-tuning (Init set), no architecture flag may be given
+// (changed reports which were), as the architecture comes from Init.
+func (r CaptionerRun) ValidateModel(cfg *model.Config, changed func(flag string) bool) error {
+	if r.Init == "" {
+		return cfg.Validate()
+	}
+	for _, name := range []string{"conv1", "conv2", "fc", "cell"} {
+		if changed(name) {
+			return fmt.Errorf("--%s conflicts with --init (the architecture comes from %s)", name, r.Init)
+		}
+	}
+	return nil
+}
+
+// Model is the model the run trains: a new one of cfg initialised from
+// the run's seed or, fine-tuning, the one in Init without its training
+// record (Captioner writes the new one). ValidateModel checks cfg first.
+func (r CaptionerRun) Model(cfg *model.Config) (model.Decoder[float32], error) {
+	if r.Init == "" {
+		return model.New[float32](cfg, rand.New(rand.NewPCG(r.Seed, 0)))
+	}
+	d, err := model.Load[float32](r.Init)
+	if err != nil {
+		return nil, err
+	}
+	d.Config().Training = nil
+	return d, nil
 }

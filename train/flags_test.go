@@ -1,7 +1,9 @@
 package train
 
 import (
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,6 +137,114 @@ func TestCaptionerFlags(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("%q: got %q, want %q", tc.args, got, tc.want)
 			}
+		}
+	}
+}
+
+// TestCaptionerModelFlags: the architecture flags set the captioner's
+// config; a new model is refused if that config is, a fine-tuned one if
+// any architecture flag is given; Model builds the seeded new model, or
+// loads Init without its training record.
+func TestCaptionerModelFlags(t *testing.T) {
+	init := t.TempDir()
+	saved := model.DefaultCaptionerConfig()
+	saved.Training = map[string]any{"seed": 9}
+	d, err := model.New[float32](&saved, rand.New(rand.NewPCG(9, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := model.Save(init, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		init string
+		args []string
+		want string // "": valid
+	}{
+		{"", nil, ""},
+		{"", []string{"--conv1", "4", "--conv2", "6", "--fc", "16", "--cell", "lstm"}, ""},
+		{"", []string{"--cell", "tanh"}, `cell "tanh" is not supported`},
+		{init, nil, ""},
+		{init, []string{"--conv1", "4"}, "--conv1 conflicts with --init (the architecture comes from " + init + ")"},
+		{init, []string{"--fc", "16", "--cell", "lstm"}, "--fc conflicts with --init (the architecture comes from " + init + ")"},
+		{init, []string{"--cell", "gru"}, "--cell conflicts with --init (the architecture comes from " + init + ")"},
+	} {
+		cfg := model.DefaultCaptionerConfig()
+		fs := pflag.NewFlagSet("captioner", pflag.ContinueOnError)
+		RegisterCaptionerArchFlags(fs, cfg.Arch.(*model.CaptionerConfig))
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		run := CaptionerRun{Options: DefaultOptions(), Init: tc.init}
+		run.Seed = 5
+		err := run.ValidateModel(&cfg, fs.Changed)
+		if tc.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("init %q %q: got %v, want %q", tc.init, tc.args, err, tc.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("init %q %q: %v", tc.init, tc.args, err)
+		}
+		got, err := run.Model(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantCfg := got, got.Config()
+		if tc.init == "" {
+			if want, err = model.New[float32](&cfg, rand.New(rand.NewPCG(5, 0))); err != nil {
+				t.Fatal(err)
+			}
+			wantCfg = &cfg
+		} else {
+			want, wantCfg = d, &saved
+		}
+		if got.Config().Training != nil {
+			t.Errorf("init %q %q: training record %v kept", tc.init, tc.args, got.Config().Training)
+		}
+		if !reflect.DeepEqual(got.Config().Arch, wantCfg.Arch) || !reflect.DeepEqual(got.Params(), want.Params()) {
+			t.Errorf("init %q %q: not the model asked for", tc.init, tc.args)
+		}
+	}
+}
+
+// TestShowTellArchFlags: the flags start at the shipped model's sizes,
+// set the sizes they name, and a size the model cannot have is refused
+// by the config's Validate.
+func TestShowTellArchFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args                  []string
+		hidden, embedding, fc int
+		wantErr               bool
+	}{
+		{nil, -1, -1, -1, false},
+		{[]string{"--hidden", "16", "--embedding", "8", "--fc", "12"}, 16, 8, 12, false},
+		{[]string{"--hidden", "0"}, 0, -1, -1, true},
+	} {
+		cfg := model.DefaultShowTellConfig([]string{"a", "<eos>"})
+		arch := cfg.Arch.(*model.ShowTellConfig)
+		def := *arch
+		fs := pflag.NewFlagSet("showtell", pflag.ContinueOnError)
+		RegisterShowTellArchFlags(fs, arch)
+		fs.VisitAll(func(f *pflag.Flag) {
+			if f.Value.String() != f.DefValue {
+				t.Errorf("--%s starts at %s, its help says %s", f.Name, f.Value, f.DefValue)
+			}
+		})
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []struct{ got, want, def int }{{arch.Hidden, tc.hidden, def.Hidden}, {arch.Embedding, tc.embedding, def.Embedding}, {arch.FCHidden, tc.fc, def.FCHidden}} {
+			if w.want < 0 {
+				w.want = w.def
+			}
+			if w.got != w.want {
+				t.Errorf("%q: %+v", tc.args, arch)
+			}
+		}
+		if err := cfg.Validate(); (err != nil) != tc.wantErr {
+			t.Errorf("%q: Validate: %v", tc.args, err)
 		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/experiment"
-	"github.com/lenspec/lenspec/internal/fileio"
 	"github.com/lenspec/lenspec/internal/progress"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/nmt"
@@ -18,80 +17,15 @@ import (
 
 // runFlags are what attack and verify runs share: the model, the data, the
 // samples, the radii, the output and the shard.
-type runFlags struct {
-	modelDir, split, out, shard string
-	eps                         []float64
-	images                      int
-	indices                     []int
-	pngs, inputs                []string // the user's own inputs
-	seed, dataSeed              uint64
-	maxLen, maxSteps            int
-}
+type runFlags struct{ experiment.RunSettings }
 
-func (r *runFlags) register(c *cobra.Command, samples bool) {
-	f := c.Flags()
-	f.StringVar(&r.modelDir, "model", "", "model directory")
-	if samples {
-		f.Float64SliceVar(&r.eps, "eps", nil, "L∞ radius δ (repeatable or comma-separated)")
-		f.IntVar(&r.images, "images", 0, "this many test images, drawn at random with --seed")
-		f.IntSliceVar(&r.indices, "index", nil, "these canvas indices")
-		f.StringArrayVar(&r.pngs, "image", nil, "a PNG image of the model's input size (repeatable): your own input; its own output's length stands in for the label")
-		f.StringArrayVar(&r.inputs, "input", nil, "a safetensors file holding one input tensor (repeatable), e.g. a witness: your own input")
-		f.StringVar(&r.out, "out", "", "results file (JSONL); rerunning with the same file skips finished records")
-	}
-	f.IntVar(&r.maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
-	f.Uint64Var(&r.seed, "seed", 1, "seed for image selection and every per-sample random choice (PCG(seed, sample))")
-	f.Uint64Var(&r.dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
-	f.StringVar(&r.split, "split", "test", "train or test (a text model: dev or test)")
-	f.StringVar(&r.shard, "shard", "", "k/n: run only the k-th of n interleaved parts, into its own file (default: from JOB_COMPLETION_INDEX/JOB_COMPLETIONS or SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT when set)")
-}
-
-// check validates the shared flags before any work.
+// check validates the shared flags before any work and resolves the
+// shard.
 func (r *runFlags) check(c *cobra.Command, a *app) (experiment.Shard, error) {
-	if r.modelDir == "" {
-		return experiment.Shard{}, usagef("--model is required")
-	}
-	if r.out == "" {
-		return experiment.Shard{}, usagef("--out is required")
-	}
-	if len(r.eps) == 0 {
-		return experiment.Shard{}, usagef("--eps is required")
-	}
-	if err := r.selection().Validate(); err != nil {
+	if err := r.ValidateFlags(c.Flags().Changed); err != nil {
 		return experiment.Shard{}, err
 	}
-	if err := checkSteps(c, r.maxSteps); err != nil {
-		return experiment.Shard{}, err
-	}
-	if err := checkSplit(r.split); err != nil {
-		return experiment.Shard{}, err
-	}
-	return r.output(a)
-}
-
-// output resolves the shard (--shard, or the batch system's environment)
-// and refuses /dev/null, /dev/full or a FIFO as its output before any
-// work.
-func (r *runFlags) output(a *app) (experiment.Shard, error) {
-	shard, err := experiment.ResolveShard(r.shard, a.getenv)
-	if err != nil {
-		return experiment.Shard{}, err
-	}
-	if err := fileio.CheckRegular(shard.Path(r.out)); err != nil {
-		return experiment.Shard{}, fmt.Errorf("--out: %w", err)
-	}
-	return shard, nil
-}
-
-// k is --max-len: −1 (the default of each command) unless set, then ≥ 0.
-func (r *runFlags) k(c *cobra.Command) (int, error) {
-	if !c.Flags().Changed("max-len") {
-		return -1, nil
-	}
-	if r.maxLen < 0 {
-		return 0, usagef("--max-len %d: want K̂ ≥ 0", r.maxLen)
-	}
-	return r.maxLen, nil
+	return r.ResolveShard(a.getenv)
 }
 
 // loadModel checks the shared flags, then loads the model.
@@ -100,7 +34,7 @@ func (r *runFlags) loadModel(c *cobra.Command, a *app) (experiment.Shard, *exper
 	if err != nil {
 		return experiment.Shard{}, nil, err
 	}
-	m, err := experiment.LoadModel(r.modelDir)
+	m, err := experiment.LoadModel(r.Model)
 	return shard, m, err
 }
 
@@ -110,13 +44,7 @@ func (r *runFlags) loadData(ctx context.Context, a *app, m *experiment.Model) (e
 	if err != nil {
 		return experiment.Data{}, nil, err
 	}
-	return src.Select(ctx, m, r.selection(), r.maxSteps)
-}
-
-// selection is the inputs the flags name.
-func (r *runFlags) selection() experiment.Selection {
-	return experiment.Selection{Images: r.images, Indices: r.indices, Files: append(append([]string(nil), r.pngs...), r.inputs...),
-		Split: r.split, DataSeed: r.dataSeed, Seed: r.seed}
+	return src.Select(ctx, m, r.Selection(), r.MaxSteps)
 }
 
 // bars turns an experiment's progress reports into progress bars on
@@ -155,7 +83,7 @@ type attackFlags struct {
 }
 
 func (f *attackFlags) register(c *cobra.Command, samples bool) {
-	f.runFlags.register(c, samples)
+	f.RegisterFlags(c.Flags(), samples)
 	fl := c.Flags()
 	if samples {
 		fl.StringVar(&f.method, "method", experiment.MethodPGD, "images: "+orList(experiment.MethodNames(false))+"; text: "+orList(experiment.TextMethods))
@@ -167,7 +95,7 @@ func (f *attackFlags) register(c *cobra.Command, samples bool) {
 		f.s.RegisterTextFlags(fl, true)
 		f.corpus.RegisterFlags(c.Flags())
 	}
-	fl.IntVar(&f.maxLen, "max-len", -1, "K̂: success means an output longer than this (default: the original output's length)")
+	fl.IntVar(&f.MaxLen, "max-len", -1, "K̂: success means an output longer than this (default: the original output's length)")
 	fl.Lookup("max-len").DefValue = "0" // −1 is a sentinel the usage explains; "0" hides it from the help
 	fl.IntVar(&f.batch, "batch", 50, "images per batched PGD run, or samples per decode batch ÷ 20 for random search; text: sentences run side by side (at most 25), random search decoding 8 draws per sentence at a time (speed only: results do not depend on it)")
 	f.s.RegisterFlags(fl)
@@ -176,15 +104,15 @@ func (f *attackFlags) register(c *cobra.Command, samples bool) {
 // config builds the experiment's configuration from the flags and checks
 // it; the data and samples come later.
 func (f *attackFlags) config(c *cobra.Command, a *app, shard experiment.Shard, m *experiment.Model) (experiment.AttackConfig, error) {
-	k, err := f.k(c)
+	k, err := f.K(c.Flags().Changed)
 	if err != nil {
 		return experiment.AttackConfig{}, err
 	}
 	cfg := experiment.AttackConfig{
-		Model: m, Eps: f.eps, Method: f.method, Batch: f.batch,
-		Settings: experiment.AttackSettings{MaxLen: k, MaxSteps: f.maxSteps, Budget: f.budget, Seed: f.seed,
+		Model: m, Eps: f.Eps, Method: f.method, Batch: f.batch,
+		Settings: experiment.AttackSettings{MaxLen: k, MaxSteps: f.MaxSteps, Budget: f.budget, Seed: f.Seed,
 			Loss: f.s.Loss, LR: f.s.LR, Clip: f.s.Clip, Restarts: f.s.Restarts, EarlyStop: f.s.EarlyStop},
-		Out: f.out, WitnessDir: f.witnessDir, Shard: shard, Logf: a.logf,
+		Out: f.Out, WitnessDir: f.witnessDir, Shard: shard, Logf: a.logf,
 	}
 	return cfg, usage(cfg.Validate())
 }
@@ -217,17 +145,17 @@ Only sequences that are the tokenisation of a text are reported, so every advers
 source replays from its text with lenspec translate. The step cap defaults to 1,000.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if f.modelDir == "" {
+			if f.Model == "" {
 				return usagef("--model is required")
 			}
-			if cfg, err := model.ReadConfig(f.modelDir); err == nil && cfg.InputKind() == model.Tokens {
+			if cfg, err := model.ReadConfig(f.Model); err == nil && cfg.InputKind() == model.Tokens {
 				return runTextAttack(c, a, f)
 			}
 			if !slices.Contains(experiment.MethodNames(false), f.method) {
 				return usagef("--method %q: want %s", f.method, strings.Join(experiment.MethodNames(false), " or "))
 			}
-			if name, ok := givenFlag(c, textOnlyFlags); ok {
-				return usagef("--%s is for text models; %s takes images", name, f.modelDir)
+			if err := experiment.CheckKindFlags(model.Continuous, f.Model, c.Flags().Changed); err != nil {
+				return err
 			}
 			if err := experiment.CheckRead(c.Flags().Changed, []string{f.method}, experiment.MethodNames(false)); err != nil {
 				return err
@@ -300,30 +228,23 @@ func (f *attackFlags) textConfig(c *cobra.Command, a *app, method string) (exper
 	if !ok || !def.Text {
 		return experiment.AttackConfig{}, usagef("--method %q: a text model takes %s", method, orList(experiment.TextMethods))
 	}
-	if name, ok := givenFlag(c, imageOnlyFlags); ok {
-		return experiment.AttackConfig{}, usagef("--%s is for image models; a text attack does not take it", name)
+	if err := experiment.CheckKindFlags(model.Tokens, f.Model, c.Flags().Changed); err != nil {
+		return experiment.AttackConfig{}, err
 	}
 	if _, err := attack.ParseLoss(f.s.Loss); err != nil {
 		return experiment.AttackConfig{}, usagef("--loss: %v", err)
 	}
-	k, err := f.k(c)
+	k, err := f.K(c.Flags().Changed)
 	if err != nil {
 		return experiment.AttackConfig{}, err
 	}
 	s := f.s
-	s.MaxLen, s.MaxSteps, s.Budget, s.Seed, s.Restarts, s.EarlyStop = k, f.maxSteps, f.budget, f.seed, 0, false
+	s.MaxLen, s.MaxSteps, s.Budget, s.Seed, s.Restarts, s.EarlyStop = k, f.MaxSteps, f.budget, f.Seed, 0, false
 	s = def.TextDefaults(s,
 		func(setting string) bool { return c.Flags().Changed(strings.ReplaceAll(setting, "_", "-")) })
-	return experiment.AttackConfig{Eps: f.eps, Method: method, Batch: min(f.batch, experiment.MaxTextBatch), Settings: s,
-		Out: f.out, WitnessDir: f.witnessDir, Logf: a.logf}, nil
+	return experiment.AttackConfig{Eps: f.Eps, Method: method, Batch: min(f.batch, experiment.MaxTextBatch), Settings: s,
+		Out: f.Out, WitnessDir: f.witnessDir, Logf: a.logf}, nil
 }
-
-// textOnlyFlags are the attack flags an image model has no use for, and
-// imageOnlyFlags those a text model has none for.
-var (
-	textOnlyFlags  = append([]string{"sentences", "text", "text-file", "tau", "beam", "swaps", "loop", "horizon"}, nmt.CorpusFlagNames()...)
-	imageOnlyFlags = []string{"restarts", "early-stop", "data-seed"}
-)
 
 // orList lists names as "a, b or c".
 func orList(names []string) string {
@@ -333,54 +254,31 @@ func orList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// givenFlag is the first of names given on the command line.
-func givenFlag(c *cobra.Command, names []string) (string, bool) {
-	for _, name := range names {
-		if c.Flags().Changed(name) {
-			return name, true
-		}
-	}
-	return "", false
-}
-
 // textData loads the sentences the flags pick: the model's corpus's or
 // the user's own (--text, --text-file).
 func (f *attackFlags) textData(c *cobra.Command, m *experiment.Model) (experiment.TextData, []int, error) {
-	if (len(f.texts) > 0) != (f.textFile != "") {
-		if name, ok := givenFlag(c, append([]string{"sentences", "index", "split"}, nmt.CorpusFlagNames()...)); ok {
-			return experiment.TextData{}, nil, usagef("--%s picks the corpus's sentences; --text and --text-file give your own", name)
-		}
-	}
-	sel := experiment.TextSelection{Sentences: f.sentences, Indices: f.indices, Split: f.split, Seed: f.seed, Corpus: f.corpus,
+	sel := experiment.TextSelection{Sentences: f.sentences, Indices: f.Indices, Split: f.Split, Seed: f.Seed, Corpus: f.corpus,
 		SplitSeedGiven: c.Flags().Changed("split-seed"), Texts: f.texts, File: f.textFile}
+	if err := sel.ValidateFlags(c.Flags().Changed); err != nil {
+		return experiment.TextData{}, nil, err
+	}
 	return sel.Select(m)
-}
-
-// textShard checks a text run's output flags and resolves its shard.
-func (f *attackFlags) textShard(a *app) (experiment.Shard, error) {
-	if f.out == "" {
-		return experiment.Shard{}, usagef("--out is required")
-	}
-	if len(f.eps) == 0 {
-		return experiment.Shard{}, usagef("--eps is required")
-	}
-	if f.images > 0 {
-		return experiment.Shard{}, usagef("--images is for image models; a text model takes --sentences")
-	}
-	return f.output(a)
 }
 
 // textModel checks a text run's output and step flags, then loads the
 // model.
 func (f *attackFlags) textModel(c *cobra.Command, a *app) (experiment.Shard, *experiment.Model, error) {
-	shard, err := f.textShard(a)
+	if err := f.ValidateText(); err != nil {
+		return experiment.Shard{}, nil, err
+	}
+	shard, err := f.ResolveShard(a.getenv)
 	if err != nil {
 		return experiment.Shard{}, nil, err
 	}
-	if err := checkSteps(c, f.maxSteps); err != nil {
+	if err := checkSteps(c, f.MaxSteps); err != nil {
 		return experiment.Shard{}, nil, err
 	}
-	m, err := experiment.LoadModel(f.modelDir)
+	m, err := experiment.LoadModel(f.Model)
 	if err != nil {
 		return experiment.Shard{}, nil, err
 	}

@@ -13,7 +13,7 @@ import (
 
 // defaultDataSeed defines the standard Multi-MNIST split every command uses
 // unless told otherwise; the shipped model was trained and evaluated on it.
-const defaultDataSeed = 1
+const defaultDataSeed = experiment.DefaultDataSeed
 
 func (a *app) mnistDir() (string, error) {
 	if a.dataDir != "" {
@@ -26,14 +26,6 @@ func (a *app) mnistDir() (string, error) {
 func (a *app) sources() (experiment.Sources, error) {
 	dir, err := a.mnistDir()
 	return experiment.Sources{MNISTDir: dir, FashionDir: a.fashionDir, Logf: a.logf}, err
-}
-
-// checkSplit refuses a split name before any work.
-func checkSplit(name string) error {
-	if name != "train" && name != "test" {
-		return usagef("--split %q: want train or test", name)
-	}
-	return nil
 }
 
 // dataHelp is the command's long help.
@@ -82,21 +74,14 @@ func newMNISTDataCmd(a *app) *cobra.Command {
 }
 
 func newMultiMNISTDataCmd(a *app) *cobra.Command {
-	var out, splitName string
-	var count, scale int
+	var p experiment.PreviewSettings
 	var seed uint64
 	mm := &cobra.Command{
 		Use:   "multimnist",
 		Short: "Write Multi-MNIST canvases as PNG files with their labels (lenspec decode --image reads them)",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if out == "" {
-				return usagef("--out is required")
-			}
-			if count <= 0 || scale <= 0 || scale > 64 {
-				return usagef("--count must be positive and --scale in 1..64")
-			}
-			if err := checkSplit(splitName); err != nil {
+			if err := p.Validate(64); err != nil {
 				return err
 			}
 			src, err := a.sources()
@@ -107,10 +92,10 @@ func newMultiMNISTDataCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if splitName == "train" {
+			if p.Split == "train" {
 				ds = tr
 			}
-			items, err := multimnist.WritePreviews(ds, out, splitName, count, scale)
+			items, err := multimnist.WritePreviews(ds, p.Out, p.Split, p.Count, p.Scale)
 			if err != nil {
 				return err
 			}
@@ -121,10 +106,7 @@ func newMultiMNISTDataCmd(a *app) *cobra.Command {
 			})
 		},
 	}
-	mm.Flags().StringVar(&out, "out", "", "output directory for PNG files")
-	mm.Flags().StringVar(&splitName, "split", "test", "train or test")
-	mm.Flags().IntVar(&count, "count", 8, "number of canvases")
-	mm.Flags().IntVar(&scale, "scale", 4, "integer upscaling of the PNG (nearest neighbour; decode --image undoes it)")
+	p.RegisterFlags(mm.Flags())
 	mm.Flags().Uint64Var(&seed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
 	return mm
 }

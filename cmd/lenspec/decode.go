@@ -27,35 +27,17 @@ enlargement of it (lenspec data multimnist writes 4x), bytes 0..255 mapped
 linearly onto the input range.`
 
 func newDecodeCmd(a *app) *cobra.Command {
-	var modelDir, image, input, splitName string
-	var indices []int
-	var maxSteps int
-	var dataSeed uint64
+	var s experiment.DecodeSettings
 	c := &cobra.Command{
 		Use:   "decode",
 		Short: "Greedily decode inputs (a witness file, a PNG image, or Multi-MNIST canvases) and print the tokens",
 		Long:  decodeHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if modelDir == "" {
-				return usagef("--model is required")
-			}
-			given := 0
-			for _, g := range []bool{image != "", input != "", len(indices) > 0} {
-				if g {
-					given++
-				}
-			}
-			if given != 1 {
-				return usagef("give exactly one of --image, --input or --index")
-			}
-			if err := checkSteps(c, maxSteps); err != nil {
+			if err := s.ValidateFlags(c.Flags().Changed); err != nil {
 				return err
 			}
-			if err := checkSplit(splitName); err != nil {
-				return err
-			}
-			d, err := model.Load[float64](modelDir)
+			d, err := model.Load[float64](s.Model)
 			if err != nil {
 				return err
 			}
@@ -63,14 +45,14 @@ func newDecodeCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			x, srcs, labels, err := src.DecodeInputs(c.Context(), modelDir, d.Input(), input, image, indices, splitName, dataSeed)
+			x, srcs, labels, err := src.DecodeInputs(c.Context(), s.Model, d.Input(), s.Input, s.Image, s.Indices, s.Split, s.DataSeed)
 			if errors.As(err, new(experiment.SettingsError)) {
 				return usagef("--%v", err) // an --index outside the split
 			}
 			if err != nil {
 				return err
 			}
-			res, err := model.Decode(c.Context(), d, model.Batch[float64]{X: x}, maxSteps)
+			res, err := model.Decode(c.Context(), d, model.Batch[float64]{X: x}, s.MaxSteps)
 			if err != nil {
 				return err
 			}
@@ -83,21 +65,11 @@ func newDecodeCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&modelDir, "model", "", "model directory (config.json + model.safetensors)")
-	f.StringVar(&image, "image", "", "PNG image of the model's input size or an integer multiple of it; 0..255 maps to the input range")
-	f.StringVar(&input, "input", "", "exact input: a safetensors file with a tensor \"input\" (attack and verification witnesses are saved this way)")
-	f.IntSliceVar(&indices, "index", nil, "Multi-MNIST canvas index (repeatable, or comma-separated)")
-	f.StringVar(&splitName, "split", "test", "train or test, with --index")
-	f.IntVar(&maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
-	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
+	s.RegisterFlags(c.Flags())
 	return c
 }
 
 // checkSteps validates a --max-steps flag: unset means the model's cap.
 func checkSteps(c *cobra.Command, maxSteps int) error {
-	if c.Flags().Changed("max-steps") && (maxSteps < 1 || maxSteps > model.MaxStepCap) {
-		return usagef("--max-steps %d: want 1..%d", maxSteps, model.MaxStepCap)
-	}
-	return nil
+	return experiment.CheckMaxSteps(maxSteps, c.Flags().Changed("max-steps"))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/nmt"
 	"github.com/spf13/cobra"
@@ -38,7 +39,7 @@ split.`,
 			if d.Input().Kind == model.Tokens {
 				return evalTranslator(c, a, modelDir, d, splitName, cf, maxSteps, examples)
 			}
-			if err := checkSplit(splitName); err != nil {
+			if err := experiment.CheckSplit(splitName); err != nil {
 				return err
 			}
 			src, err := a.sources()

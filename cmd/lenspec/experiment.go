@@ -41,7 +41,7 @@ experiment's records. Results go to OUT/attacks.jsonl as they are produced (with
 			if samples < 0 || steps < 0 {
 				return usagef("--samples and --steps must be non-negative")
 			}
-			f.out = filepath.Join(outDir, "attacks.jsonl")
+			f.Out = filepath.Join(outDir, "attacks.jsonl")
 			f.witnessDir = filepath.Join(outDir, "witnesses")
 			shard, m, err := f.loadModel(c, a)
 			if err != nil {
@@ -63,14 +63,14 @@ experiment's records. Results go to OUT/attacks.jsonl as they are produced (with
 			if err != nil {
 				return err
 			}
-			return runExperiment(c, a, cfgs, data, picked, f.eps, outDir, "Multi-MNIST: output length under attack")
+			return runExperiment(c, a, cfgs, data, picked, f.Eps, outDir, "Multi-MNIST: output length under attack")
 		},
 	}
 	f.register(c, false)
 	fl := c.Flags()
 	fl.StringVar(&outDir, "out", "", "output directory (attacks.jsonl, witnesses/, figure, table)")
-	fl.IntVar(&f.images, "images", 100, "number of random test images")
-	fl.Float64SliceVar(&f.eps, "eps", paperAttackEps, "radius grid")
+	fl.IntVar(&f.Images, "images", 100, "number of random test images")
+	fl.Float64SliceVar(&f.Eps, "eps", paperAttackEps, "radius grid")
 	fl.IntVar(&samples, "samples", 10000, "random-search samples per image")
 	fl.IntVar(&steps, "steps", 10000, "PGD iterations")
 	return c
@@ -96,7 +96,7 @@ summary covers every shard file in OUT (docs/scale-out.md).`,
 			if outDir == "" {
 				return usagef("--out is required")
 			}
-			f.out = filepath.Join(outDir, "verify.jsonl")
+			f.Out = filepath.Join(outDir, "verify.jsonl")
 			cfg, err := f.prepare(c, a)
 			if err != nil {
 				return err
@@ -116,8 +116,8 @@ summary covers every shard file in OUT (docs/scale-out.md).`,
 	f.register(c, false)
 	fl := c.Flags()
 	fl.StringVar(&outDir, "out", "", "output directory (verify.jsonl, witnesses, figure, table)")
-	fl.IntVar(&f.images, "images", 100, "number of random test images")
-	fl.Float64SliceVar(&f.eps, "eps", paperVerifyEps, "radius grid")
+	fl.IntVar(&f.Images, "images", 100, "number of random test images")
+	fl.Float64SliceVar(&f.Eps, "eps", paperVerifyEps, "radius grid")
 	return c
 }
 
@@ -161,7 +161,7 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 			if outDir == "" {
 				return usagef("--out is required")
 			}
-			f.out = filepath.Join(outDir, "nmt-attacks.jsonl")
+			f.Out = filepath.Join(outDir, "nmt-attacks.jsonl")
 			f.witnessDir = filepath.Join(outDir, "witnesses")
 			var cfgs []experiment.AttackConfig
 			for _, method := range methods {
@@ -191,14 +191,14 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runExperiment(c, a, cfgs, data, picked, f.eps, outDir, "NMT: output length under attack")
+			return runExperiment(c, a, cfgs, data, picked, f.Eps, outDir, "NMT: output length under attack")
 		},
 	}
 	f.register(c, false)
 	fl := c.Flags()
 	fl.StringVar(&outDir, "out", "", "output directory (nmt-attacks.jsonl, witnesses/, figure, table)")
 	fl.IntVar(&f.sentences, "sentences", 100, "number of random sentences of --split")
-	fl.Float64SliceVar(&f.eps, "eps", []float64{0.3, 0.5, 1}, "δ grid: the fraction of a sentence's tokens that may change")
+	fl.Float64SliceVar(&f.Eps, "eps", []float64{0.3, 0.5, 1}, "δ grid: the fraction of a sentence's tokens that may change")
 	fl.StringSliceVar(&methods, "methods", experiment.TextMethods, "methods to run")
 	budgets = experiment.RegisterBudgetFlags(fl)
 	f.s.RegisterTextFlags(fl, false)

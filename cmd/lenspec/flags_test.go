@@ -83,7 +83,7 @@ func TestVerifyFlagsAreLibraryDefaults(t *testing.T) {
 	if err := c.ParseFlags([]string{"--eps", "0.1"}); err != nil {
 		t.Fatal(err)
 	}
-	f.eps = []float64{0.1}
+	f.Eps = []float64{0.1}
 	got, err := f.config(c, a, experiment.Whole, m)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,8 @@ func newResultsCmd(a *app) *cobra.Command {
 }
 
 func newMergeCmd(a *app) *cobra.Command {
-	var out, onConflict string
+	var out string
+	var opt experiment.JoinOptions
 	merge := &cobra.Command{
 		Use:   "merge --out FILE SHARD.jsonl...",
 		Short: "Join the shard files of one run into one results file (refusing other experiments and conflicting records)",
@@ -42,11 +43,10 @@ then. Exit status 1 for a refusal, 2 for a usage error.`,
 			if len(args) == 0 {
 				return usagef("give the shard files to merge")
 			}
-			conflict, err := experiment.ParseConflict(onConflict)
-			if err != nil {
-				return usagef("--on-conflict %s: want refuse or best", onConflict)
+			if err := opt.ValidateFlags(); err != nil {
+				return err
 			}
-			rep, err := experiment.Merge(out, args, experiment.JoinOptions{Conflict: conflict})
+			rep, err := experiment.Merge(out, args, opt)
 			if err != nil {
 				return err
 			}
@@ -60,12 +60,13 @@ then. Exit status 1 for a refusal, 2 for a usage error.`,
 		},
 	}
 	merge.Flags().StringVar(&out, "out", "", "merged results file (created, or extended)")
-	merge.Flags().StringVar(&onConflict, "on-conflict", string(experiment.Refuse), "records of one unit that disagree: refuse, or keep the best (see above)")
+	opt.RegisterFlags(merge.Flags(), "see above")
 	return merge
 }
 
 func newSummaryCmd(a *app) *cobra.Command {
-	var dir, title, sumConflict string
+	var dir, title string
+	var opt experiment.JoinOptions
 	summary := &cobra.Command{
 		Use:   "summary --out DIR FILE.jsonl...",
 		Short: "Draw the figure and table of one experiment's results files (any schema version)",
@@ -84,11 +85,10 @@ records of one unit that disagree refused unless --on-conflict best chooses.`,
 			if len(args) == 0 {
 				return usagef("give the results files to summarise")
 			}
-			conflict, err := experiment.ParseConflict(sumConflict)
-			if err != nil {
-				return usagef("--on-conflict %s: want refuse or best", sumConflict)
+			if err := opt.ValidateFlags(); err != nil {
+				return err
 			}
-			sum, err := experiment.SummariseFiles(args, dir, title, experiment.JoinOptions{Conflict: conflict})
+			sum, err := experiment.SummariseFiles(args, dir, title, opt)
 			if err != nil {
 				return err
 			}
@@ -97,7 +97,7 @@ records of one unit that disagree refused unless --on-conflict best chooses.`,
 	}
 	summary.Flags().StringVar(&dir, "out", "", "directory for the figure and table")
 	summary.Flags().StringVar(&title, "title", "lenspec results", "figure title")
-	summary.Flags().StringVar(&sumConflict, "on-conflict", string(experiment.Refuse), "records of one unit that disagree: refuse, or keep the best (see lenspec results merge --help)")
+	opt.RegisterFlags(summary.Flags(), "see lenspec results merge --help")
 	return summary
 }
 

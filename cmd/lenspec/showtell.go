@@ -34,8 +34,8 @@ Fashion-MNIST comes from Debian's dataset-fashion-mnist (make setup
 installs it; --fashion-dir points elsewhere).`
 
 func newCaptionsDataCmd(a *app) *cobra.Command {
-	var out, split, lengths, modelDir string
-	var count, scale int
+	var p experiment.PreviewSettings
+	var lengths, modelDir string
 	var seed uint64
 	var hist bool
 	c := &cobra.Command{
@@ -44,13 +44,7 @@ func newCaptionsDataCmd(a *app) *cobra.Command {
 		Long:  captionsDataHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if out == "" {
-				return usagef("--out is required")
-			}
-			if count <= 0 || scale <= 0 || scale > 16 {
-				return usagef("--count must be positive and --scale in 1..16")
-			}
-			if err := checkSplit(split); err != nil {
+			if err := p.Validate(16); err != nil {
 				return err
 			}
 			if err := captionLengths(lengths); err != nil {
@@ -70,11 +64,11 @@ func newCaptionsDataCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ds, err := src.CaptionSplit(c.Context(), seed, lengths, split)
+			ds, err := src.CaptionSplit(c.Context(), seed, lengths, p.Split)
 			if err != nil {
 				return err
 			}
-			items, err := experiment.WriteCaptionPreviews(c.Context(), ds, d, split, out, count, scale)
+			items, err := experiment.WriteCaptionPreviews(c.Context(), ds, d, p.Split, p.Out, p.Count, p.Scale)
 			if err != nil {
 				return err
 			}
@@ -88,7 +82,7 @@ func newCaptionsDataCmd(a *app) *cobra.Command {
 					fmt.Fprintln(w)
 				}
 				if hist {
-					fmt.Fprintf(w, "caption lengths of the %s split (%d canvases):\n", split, ds.N)
+					fmt.Fprintf(w, "caption lengths of the %s split (%d canvases):\n", p.Split, ds.N)
 					for l, k := range h {
 						if k > 0 {
 							fmt.Fprintf(w, "%3d words %6d  %s\n", l, k, strings.Repeat("#", int(math.Ceil(80*float64(k)/float64(ds.N)))))
@@ -99,12 +93,9 @@ func newCaptionsDataCmd(a *app) *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&out, "out", "", "output directory for PNG files")
-	f.StringVar(&split, "split", "test", "train or test")
+	p.RegisterFlags(f)
 	f.StringVar(&lengths, "lengths", "skewed", "caption-length distribution: skewed (short captions most, as COCO) or flat")
 	f.StringVar(&modelDir, "model", "", "also decode the canvases with this model and print its captions")
-	f.IntVar(&count, "count", 8, "number of canvases")
-	f.IntVar(&scale, "scale", 4, "integer upscaling of the PNG (nearest neighbour; decode --image undoes it)")
 	f.Uint64Var(&seed, "data-seed", defaultDataSeed, "generation seed")
 	f.BoolVar(&hist, "histogram", false, "print the split's caption-length histogram")
 	return c
@@ -182,9 +173,7 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 	o.RegisterFlags(f)
 	f.StringVar(&lengths, "lengths", "skewed", "training caption-length distribution: skewed (the bias to short captions) or flat")
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "captions data set generation seed")
-	f.IntVar(&arch.Hidden, "hidden", arch.Hidden, "LSTM hidden size")
-	f.IntVar(&arch.Embedding, "embedding", arch.Embedding, "image and word embedding size")
-	f.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the encoder's first fully connected layer")
+	train.RegisterShowTellArchFlags(f, arch)
 	return c
 }
 
@@ -270,11 +259,9 @@ outputs recorded in --attacks results files (this model's records only).`
 
 func newGatesCmd(a *app) *cobra.Command {
 	var modelDir string
-	var images, maxSteps int
-	var indices []int
-	var inputs, attackFiles []string
+	var maxSteps int
+	var in experiment.GateInputs
 	var threshold float64
-	var seed, dataSeed uint64
 	c := &cobra.Command{
 		Use:   "gates",
 		Short: "Measure an LSTM decoder's gate saturation and end-of-caption eos margin along clean and attacked decoding paths",
@@ -297,29 +284,9 @@ func newGatesCmd(a *app) *cobra.Command {
 			if _, ok := m.D64.(model.GateStepper[float64]); !ok {
 				return fmt.Errorf("%s: a %s has no LSTM gates to measure", modelDir, m.D64.Config().Architecture)
 			}
-			var clean []float64
-			switch {
-			case len(inputs) > 0:
-				if clean, err = experiment.ReadInputs(m, inputs); err != nil {
-					return err
-				}
-			case images > 0 || len(indices) > 0:
-				src, err := a.sources()
-				if err != nil {
-					return err
-				}
-				data, picked, err := src.Select(c.Context(), m, experiment.Selection{Images: images, Indices: indices, Split: "test", DataSeed: dataSeed, Seed: seed}, 0)
-				if err != nil {
-					return err
-				}
-				clean, _, _ = data.Source.Batch(picked, nil)
-			}
-			attacked, err := experiment.LengthenedInputs(m, attackFiles)
+			clean, attacked, err := in.Read(c.Context(), m, a.sources)
 			if err != nil {
 				return err
-			}
-			if len(clean) == 0 && len(attacked) == 0 {
-				return usagef("give inputs: --images, --index or --input, and/or --attacks")
 			}
 			sets, err := experiment.Gates(c.Context(), m, clean, attacked, maxSteps, threshold)
 			if err != nil {
@@ -334,13 +301,8 @@ func newGatesCmd(a *app) *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVar(&modelDir, "model", "", "model directory (an LSTM decoder)")
-	f.IntVar(&images, "images", 0, "this many test images, drawn at random with --seed")
-	f.IntSliceVar(&indices, "index", nil, "these test images")
-	f.StringArrayVar(&inputs, "input", nil, "an input as a safetensors file (repeatable)")
-	f.StringArrayVar(&attackFiles, "attacks", nil, "attack results file whose lengthened outputs' witnesses are the attacked paths (repeatable)")
+	in.RegisterFlags(f)
 	f.Float64Var(&threshold, "threshold", model.DefaultSaturation, "a gate counts as saturated where |pre-activation| exceeds this")
 	f.IntVar(&maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
-	f.Uint64Var(&seed, "seed", 1, "seed for image selection")
-	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "data generation seed")
 	return c
 }

@@ -3,13 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"math/rand/v2"
 
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 type trainSummary struct {
@@ -41,7 +39,10 @@ func newTrainCmd(a *app) *cobra.Command {
 			if err := run.ValidateFlags(c.Flags().Changed); err != nil {
 				return usage(err)
 			}
-			d, err := captionerModel(c, &cfg, run.Init, run.Seed)
+			if err := run.ValidateModel(&cfg, c.Flags().Changed); err != nil {
+				return usage(err)
+			}
+			d, err := run.Model(&cfg)
 			if err != nil {
 				return err
 			}
@@ -85,7 +86,7 @@ func newTrainCmd(a *app) *cobra.Command {
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
 	f.BoolVar(&shift, "shift", shift, "shift training canvases horizontally (digits stay inside; labels unchanged)")
 	cert.RegisterFlags(f)
-	captionerArchFlags(f, arch)
+	train.RegisterCaptionerArchFlags(f, arch)
 	return group("train", "Train models", c, newTrainNMTCmd(a), newTrainShowTellCmd(a))
 }
 
@@ -120,29 +121,6 @@ with its bounds and branch and bound, --certify-timeout an image, without the
 MIP solver or the falsifiers; the model's training record keeps the last
 count.`
 
-// captionerModel is the model to train: a new one of cfg, initialised
-// from seed, or, fine-tuning, the one in init (the architecture flags
-// refused).
-func captionerModel(c *cobra.Command, cfg *model.Config, init string, seed uint64) (model.Decoder[float32], error) {
-	if init == "" {
-		if err := cfg.Validate(); err != nil {
-			return nil, usage(err)
-		}
-		return model.New[float32](cfg, rand.New(rand.NewPCG(seed, 0)))
-	}
-	for _, name := range []string{"conv1", "conv2", "fc", "cell"} {
-		if c.Flags().Changed(name) {
-			return nil, usagef("--%s conflicts with --init (the architecture comes from %s)", name, init)
-		}
-	}
-	d, err := model.Load[float32](init)
-	if err != nil {
-		return nil, err
-	}
-	d.Config().Training = nil
-	return d, nil
-}
-
 // attachProbe hangs the verifier's count (--certify-images) on run, over
 // the test split of the data set seeded with seed, for a model reading in.
 func attachProbe(c *cobra.Command, a *app, cert experiment.ProbeSettings, run *train.CaptionerRun, seed uint64, in model.InputSpec, eps float64, progress experiment.Progress) (*string, error) {
@@ -174,14 +152,6 @@ func emitCaptioner(a *app, run train.CaptionerRun, res train.CaptionerResult) er
 		}
 		fmt.Fprintln(w)
 	})
-}
-
-// captionerArchFlags adds the captioner's size and cell flags.
-func captionerArchFlags(f *pflag.FlagSet, arch *model.CaptionerConfig) {
-	f.IntVar(&arch.Conv[0].OutChannels, "conv1", arch.Conv[0].OutChannels, "channels of the first convolution")
-	f.IntVar(&arch.Conv[1].OutChannels, "conv2", arch.Conv[1].OutChannels, "channels of the second convolution")
-	f.IntVar(&arch.FCHidden, "fc", arch.FCHidden, "width of the first fully connected layer")
-	f.StringVar(&arch.Cell, "cell", arch.Cell, "decoder cell: rnn_relu, lstm or gru (PyTorch nn.RNNCell, nn.LSTMCell, nn.GRUCell; all verifiable)")
 }
 
 // captionerStatus is a training step's progress line.

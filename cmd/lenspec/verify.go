@@ -21,10 +21,10 @@ type verifyFlags struct {
 }
 
 func (f *verifyFlags) register(c *cobra.Command, samples bool) {
-	f.runFlags.register(c, samples)
+	f.RegisterFlags(c.Flags(), samples)
 	f.s = experiment.DefaultVerifySettings()
 	fl := c.Flags()
-	fl.IntVar(&f.maxLen, "max-len", -1, fmt.Sprintf("K̂, 0..%d: prove no output is longer than this (default: the length of the image's ground-truth label)", verify.MaxK))
+	fl.IntVar(&f.MaxLen, "max-len", -1, fmt.Sprintf("K̂, 0..%d: prove no output is longer than this (default: the length of the image's ground-truth label)", verify.MaxK))
 	fl.Lookup("max-len").DefValue = "0" // −1 is a sentinel the usage explains; "0" hides it from the help
 	f.s.RegisterFlags(fl)
 	fl.BoolVar(&f.noMIP, "no-mip", false, "no MIP solver: after the warm start and the bounds, branch and bound alternating with rounds of the wide falsifier takes all the time (with --bab=false: one falsifier round); --tokens, --abstract, --relax-gap, --optimize and --threads then do nothing")
@@ -55,20 +55,11 @@ func (f *verifyFlags) run(c *cobra.Command, a *app, line func(experiment.VerifyR
 // runSpec verifies (or bounds) the problem of a spec file: the answer on
 // stdout, the JSON record with --json.
 func (f *verifyFlags) runSpec(c *cobra.Command, a *app, line func(experiment.VerifyRecord) any, text func(io.Writer, experiment.VerifyRecord)) error {
-	for _, name := range []string{"model", "eps", "images", "index", "image", "input", "out", "shard", "max-len"} {
-		if c.Flags().Changed(name) {
-			return usagef("--spec gives the model, the input, the set and K̂: drop --%s", name)
-		}
-	}
-	sp, err := experiment.ReadSpecFile(f.specPath)
+	sp, m, err := experiment.LoadSpec(f.specPath, c.Flags().Changed)
 	if err != nil {
 		return err
 	}
-	m, err := experiment.LoadModel(sp.Model)
-	if err != nil {
-		return err
-	}
-	f.eps = []float64{0}
+	f.Eps = []float64{0}
 	cfg, err := f.config(c, a, experiment.Whole, m)
 	if err != nil {
 		return err
@@ -83,16 +74,16 @@ func (f *verifyFlags) runSpec(c *cobra.Command, a *app, line func(experiment.Ver
 // config builds the experiment's configuration from the flags and checks
 // it; the data and samples come later.
 func (f *verifyFlags) config(c *cobra.Command, a *app, shard experiment.Shard, m *experiment.Model) (experiment.VerifyConfig, error) {
-	k, err := f.k(c)
+	k, err := f.K(c.Flags().Changed)
 	if err != nil {
 		return experiment.VerifyConfig{}, err
 	}
 	s := f.s
-	s.MaxLen, s.MaxSteps, s.Seed = k, f.maxSteps, f.seed
+	s.MaxLen, s.MaxSteps, s.Seed = k, f.MaxSteps, f.Seed
 	if f.noMIP {
 		s.Solver = experiment.SolverNone
 	}
-	cfg := experiment.VerifyConfig{Model: m, Eps: f.eps, Settings: s, WriteMPS: f.writeMPS, Out: f.out, Shard: shard, Logf: a.logf}
+	cfg := experiment.VerifyConfig{Model: m, Eps: f.Eps, Settings: s, WriteMPS: f.writeMPS, Out: f.Out, Shard: shard, Logf: a.logf}
 	return cfg, usage(cfg.Validate())
 }
 
@@ -158,7 +149,7 @@ tried. One line per sample on stdout ({"lower":…, "upper":…} with --json); w
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			f.s.Bound = true
-			if f.out == "" && f.specPath == "" {
+			if f.Out == "" && f.specPath == "" {
 				// Without --out nothing is kept: the records and witnesses
 				// go to a directory removed at the end.
 				tmp, err := os.MkdirTemp("", "lenspec-bound-")
@@ -166,7 +157,7 @@ tried. One line per sample on stdout ({"lower":…, "upper":…} with --json); w
 					return err
 				}
 				defer os.RemoveAll(tmp)
-				f.out = filepath.Join(tmp, "bound.jsonl")
+				f.Out = filepath.Join(tmp, "bound.jsonl")
 			}
 			return f.run(c, a, func(r experiment.VerifyRecord) any { return boundLine(r) }, boundText)
 		},
