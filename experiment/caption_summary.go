@@ -125,10 +125,8 @@ func captionRow(ctx context.Context, g []AttackRecord, m *Model, name string, ep
 		if r.Success {
 			row.Witnesses++
 			if m != nil {
-				ok, err := replays(ctx, m, r)
-				var unreadable witnessError
-				switch {
-				case errors.As(err, &unreadable):
+				switch ok, err := replays(ctx, m, r); {
+				case errors.Is(err, errUnreadable):
 					row.Unreadable++
 				case err != nil:
 					return row, err
@@ -149,7 +147,7 @@ func replays(ctx context.Context, m *Model, r AttackRecord) (bool, error) {
 	}
 	x, err := ReadWitness(r.Witness, m.D64.Input())
 	if err != nil {
-		return false, witnessError{err}
+		return false, fmt.Errorf("%w: %w", errUnreadable, err)
 	}
 	res, err := model.Decode(ctx, m.D64, model.Batch[float64]{X: x}, r.Settings.MaxSteps)
 	if err != nil {
@@ -159,10 +157,8 @@ func replays(ctx context.Context, m *Model, r AttackRecord) (bool, error) {
 	return slices.Equal(got.Tokens, r.AdvTokens) && got.Stopped == r.Stopped && !got.Tie(), nil
 }
 
-// witnessError is a witness file that could not be read.
-type witnessError struct{ error }
-
-func (e witnessError) Unwrap() error { return e.error }
+// errUnreadable marks a witness file that is missing or cannot be read.
+var errUnreadable = errors.New("witness unreadable")
 
 // CaptionTable is the Markdown table of caption-attack rows, of one model
 // or several side by side.

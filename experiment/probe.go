@@ -184,13 +184,8 @@ func (s ProbeSettings) ValidateFlags(changed func(flag string) bool, opt train.O
 	if s.Images < 0 {
 		return bad("--certify-images %d is negative", s.Images)
 	}
-	if s.Images == 0 {
-		for _, f := range []string{"certify-eps", "certify-timeout"} {
-			if changed(f) {
-				return bad("--%s is read only with --certify-images, which is off: set --certify-images, or drop --%s", f, f)
-			}
-		}
-		return 0, nil
+	if err := train.SwitchedBy(changed, "certify-images", s.Images > 0, "certify-eps", "certify-timeout"); err != nil || s.Images == 0 {
+		return 0, settingsErr(err)
 	}
 	eps := s.Eps
 	if !changed("certify-eps") {

@@ -58,6 +58,13 @@ func (s Sources) CaptionerTraining(ctx context.Context, seed uint64, shift bool,
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	return CaptionerSources(tr, te, shift, in)
+}
+
+// CaptionerSources are CaptionerTraining's sources on splits already built
+// (tr, te), for a caller that reads the test split in float64 too (the
+// certify probe) and builds the splits once.
+func CaptionerSources(tr, te *multimnist.Dataset, shift bool, in model.InputSpec) (src, trainEval, test *multimnist.Source[float32], err error) {
 	if src, err = multimnist.NewSource[float32](tr, in.Min, in.Max, shift); err != nil {
 		return nil, nil, nil, err
 	}

@@ -45,18 +45,20 @@ func (o *Options) RegisterRobustnessFlags(fs *pflag.FlagSet) {
 // stability regulariser given while --stability is off. Such a flag would
 // be ignored, so a run could look as if it used a setting it did not.
 func (o Options) ValidateFlags(changed func(flag string) bool) error {
-	if err := switchedBy(changed, "ibp", o.IBP > 0, "ibp-eps", "ibp-ramp", "ibp-bound", "ibp-attack"); err != nil {
+	if err := SwitchedBy(changed, "ibp", o.IBP > 0, "ibp-eps", "ibp-ramp", "ibp-bound", "ibp-attack"); err != nil {
 		return err
 	}
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	return switchedBy(changed, "stability", o.Stability > 0, "stability-eps", "stability-ramp")
+	return SwitchedBy(changed, "stability", o.Stability > 0, "stability-eps", "stability-ramp")
 }
 
-// switchedBy refuses flags that only mean something when the flag on
-// turns their feature on, given while it is off.
-func switchedBy(changed func(string) bool, on string, enabled bool, flags ...string) error {
+// SwitchedBy refuses flags that only mean something when the flag on
+// turns their feature on (enabled), given while it is off: they would be
+// ignored. changed reports the flags given. Every command's settings
+// that hang on a switch refuse with it, so the message is one.
+func SwitchedBy(changed func(string) bool, on string, enabled bool, flags ...string) error {
 	if enabled {
 		return nil
 	}

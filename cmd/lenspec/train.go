@@ -6,6 +6,7 @@ import (
 
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/multimnist"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
@@ -61,13 +62,17 @@ func newTrainCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			src, trainEval, test, err := sources.CaptionerTraining(c.Context(), dataSeed, shift, in)
+			tr, te, err := sources.MultiMNIST(c.Context(), dataSeed)
+			if err != nil {
+				return err
+			}
+			src, trainEval, test, err := experiment.CaptionerSources(tr, te, shift, in)
 			if err != nil {
 				return err
 			}
 			progress, finish := a.bars()
 			defer finish()
-			probed, err := attachProbe(c, a, cert, &run, dataSeed, in, certEps, progress)
+			probed, err := attachProbe(cert, &run, te, dataSeed, in, certEps, progress)
 			if err != nil {
 				return err
 			}
@@ -122,16 +127,12 @@ MIP solver or the falsifiers; the model's training record keeps the last
 count.`
 
 // attachProbe hangs the verifier's count (--certify-images) on run, over
-// the test split of the data set seeded with seed, for a model reading in.
-func attachProbe(c *cobra.Command, a *app, cert experiment.ProbeSettings, run *train.CaptionerRun, seed uint64, in model.InputSpec, eps float64, progress experiment.Progress) (*string, error) {
+// the test split te (generated with seed) read in float64.
+func attachProbe(cert experiment.ProbeSettings, run *train.CaptionerRun, te *multimnist.Dataset, seed uint64, in model.InputSpec, eps float64, progress experiment.Progress) (*string, error) {
 	if cert.Images == 0 {
 		return new(string), nil
 	}
-	sources, err := a.sources()
-	if err != nil {
-		return nil, err
-	}
-	data, err := sources.ImageData(c.Context(), in, seed, "test")
+	data, err := experiment.MultiMNIST(te, "test", seed, in)
 	if err != nil {
 		return nil, err
 	}
