@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -32,8 +33,11 @@ type encodeOptions struct {
 // encode builds the MIP from the graph and its bounds. With relaxations
 // (see encodeOptions) the model over-approximates: a robustness proof
 // stays sound, but a counterexample it finds may be spurious (it is
-// replayed anyway).
-func encode(g *graph, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
+// replayed anyway). Encoding a Show-and-Tell graph takes seconds (0.6–3 s
+// on an AVX2 machine), so ctx is checked at every node: a MIP stage that
+// starts just before its sample's time limit ends at the limit, not seconds
+// after it. The error is then ctx's own.
+func encode(ctx context.Context, g *graph, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
 	e := &encoding{m: mip.NewModel("lenspec"), g: g, b: b, K: K, relaxGap: eo.relaxGap,
 		vars: make([][]int, len(g.nodes)), abstractAt: -1}
 	exprs := make([][]lin, len(g.nodes))
@@ -73,13 +77,17 @@ func encode(g *graph, b *Bounds, K int, eo encodeOptions) (*encoding, error) {
 		}
 	}
 	for _, n := range g.nodes[1:] {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		switch {
 		case eo.abstract && n.id < eo.abstractAt && !live[n.id]:
 			continue
-		case eo.abstract && n.id < eo.abstractAt:
-			exprs[n.id] = e.abstractNode(n, eo.box)
-		case eo.abstract && n.id == eo.abstractAt:
-			exprs[n.id] = e.abstractNode(n, eo.box)
+		case eo.abstract && n.id <= eo.abstractAt:
+			var err error
+			if exprs[n.id], err = e.abstractNode(ctx, n, eo.box); err != nil {
+				return nil, err
+			}
 		default:
 			ins := make([][]lin, len(n.in))
 			for k, p := range n.in {
@@ -128,23 +136,38 @@ func varsOf(ex []lin) []int {
 
 // abstractNode creates variables for the outputs of node n, bounded by
 // their intervals and (unless box) by CROWN's linear bounds in x, standing
-// in for every node before it.
-func (e *encoding) abstractNode(n *node, box bool) []lin {
+// in for every node before it. The linear bounds come abstractChunk
+// outputs at a time, ctx checked between: on Show-and-Tell's encoder all
+// of them take a second or more.
+func (e *encoding) abstractNode(ctx context.Context, n *node, box bool) ([]lin, error) {
 	out := make([]lin, n.width)
 	for j, iv := range e.b.Val[n.id] {
 		out[j] = varExpr(e.m.AddVar(e.name(n, j), iv.Lo, iv.Hi, mip.Continuous))
 	}
 	if box {
-		return out
+		return out, nil
 	}
-	up, lo := e.g.linearBounds(e.b, n.id)
-	for j := range out {
-		v := out[j].idx[0]
-		e.rowVar(e.name(n, j)+"_up", v, 1, up[j].over(e.x), nil, nil, mip.LE, 0)
-		e.rowVar(e.name(n, j)+"_lo", v, 1, lo[j].over(e.x), nil, nil, mip.GE, 0)
+	for from := 0; from < len(out); from += abstractChunk {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		outs := make([]int, min(abstractChunk, len(out)-from))
+		for i := range outs {
+			outs[i] = from + i
+		}
+		up, lo := e.g.linearBounds(e.b, n.id, outs)
+		for i, j := range outs {
+			v := out[j].idx[0]
+			e.rowVar(e.name(n, j)+"_up", v, 1, up[i].over(e.x), nil, nil, mip.LE, 0)
+			e.rowVar(e.name(n, j)+"_lo", v, 1, lo[i].over(e.x), nil, nil, mip.GE, 0)
+		}
 	}
-	return out
+	return out, nil
 }
+
+// abstractChunk is how many outputs' linear bounds abstractNode computes
+// between two looks at its context.
+const abstractChunk = 8
 
 // affineBound is w·x + k.
 type affineBound struct {
@@ -160,17 +183,12 @@ func (a affineBound) over(x []int) lin {
 	return ex
 }
 
-// linearBounds returns CROWN's linear upper and lower bounds of node id's
-// outputs in the input over the box: z_j ≤ up[j]·x and z_j ≥ lo[j]·x on
-// it, their constants padded for rounding (the padding assumes |x| ≤
-// max(|lo|, |hi|)).
-func (g *graph) linearBounds(b *Bounds, id int) (up, lo []affineBound) {
-	w := g.nodes[id].width
-	all := make([]int, w)
-	for j := range all {
-		all[j] = j
-	}
-	c := unitRows(all, w)
+// linearBounds returns CROWN's linear upper and lower bounds of the
+// outputs outs of node id in the input over the box: z_j ≤ up[i]·x and
+// z_j ≥ lo[i]·x on it for j = outs[i], their constants padded for rounding
+// (the padding assumes |x| ≤ max(|lo|, |hi|)).
+func (g *graph) linearBounds(b *Bounds, id int, outs []int) (up, lo []affineBound) {
+	c := unitRows(outs, g.nodes[id].width)
 	s := g.newBack(sameDomain(b, c.rows), nil, true, false)
 	s.run(id, c, make([]float64, c.rows))
 	for r := 0; r < c.rows; r++ {

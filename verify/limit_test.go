@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -191,5 +192,67 @@ func TestFalsifierAfterBaBGivesUp(t *testing.T) {
 	t0 = time.Now()
 	if done, _ := adaptiveSearch(context.Background(), search, never, &Result{Bound: math.Inf(1)}, 1, false); done || len(rounds) > 0 || time.Since(t0) > 5*time.Second {
 		t.Fatalf("with MIP stages after it: done %v after %d rounds, want none", done, len(rounds))
+	}
+}
+
+// TestEncodeStopsAtItsLimit: building a MIP stops at its context's
+// deadline, the abstraction's linear bounds included. Each encoding is
+// first built whole (its time T, measured here, so a loaded machine
+// stretches both alike), then with a deadline at T/10: it must fail with
+// the deadline's error, well before T. Broken (no look at the context in
+// encode), every case returns a whole model after T: on Show-and-Tell an
+// abstract MIP stage begun near a 60 s limit ran 4–6 s past it.
+func TestEncodeStopsAtItsLimit(t *testing.T) {
+	cfg := model.DefaultShowTellConfig([]string{"a", "b", "c", "d", "<eos>"})
+	a := cfg.Arch.(*model.ShowTellConfig)
+	a.Input = model.InputConfig{Channels: 1, Height: 24, Width: 24, Min: -1, Max: 1}
+	a.Conv = []model.ConvConfig{{OutChannels: 8, Kernel: 3, Stride: 2, Padding: 1}, {OutChannels: 8, Kernel: 3, Stride: 1, Padding: 1}, {OutChannels: 8, Kernel: 3, Stride: 2, Padding: 1}}
+	a.FCHidden, a.Embedding, a.Hidden = 96, 32, 16
+	cfg.MaxSteps = 10
+	m, err := model.NewShowTell[float64](&cfg, rand.New(rand.NewPCG(7, 3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomBiases(m, 7)
+	n, err := Lower(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const K = 8
+	lo, hi := randomBox(rand.New(rand.NewPCG(7, 4)), n.InputSize, 0.3)
+	g := newGraph(n, K)
+	b := computeBounds(context.Background(), g, lo, hi, BoundInterval)
+	cases := []struct {
+		name string
+		eo   encodeOptions
+	}{
+		{"exact", encodeOptions{}},
+		{"abstract-i0", encodeOptions{abstract: true, abstractAt: g.enc}},
+		{"box-i0", encodeOptions{abstract: true, abstractAt: g.enc, box: true}},
+	}
+	for _, c := range cases {
+		t0 := time.Now()
+		if _, err := encode(context.Background(), g, b, K, c.eo); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		whole := time.Since(t0)
+		// The quickest of three tries: a busy machine's pauses lengthen
+		// single runs but rarely all three.
+		took := time.Duration(math.MaxInt64)
+		for try := 0; try < 3; try++ {
+			ctx, cancel := context.WithTimeout(context.Background(), whole/10)
+			t0 = time.Now()
+			e, err := encode(ctx, g, b, K, c.eo)
+			el := time.Since(t0)
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) || e != nil {
+				t.Fatalf("%s: a limit of %v (a tenth of the whole %v) gave %v after %v, not the deadline's error", c.name, whole/10, whole, err, el)
+			}
+			took = min(took, el)
+		}
+		t.Logf("%s: whole %v, with a limit of %v: %v", c.name, whole, whole/10, took)
+		if took > whole*6/10 {
+			t.Errorf("%s: a limit of %v ended after %v (the whole encoding took %v)", c.name, whole/10, took, whole)
+		}
 	}
 }

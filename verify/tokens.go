@@ -117,16 +117,21 @@ func (ts *tokenSearch) search(ctx context.Context, prefix []int) error {
 // branch and bound on the open leaves, recording into res. done reports a
 // final verdict.
 func tokenPhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options, res *Result, replay func(x []float64, how string) (bool, error)) (done bool, err error) {
-	enc, err := encode(g, b, sm.K, encodeOptions{})
-	if err != nil {
-		return false, err
-	}
-	ph := Phase{Name: "tokens", Binaries: enc.Binaries, Status: "not started"}
+	ph := Phase{Name: "tokens", Status: "not started"}
 	start := time.Now()
 	defer func() {
 		ph.Seconds = time.Since(start).Seconds()
 		res.Phases = append(res.Phases, ph)
 	}()
+	enc, err := encode(ctx, g, b, sm.K, encodeOptions{})
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		res.Reason, ph.Status = "time limit", "time limit"
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	ph.Binaries = enc.Binaries
 	lp, err := opt.NewLP(enc.m)
 	if err != nil {
 		return false, fmt.Errorf("verify: token search LP: %w", err)

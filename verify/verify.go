@@ -481,13 +481,7 @@ func stages(ctx context.Context, g *graph, sm Sample, opt Options, b *Bounds, mi
 // solvePhase builds the MIP with the given relaxation gap and solves it,
 // recording into res. done reports a final verdict.
 func solvePhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options, eo encodeOptions, mipStart func(*encoding) []float64, replay func([]float64, string) (bool, error), res *Result) (done bool, err error) {
-	enc, err := encode(g, b, sm.K, eo)
-	exact := !eo.abstract && eo.relaxGap == 0
-	if err != nil {
-		return false, err
-	}
-	res.Binaries, res.ReLUBinaries, res.Relaxed = enc.Binaries, enc.ActBinaries, enc.Relaxed
-	ph := Phase{Name: "exact", Binaries: enc.Binaries, Status: "not started"}
+	ph := Phase{Name: "exact", Status: "not started"}
 	at := "i0"
 	if eo.abstractAt != g.enc {
 		at = g.nodes[eo.abstractAt].name
@@ -500,11 +494,23 @@ func solvePhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 	case eo.relaxGap > 0:
 		ph.Name = "relaxed"
 	}
+	// The phase's time includes building its MIP (seconds on Show-and-Tell).
 	pstart := time.Now()
 	defer func() {
 		ph.Seconds = time.Since(pstart).Seconds()
 		res.Phases = append(res.Phases, ph)
 	}()
+	enc, err := encode(ctx, g, b, sm.K, eo)
+	exact := !eo.abstract && eo.relaxGap == 0
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		res.Reason, ph.Status = "time limit", "time limit"
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	res.Binaries, res.ReLUBinaries, res.Relaxed = enc.Binaries, enc.ActBinaries, enc.Relaxed
+	ph.Binaries = enc.Binaries
 	res.Incumbent = math.NaN() // only the last phase's incumbent is reported
 	if opt.WriteMPS != "" && exact {
 		if err := writeMPS(opt.WriteMPS, sm.Name, enc, res); err != nil {

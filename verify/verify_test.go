@@ -54,7 +54,7 @@ func testEncodingFeasibleAtTrueActivations(t *testing.T, cell string) {
 					if b.Proven {
 						t.Fatalf("seed %d: bounds proved ℓ ≤ %d but a sample decodes %v", seed, K, res[0].Tokens)
 					}
-					e, err := encode(s, b, K, encodeOptions{relaxGap: []float64{0, 0.05, 1, 0, 0, 0}[checked%6], abstract: checked%6 >= 3,
+					e, err := encode(context.Background(), s, b, K, encodeOptions{relaxGap: []float64{0, 0.05, 1, 0, 0, 0}[checked%6], abstract: checked%6 >= 3,
 						abstractAt: s.enc - []int{0, 0, 0, 0, 1, 0}[checked%6], box: checked%6 == 5})
 					if err != nil {
 						t.Fatal(err)
