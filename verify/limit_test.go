@@ -256,3 +256,44 @@ func TestEncodeStopsAtItsLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstTurnEndsWhenBoundStandsStill: branch and bound's first turn
+// runs in slices and hands the rest of its share to the stages after it
+// once a slice's progress would not bring the open margin bound below 0
+// in time; a bound falling fast keeps the turn going to its proof, and a
+// search that has ended for good ends it at once. Broken (no look at the
+// progress), the still bound takes all three slices of its share.
+func TestFirstTurnEndsWhenBoundStandsStill(t *testing.T) {
+	cases := []struct {
+		name       string
+		fall       float64 // the bound's fall per slice
+		ended      bool
+		wantSlices int
+		wantDone   bool
+	}{
+		{"still", 0, false, 1, false},
+		{"slow", 0.5, false, 1, false},
+		{"fast", 3, false, 2, true},
+		{"ended", 3, true, 1, false},
+	}
+	for _, c := range cases {
+		res := &Result{Bound: 5}
+		slices := 0
+		run := func(ctx context.Context) (bool, float64, error) {
+			slices++
+			<-ctx.Done() // a slice uses its time
+			res.Bound -= c.fall
+			if res.Bound <= 0 {
+				return true, math.Inf(-1), nil
+			}
+			return false, res.Bound, nil
+		}
+		// Three slices of a second (babSlice's least).
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		done, err := firstTurn(ctx, res, run, func() bool { return c.ended })
+		cancel()
+		if err != nil || done != c.wantDone || slices != c.wantSlices {
+			t.Errorf("%s: done %v after %d slices (err %v), want %v after %d", c.name, done, slices, err, c.wantDone, c.wantSlices)
+		}
+	}
+}
