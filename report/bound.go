@@ -173,6 +173,6 @@ func segments(curve []float64) []plotter.XYs {
 // boundSize is the figure's size for n radii.
 func boundSize(n int, title string) (w, h vg.Length) {
 	w = vg.Points(math.Max(260, 60+45*float64(n)))
-	w = max(w, legendWidth(boundEntries)+vg.Points(16))
+	w = max(w, headerWidth(title, boundEntries))
 	return wholePixels(w), wholePixels(vg.Points(200) + headerHeight(title, boundEntries))
 }

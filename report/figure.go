@@ -255,6 +255,17 @@ func drawHeader(c draw.Canvas, title string, entries []legendEntry) draw.Canvas 
 	return c
 }
 
+// headerWidth is the least width that shows drawHeader's title and legend
+// whole: a figure narrower than its title or legend row cuts them at the
+// edges, so each figure's size is widened to it.
+func headerWidth(title string, entries []legendEntry) vg.Length {
+	w := legendWidth(entries)
+	if title != "" {
+		w = max(w, textStyle(titleSize).Width(title))
+	}
+	return w + vg.Points(16)
+}
+
 // headerHeight is the height drawHeader uses.
 func headerHeight(title string, entries []legendEntry) vg.Length {
 	h := vg.Points(8)

@@ -582,3 +582,30 @@ func TestThinLabelsKeep(t *testing.T) {
 		}
 	}
 }
+
+// TestFiguresFitLongTitles: each figure is widened to show its title whole
+// (a long --title was cut at both edges of the verdict figure), and keeps
+// its own width when the title is short.
+func TestFiguresFitLongTitles(t *testing.T) {
+	const long = "Verification verdicts per δ, models/showtell-lstm (100 images, 60 s a sample)"
+	hist, err := lengthHistograms([]LengthPoint{{"original", 0, 3, true}, {"pgd", 0.5, 9, true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := []struct {
+		name string
+		size func(title string) vg.Length
+	}{
+		{"verdict", func(title string) vg.Length { w, _ := verdictSize(3, title); return w }},
+		{"bound", func(title string) vg.Length { w, _ := boundSize(3, title); return w }},
+		{"length", func(title string) vg.Length { w, _ := hist.size(title); return w }},
+	}
+	for _, s := range sizes {
+		if w, tw := s.size(long), textStyle(titleSize).Width(long); w < tw {
+			t.Errorf("%s figure %v wide, its title %v", s.name, w, tw)
+		}
+		if s.size("short") != s.size("") {
+			t.Errorf("%s figure: a short title changes the width (%v, without %v)", s.name, s.size("short"), s.size(""))
+		}
+	}
+}

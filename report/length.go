@@ -333,10 +333,7 @@ func (h *lengthHist) size(title string) (w, ht vg.Length) {
 	w = vg.Length(cols)*panelWidth + 0.3*vg.Inch
 	// A one-panel figure of four methods is narrower than its legend
 	// row or its title: widen it rather than cut them at the edges.
-	w = max(w, legendWidth(h.methods)+vg.Points(16))
-	if title != "" {
-		w = max(w, textStyle(titleSize).Width(title)+vg.Points(16))
-	}
+	w = max(w, headerWidth(title, h.methods))
 	return wholePixels(w), wholePixels(headerHeight(title, h.methods) + vg.Length(rows)*panelHeight)
 }
 

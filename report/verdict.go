@@ -108,9 +108,10 @@ func VerdictFigure(counts []VerdictCount, title, pngPath, svgPath string) error 
 }
 
 // verdictSize returns the size of a VerdictFigure with n bars: a
-// single-column figure, widened when many bars need room for their labels.
+// single-column figure, widened when many bars need room for their labels
+// or the title for its width.
 func verdictSize(n int, title string) (w, h vg.Length) {
-	return wholePixels(max(3.4*vg.Inch, vg.Length(n)*0.42*vg.Inch+0.8*vg.Inch)),
+	return wholePixels(max(3.4*vg.Inch, vg.Length(n)*0.42*vg.Inch+0.8*vg.Inch, headerWidth(title, verdictEntries))),
 		wholePixels(2.4*vg.Inch + headerHeight(title, verdictEntries))
 }
 
