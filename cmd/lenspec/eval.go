@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
@@ -52,10 +51,7 @@ split.`,
 			if err != nil {
 				return err
 			}
-			return a.emit(out, func(w io.Writer) {
-				fmt.Fprintf(w, "%s on %s (%d samples): sequence accuracy %.4f; longest output on train %d (unstopped %d); lengths %v\n",
-					modelDir, splitName, out.Samples, out.SequenceAccuracy, out.MaxLenTrain, out.UnstoppedTrain, out.LengthHistogram)
-			})
+			return a.emit(out, out.WriteText)
 		},
 	}
 	f := c.Flags()

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/lenspec/lenspec/bpe"
 	"github.com/lenspec/lenspec/model"
@@ -12,16 +10,6 @@ import (
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
-
-type nmtSummary struct {
-	Out          string  `json:"out"`
-	Seconds      float64 `json:"seconds"`
-	FinalLoss    float64 `json:"final_loss"`
-	BLEU         float64 `json:"bleu"`
-	BaselineBLEU float64 `json:"baseline_bleu"`
-	MaxLenDev    int     `json:"max_len_dev"`
-	UnstoppedDev int     `json:"unstopped_dev"`
-}
 
 // trainNMTHelp is the command's long help.
 const trainNMTHelp = `Train the paper's third model, an attention sequence-to-sequence translator,
@@ -80,11 +68,8 @@ func newTrainNMTCmd(a *app) *cobra.Command {
 			if err != nil {
 				return vocabUsage(err, o.Vocab, sp.Path)
 			}
-			s := nmtSummary{o.Out, res.Seconds, res.FinalLoss, res.BLEU, res.BaselineBLEU, res.MaxLenDev, res.UnstoppedDev}
-			return a.emit(s, func(w io.Writer) {
-				fmt.Fprintf(w, "trained %s in %.0fs: test BLEU %.2f (dictionary baseline %.2f); dev: longest output %d tokens, %d unstopped\n",
-					o.Out, s.Seconds, s.BLEU, s.BaselineBLEU, s.MaxLenDev, s.UnstoppedDev)
-			})
+			s := res.Summary(o.Out)
+			return a.emit(s, s.WriteText)
 		},
 	}
 	o.RegisterFlags(c.Flags())
@@ -114,17 +99,5 @@ func evalTranslator(c *cobra.Command, a *app, modelDir string, d model.Decoder[f
 	if err != nil {
 		return err
 	}
-	return a.emit(ev, func(w io.Writer) {
-		fmt.Fprintf(w, "%s on %s (%d sentences): %s; dictionary baseline BLEU %.2f\n", modelDir, split, ev.Samples, ev.Score, ev.BaselineBLEU)
-		fmt.Fprintf(w, "%s: longest greedy output %d tokens, %d unstopped, largest output/source ratio %.2f, %d outputs over 3× their source\n", split, ev.MaxLen, ev.Unstopped, ev.MaxRatio, ev.OverRatio3)
-		fmt.Fprintf(w, "dev: longest greedy output %d tokens, %d of %d unstopped\n", ev.MaxLenDev, ev.UnstoppedDev, ev.DevSamples)
-		if len(ev.Examples) > 0 {
-			// A Markdown table: it pastes into a report as it is.
-			fmt.Fprintf(w, "\n| # | source | reference | output |\n|---|---|---|---|\n")
-			cell := strings.NewReplacer("|", "\\|", "\n", " ")
-			for i, e := range ev.Examples {
-				fmt.Fprintf(w, "| %d | %s | %s | %s |\n", i+1, cell.Replace(e.Source), cell.Replace(e.Reference), cell.Replace(e.Output))
-			}
-		}
-	})
+	return a.emit(ev, ev.WriteText)
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"strings"
 
 	"github.com/lenspec/lenspec/captions"
 	"github.com/lenspec/lenspec/experiment"
@@ -72,24 +71,8 @@ func newCaptionsDataCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h := ds.LengthHistogram()
-			return a.emit(map[string]any{"items": items, "length_histogram": h}, func(w io.Writer) {
-				for _, it := range items {
-					fmt.Fprintf(w, "%s  %q", it.Preview, it.Caption)
-					if it.Output != "" {
-						fmt.Fprintf(w, "  model: %q", it.Output)
-					}
-					fmt.Fprintln(w)
-				}
-				if hist {
-					fmt.Fprintf(w, "caption lengths of the %s split (%d canvases):\n", p.Split, ds.N)
-					for l, k := range h {
-						if k > 0 {
-							fmt.Fprintf(w, "%3d words %6d  %s\n", l, k, strings.Repeat("#", int(math.Ceil(80*float64(k)/float64(ds.N)))))
-						}
-					}
-				}
-			})
+			rep := experiment.CaptionPreviewReport{Items: items, LengthHistogram: ds.LengthHistogram(), Split: p.Split, N: ds.N}
+			return a.emit(rep, func(w io.Writer) { rep.WriteText(w, hist) })
 		},
 	}
 	f := c.Flags()
@@ -166,7 +149,8 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return emitShowTell(a, o.Out, res)
+			sum := res.Summary(o.Out)
+			return a.emit(sum, sum.WriteText)
 		},
 	}
 	f := c.Flags()
@@ -175,18 +159,6 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "captions data set generation seed")
 	train.RegisterShowTellArchFlags(f, arch)
 	return c
-}
-
-// emitShowTell prints what train showtell reports of the model it wrote
-// to out.
-func emitShowTell(a *app, out string, res train.ShowTellResult) error {
-	ev, score := res.Eval, res.BLEU
-	rep := map[string]any{"out": out, "seconds": res.Seconds, "test_exact_caption_accuracy": ev.SequenceAccuracy,
-		"test_bleu4": score.BLEU, "bleu": score.String(), "test_max_len": ev.MaxLen, "test_unstopped": ev.Unstopped}
-	return a.emit(rep, func(w io.Writer) {
-		fmt.Fprintf(w, "trained %s in %.0fs (this run): test exact-caption accuracy %.4f, %s; longest test output %d (unstopped %d)\n",
-			out, res.Seconds, ev.SequenceAccuracy, score, ev.MaxLen, ev.Unstopped)
-	})
 }
 
 // captionModelData is the data an image captioner's experiments run on:

@@ -1,28 +1,12 @@
 package main
 
 import (
-	"fmt"
-	"io"
-
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/multimnist"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
-
-type trainSummary struct {
-	Out              string  `json:"out"`
-	Seed             uint64  `json:"seed"`
-	Epochs           int     `json:"epochs"`
-	Seconds          float64 `json:"seconds"`
-	FinalLoss        float64 `json:"final_loss"`
-	SequenceAccuracy float64 `json:"sequence_accuracy"`
-	MaxLenTrain      int     `json:"max_len_train"`
-	UnstoppedTrain   int     `json:"unstopped_train"`
-	// Probe is the verifier's count after the last epoch (--certify-images).
-	Probe *experiment.CertifyCount `json:"probe,omitempty"`
-}
 
 func newTrainCmd(a *app) *cobra.Command {
 	run := train.CaptionerRun{Options: train.DefaultOptions()}
@@ -76,14 +60,15 @@ func newTrainCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			run.Progress = func(p train.Progress) { progress("train", p.Step, p.Steps, captionerStatus(run.Options, p)+*probed) }
+			run.Progress = func(p train.Progress) { progress("train", p.Step, p.Steps, run.Options.Status(p)+*probed) }
 			run.Record = map[string]any{"data_seed": dataSeed, "shift": shift}
 			res, err := train.Captioner(c.Context(), d, src, trainEval, test, run)
 			finish()
 			if err != nil {
 				return err
 			}
-			return emitCaptioner(a, run, res)
+			sum := experiment.SummariseCaptioner(run, res)
+			return a.emit(sum, sum.WriteText)
 		},
 	}
 	f := c.Flags()
@@ -137,32 +122,4 @@ func attachProbe(cert experiment.ProbeSettings, run *train.CaptionerRun, te *mul
 		return nil, err
 	}
 	return cert.Attach(run, data, eps, progress)
-}
-
-// emitCaptioner prints what train captioner measured.
-func emitCaptioner(a *app, run train.CaptionerRun, res train.CaptionerResult) error {
-	s := trainSummary{run.Out, run.Seed, run.Epochs, res.Seconds, res.Loss, res.Test.SequenceAccuracy, res.Train.MaxLen, res.Train.Unstopped, nil}
-	if p, ok := res.Probe.(experiment.CertifyCount); ok {
-		s.Probe = &p
-	}
-	return a.emit(s, func(w io.Writer) {
-		fmt.Fprintf(w, "trained %s in %.0fs: test sequence accuracy %.4f, longest train output %d (unstopped %d)",
-			run.Out, s.Seconds, s.SequenceAccuracy, s.MaxLenTrain, s.UnstoppedTrain)
-		if s.Probe != nil {
-			fmt.Fprintf(w, "; %s", s.Probe)
-		}
-		fmt.Fprintln(w)
-	})
-}
-
-// captionerStatus is a training step's progress line.
-func captionerStatus(opt train.Options, p train.Progress) string {
-	msg := fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss)
-	if opt.Stability > 0 {
-		msg += fmt.Sprintf(" unstable %d", p.Unstable)
-	}
-	if opt.IBP > 0 {
-		msg += fmt.Sprintf(" certified %d/%d (%s)", p.Certified, opt.BatchSize, opt.IBPBound)
-	}
-	return msg
 }
