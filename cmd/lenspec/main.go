@@ -132,6 +132,15 @@ func (a *app) emit(v any, text func(w io.Writer)) error {
 	return a.outErr()
 }
 
+// report prints a command's result r as emit does, or returns err if
+// the command failed.
+func (a *app) report(r experiment.Report, err error) error {
+	if err != nil {
+		return err
+	}
+	return a.emit(r, r.WriteText)
+}
+
 // outErr is the first error writing standard output, or nil.
 func (a *app) outErr() error {
 	if c, ok := a.stdout.(*checkedWriter); ok {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/lenspec/lenspec/bpe"
-	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/nmt"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
@@ -75,29 +74,4 @@ func newTrainNMTCmd(a *app) *cobra.Command {
 	o.RegisterFlags(c.Flags())
 	cf.RegisterFlags(c.Flags())
 	return c
-}
-
-// evalTranslator is lenspec eval for a translator: BLEU on a split of its
-// corpus against the dictionary baseline, and the clean output lengths on
-// the dev split.
-func evalTranslator(c *cobra.Command, a *app, modelDir string, d model.Decoder[float32], split string, cf nmt.CorpusChoice, maxSteps, examples int) error {
-	if examples < 0 {
-		return usagef("--examples %d must be non-negative", examples)
-	}
-	cf, err := cf.ForModel(modelDir, d.Config(), c.Flags().Changed("split-seed"))
-	if err != nil {
-		return usage(err)
-	}
-	sp, err := cf.Load()
-	if err != nil {
-		return err
-	}
-	if split != "test" && split != "dev" {
-		return usagef("--split %q: a translator is evaluated on test or dev", split)
-	}
-	ev, err := nmt.Evaluate(c.Context(), modelDir, d, sp, split, maxSteps, examples)
-	if err != nil {
-		return err
-	}
-	return a.emit(ev, ev.WriteText)
 }

@@ -5,22 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 
-	"github.com/lenspec/lenspec/captions"
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
-	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
-
-// captionLengths checks --lengths: the captions data set's distributions.
-func captionLengths(name string) error {
-	if _, err := experiment.CaptionLengths(name); err != nil {
-		return usagef("--%v", err)
-	}
-	return nil
-}
 
 // captionsDataHelp is the command's long help.
 const captionsDataHelp = `Build the captions data set (MNIST digits and Fashion-MNIST articles on
@@ -46,7 +35,7 @@ func newCaptionsDataCmd(a *app) *cobra.Command {
 			if err := p.Validate(16); err != nil {
 				return err
 			}
-			if err := captionLengths(lengths); err != nil {
+			if err := experiment.CheckCaptionLengths(lengths); err != nil {
 				return err
 			}
 			var d model.Decoder[float64]
@@ -104,60 +93,20 @@ exact-caption accuracy and BLEU-4 on the test split. The defaults reproduce
 models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`
 
 func newTrainShowTellCmd(a *app) *cobra.Command {
-	o := train.DefaultShowTellOptions()
-	cfg := model.DefaultShowTellConfig(captions.Vocab)
-	arch := cfg.Arch.(*model.ShowTellConfig)
-	var lengths string
-	var dataSeed uint64
+	t := experiment.NewShowTellTraining()
 	c := &cobra.Command{
 		Use:   "showtell",
 		Short: "Train the Show-and-Tell captioner (CNN encoder, LSTM decoder) on the captions data set",
 		Long:  trainShowTellHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.ValidateFlags(); err != nil {
-				return usage(err)
-			}
-			if err := captionLengths(lengths); err != nil {
-				return err
-			}
-			if err := cfg.Validate(); err != nil {
-				return usage(err)
-			}
-			d, err := model.New[float32](&cfg, rand.New(rand.NewPCG(o.Seed, 0)))
-			if err != nil {
-				return err
-			}
-			sources, err := a.sources()
-			if err != nil {
-				return err
-			}
-			src, teSrc, err := sources.CaptionTraining(c.Context(), dataSeed, lengths, d.Input())
-			if err != nil {
-				return err
-			}
-			cmd := fmt.Sprintf("lenspec train showtell --out DIR --seed %d --epochs %d --pretrain-epochs %d --batch %d --lr %g --final-lr %g --dropout %g --lengths %s --shards %d",
-				o.Seed, o.Epochs, o.PretrainEpochs, o.BatchSize, o.LR, o.FinalLR, o.Dropout, lengths, o.Shards)
 			progress, finish := a.bars()
-			o.Data = fmt.Sprintf("captions lengths %s data-seed %d", lengths, dataSeed)
-			o.Record = map[string]any{"data_seed": dataSeed, "lengths": lengths, "command": cmd}
-			o.Stage = func(stage string, p train.Progress) {
-				progress(stage, p.Step, p.Steps, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
-			}
-			res, err := train.ShowTell(c.Context(), d, src, teSrc, o)
+			sum, err := t.Train(c.Context(), a.env(c), progress)
 			finish()
-			if err != nil {
-				return err
-			}
-			sum := res.Summary(o.Out)
-			return a.emit(sum, sum.WriteText)
+			return a.report(sum, err)
 		},
 	}
-	f := c.Flags()
-	o.RegisterFlags(f)
-	f.StringVar(&lengths, "lengths", "skewed", "training caption-length distribution: skewed (the bias to short captions) or flat")
-	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "captions data set generation seed")
-	train.RegisterShowTellArchFlags(f, arch)
+	t.RegisterFlags(c.Flags())
 	return c
 }
 
