@@ -98,17 +98,19 @@ func (s CaptionerSummary) WriteText(w io.Writer) {
 
 // CaptionPreviewReport is what lenspec data captions reports: the
 // previews written, and the split's caption-length histogram
-// (LengthHistogram[l] canvases with l words) of its N canvases.
+// (LengthHistogram[l] canvases with l words) of its N canvases, which
+// its text shows with Histogram.
 type CaptionPreviewReport struct {
 	Items           []CaptionPreview `json:"items"`
 	LengthHistogram []int            `json:"length_histogram"`
 	Split           string           `json:"-"`
 	N               int              `json:"-"`
+	Histogram       bool             `json:"-"`
 }
 
 // WriteText writes a line per preview, its caption and the model's, and
-// with histogram the histogram as bars of at most 80 characters.
-func (r CaptionPreviewReport) WriteText(w io.Writer, histogram bool) {
+// with Histogram the histogram as bars of at most 80 characters.
+func (r CaptionPreviewReport) WriteText(w io.Writer) {
 	for _, it := range r.Items {
 		fmt.Fprintf(w, "%s  %q", it.Preview, it.Caption)
 		if it.Output != "" {
@@ -116,7 +118,7 @@ func (r CaptionPreviewReport) WriteText(w io.Writer, histogram bool) {
 		}
 		fmt.Fprintln(w)
 	}
-	if !histogram {
+	if !r.Histogram {
 		return
 	}
 	fmt.Fprintf(w, "caption lengths of the %s split (%d canvases):\n", r.Split, r.N)

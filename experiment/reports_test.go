@@ -43,9 +43,9 @@ func TestReportsText(t *testing.T) {
 			"trained m in 12s: test sequence accuracy 0.8750, longest train output 6 (unstopped 1)\n"},
 		{"captioner probed", writeText(func(w *strings.Builder) { SummariseCaptioner(run, probed).WriteText(w) }),
 			"trained m in 12s: test sequence accuracy 0.8750, longest train output 6 (unstopped 1); verifier 5/8 at δ=0.01\n"},
-		{"captions", writeText(func(w *strings.Builder) { caps.WriteText(w, false) }),
+		{"captions", writeText(func(w *strings.Builder) { caps.WriteText(w) }),
 			"p0.png  \"a b\"\np1.png  \"c\"  model: \"c d\"\n"},
-		{"captions histogram", writeText(func(w *strings.Builder) { caps.WriteText(w, true) }),
+		{"captions histogram", writeText(func(w *strings.Builder) { caps.Histogram = true; caps.WriteText(w) }),
 			"p0.png  \"a b\"\np1.png  \"c\"  model: \"c d\"\ncaption lengths of the test split (4 canvases):\n" +
 				"  1 words      3  " + strings.Repeat("#", 60) + "\n  3 words      1  " + strings.Repeat("#", 20) + "\n"},
 	} {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/lenspec/lenspec/experiment"
-	"github.com/lenspec/lenspec/model"
 	"github.com/spf13/cobra"
 )
 
@@ -22,54 +20,17 @@ Fashion-MNIST comes from Debian's dataset-fashion-mnist (make setup
 installs it; --fashion-dir points elsewhere).`
 
 func newCaptionsDataCmd(a *app) *cobra.Command {
-	var p experiment.PreviewSettings
-	var lengths, modelDir string
-	var seed uint64
-	var hist bool
+	var p experiment.CaptionPreviewing
 	c := &cobra.Command{
 		Use:   "captions",
 		Short: "Write canvases of the word-captioning data set as PNG files with their captions (and a model's, with --model)",
 		Long:  captionsDataHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := p.Validate(16); err != nil {
-				return err
-			}
-			if err := experiment.CheckCaptionLengths(lengths); err != nil {
-				return err
-			}
-			var d model.Decoder[float64]
-			if modelDir != "" {
-				var err error
-				if d, err = model.Load[float64](modelDir); err != nil {
-					return err
-				}
-				if err := experiment.CheckCaptions(d.Input()); err != nil {
-					return fmt.Errorf("%s: %w", modelDir, err)
-				}
-			}
-			src, err := a.sources()
-			if err != nil {
-				return err
-			}
-			ds, err := src.CaptionSplit(c.Context(), seed, lengths, p.Split)
-			if err != nil {
-				return err
-			}
-			items, err := experiment.WriteCaptionPreviews(c.Context(), ds, d, p.Split, p.Out, p.Count, p.Scale)
-			if err != nil {
-				return err
-			}
-			rep := experiment.CaptionPreviewReport{Items: items, LengthHistogram: ds.LengthHistogram(), Split: p.Split, N: ds.N}
-			return a.emit(rep, func(w io.Writer) { rep.WriteText(w, hist) })
+			return a.report(p.Write(c.Context(), a.env(c)))
 		},
 	}
-	f := c.Flags()
-	p.RegisterFlags(f)
-	f.StringVar(&lengths, "lengths", "skewed", "caption-length distribution: skewed (short captions most, as COCO) or flat")
-	f.StringVar(&modelDir, "model", "", "also decode the canvases with this model and print its captions")
-	f.Uint64Var(&seed, "data-seed", defaultDataSeed, "generation seed")
-	f.BoolVar(&hist, "histogram", false, "print the split's caption-length histogram")
+	p.RegisterFlags(c.Flags())
 	return c
 }
 
@@ -179,51 +140,16 @@ bias to short outputs). Clean paths: --images random test images (or
 outputs recorded in --attacks results files (this model's records only).`
 
 func newGatesCmd(a *app) *cobra.Command {
-	var modelDir string
-	var maxSteps int
-	var in experiment.GateInputs
-	var threshold float64
+	var s experiment.GateSettings
 	c := &cobra.Command{
 		Use:   "gates",
 		Short: "Measure an LSTM decoder's gate saturation and end-of-caption eos margin along clean and attacked decoding paths",
 		Long:  gatesHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if modelDir == "" {
-				return usagef("--model is required")
-			}
-			if !(threshold > 0) || math.IsInf(threshold, 0) {
-				return usagef("--threshold %v: want a positive number", threshold)
-			}
-			if err := checkSteps(c, maxSteps); err != nil {
-				return err
-			}
-			m, err := experiment.LoadModel(modelDir)
-			if err != nil {
-				return err
-			}
-			if _, ok := m.D64.(model.GateStepper[float64]); !ok {
-				return fmt.Errorf("%s: a %s has no LSTM gates to measure", modelDir, m.D64.Config().Architecture)
-			}
-			clean, attacked, err := in.Read(c.Context(), m, a.sources)
-			if err != nil {
-				return err
-			}
-			sets, err := experiment.Gates(c.Context(), m, clean, attacked, maxSteps, threshold)
-			if err != nil {
-				return err
-			}
-			return a.emit(sets, func(w io.Writer) {
-				for _, s := range sets {
-					fmt.Fprint(w, s.Text(threshold))
-				}
-			})
+			return a.report(s.Measure(c.Context(), a.env(c)))
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&modelDir, "model", "", "model directory (an LSTM decoder)")
-	in.RegisterFlags(f)
-	f.Float64Var(&threshold, "threshold", model.DefaultSaturation, "a gate counts as saturated where |pre-activation| exceeds this")
-	f.IntVar(&maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
+	s.RegisterFlags(c.Flags())
 	return c
 }
