@@ -2,11 +2,14 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/lenspec/lenspec/bpe"
 	"github.com/lenspec/lenspec/captions"
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/nmt"
 	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/pflag"
 )
@@ -170,6 +173,57 @@ func (t *ShowTellTraining) Train(ctx context.Context, env Env, progress Progress
 	res, err := train.ShowTell(ctx, d, src, teSrc, *o)
 	if err != nil {
 		return train.ShowTellSummary{}, err
+	}
+	return res.Summary(o.Out), nil
+}
+
+// NMTTraining is lenspec train nmt: the translator's training options
+// and the corpus it trains on.
+type NMTTraining struct {
+	Options nmt.Options
+	Corpus  nmt.CorpusChoice
+}
+
+// NewNMTTraining is the training lenspec train nmt runs given no flags,
+// the recipe of models/nmt-de-en.
+func NewNMTTraining() *NMTTraining { return &NMTTraining{Options: nmt.DefaultOptions()} }
+
+// RegisterFlags adds the settings to fs as lenspec train nmt's flags,
+// each starting at t's value.
+func (t *NMTTraining) RegisterFlags(fs *pflag.FlagSet) {
+	t.Options.RegisterFlags(fs)
+	t.Corpus.RegisterFlags(fs)
+}
+
+// Train checks the options (as SettingsErrors), reads the corpus, trains
+// the translator following its steps with progress, and writes it to
+// Options.Out recording command, the command line that rebuilds it
+// (nmt.RebuildCommand). A --vocab too small for the corpus's characters,
+// known only once the corpus is read, is a SettingsError too.
+func (t *NMTTraining) Train(ctx context.Context, env Env, command string, progress Progress) (nmt.Summary, error) {
+	o := &t.Options
+	if err := o.ValidateFlags(env.Changed); err != nil {
+		return nmt.Summary{}, SettingsError{err}
+	}
+	env.Logf("reading the corpus...")
+	sp, err := t.Corpus.Load()
+	if err != nil {
+		return nmt.Summary{}, err
+	}
+	env.Logf("%s: %d training, %d dev, %d test pairs", sp.Path, len(sp.Train), len(sp.Dev), len(sp.Test))
+	var rate train.TokenRate
+	o.Train.Progress = func(p train.Progress) {
+		progress("train nmt", p.Step, p.Steps, fmt.Sprintf("epoch %d/%d loss %.3f, %.0f target tokens/s", p.Epoch, p.Epochs, p.Loss, rate.Add(p)))
+	}
+	o.Corpus, o.SplitSeed, o.Command, o.Logf = sp, t.Corpus.SplitSeed, command, env.Logf
+	res, err := nmt.Train(ctx, *o)
+	var small *bpe.VocabSizeError
+	if errors.As(err, &small) {
+		return nmt.Summary{}, SettingsError{fmt.Errorf("--vocab %d is below the %d tokens %s needs (4 special, 256 byte and %d character tokens): give --vocab %d or more",
+			o.Vocab, small.Need(), sp.Path, small.Alphabet, small.Need())}
+	}
+	if err != nil {
+		return nmt.Summary{}, err
 	}
 	return res.Summary(o.Out), nil
 }

@@ -3,6 +3,8 @@ package experiment
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -71,5 +73,42 @@ func TestTrainingSettings(t *testing.T) {
 	}
 	if s := NewShowTellTraining(); s.Lengths != "skewed" || s.DataSeed != DefaultDataSeed || s.Options.PretrainEpochs == 0 {
 		t.Errorf("showtell defaults %+v", s)
+	}
+}
+
+// TestNMTTrainingSettings: lenspec train nmt's settings out of range are
+// SettingsErrors, a --vocab too small for the corpus's characters too,
+// though it is known only once the corpus is read.
+func TestNMTTrainingSettings(t *testing.T) {
+	var b strings.Builder
+	for _, s := range [][2]string{{"Das Haus", "The house"}, {"Der Hund", "The dog"}, {"Die Katze", "The cat"}, {"Das Auto", "The car"}} {
+		for _, a := range [][2]string{{"groß", "big"}, {"klein", "small"}, {"alt", "old"}, {"neu", "new"}, {"schön", "nice"}} {
+			for _, v := range [][2]string{{"", ""}, {"sehr ", "very "}, {"nicht ", "not "}} {
+				fmt.Fprintf(&b, "%s ist %s%s.\t%s is %s%s.\n", s[0], v[0], a[0], s[1], v[1], a[1])
+			}
+		}
+	}
+	tsv := filepath.Join(t.TempDir(), "toy.tsv")
+	if err := os.WriteFile(tsv, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--out", t.TempDir(), "--vocab", "10"}, "--vocab 10 must be in 261.."},
+		{[]string{"--out", t.TempDir(), "--corpus", tsv, "--vocab", "270"}, "--vocab 270 is below the"},
+	} {
+		tr := NewNMTTraining()
+		fs := pflag.NewFlagSet("nmt", pflag.ContinueOnError)
+		tr.RegisterFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		env := Env{Changed: fs.Changed, Logf: func(string, ...any) {}}
+		_, err := tr.Train(context.Background(), env, "lenspec train nmt", func(string, int, int, string) {})
+		if !isSettings(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want a SettingsError with %q", tc.args, err, tc.want)
+		}
 	}
 }

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-
-	"github.com/lenspec/lenspec/bpe"
+	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/nmt"
-	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
 
@@ -26,52 +22,20 @@ dictionary baseline, and the greedy output lengths on the dev split. A model
 trained on the Ding dictionary is GPL-2.0-or-later: --out receives a LICENSE
 notice saying so.`
 
-// vocabUsage is err, or the usage error it is when the corpus has more
-// characters than --vocab leaves room for (known only once the corpus is
-// read).
-func vocabUsage(err error, vocab int, path string) error {
-	var small *bpe.VocabSizeError
-	if errors.As(err, &small) {
-		return usagef("--vocab %d is below the %d tokens %s needs (4 special, 256 byte and %d character tokens): give --vocab %d or more",
-			vocab, small.Need(), path, small.Alphabet, small.Need())
-	}
-	return err
-}
-
 func newTrainNMTCmd(a *app) *cobra.Command {
-	o := nmt.DefaultOptions()
-	var cf nmt.CorpusChoice
+	t := experiment.NewNMTTraining()
 	c := &cobra.Command{
 		Use:   "nmt",
 		Short: "Train the German→English attention translator (BPE, bidirectional LSTM, Bahdanau attention)",
 		Long:  trainNMTHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.ValidateFlags(c.Flags().Changed); err != nil {
-				return usage(err)
-			}
-			a.logf("reading the corpus...")
-			sp, err := cf.Load()
-			if err != nil {
-				return err
-			}
-			a.logf("%s: %d training, %d dev, %d test pairs", sp.Path, len(sp.Train), len(sp.Dev), len(sp.Test))
 			progress, finish := a.bars()
-			var rate train.TokenRate
-			o.Train.Progress = func(p train.Progress) {
-				progress("train nmt", p.Step, p.Steps, fmt.Sprintf("epoch %d/%d loss %.3f, %.0f target tokens/s", p.Epoch, p.Epochs, p.Loss, rate.Add(p)))
-			}
-			o.Corpus, o.SplitSeed, o.Command, o.Logf = sp, cf.SplitSeed, nmt.RebuildCommand(c.Flags()), a.logf
-			res, err := nmt.Train(c.Context(), o)
+			sum, err := t.Train(c.Context(), a.env(c), nmt.RebuildCommand(c.Flags()), progress)
 			finish()
-			if err != nil {
-				return vocabUsage(err, o.Vocab, sp.Path)
-			}
-			s := res.Summary(o.Out)
-			return a.emit(s, s.WriteText)
+			return a.report(sum, err)
 		},
 	}
-	o.RegisterFlags(c.Flags())
-	cf.RegisterFlags(c.Flags())
+	t.RegisterFlags(c.Flags())
 	return c
 }
