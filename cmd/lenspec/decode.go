@@ -41,8 +41,3 @@ func newDecodeCmd(a *app) *cobra.Command {
 	s.RegisterFlags(c.Flags())
 	return c
 }
-
-// checkSteps validates a --max-steps flag: unset means the model's cap.
-func checkSteps(c *cobra.Command, maxSteps int) error {
-	return experiment.CheckMaxSteps(maxSteps, c.Flags().Changed("max-steps"))
-}

@@ -34,14 +34,6 @@ func (u usageError) Unwrap() error { return u.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
-// usage wraps err (a settings validation failure) as a usage error.
-func usage(err error) error {
-	if err == nil {
-		return nil
-	}
-	return usageError{err}
-}
-
 // reportedError marks a failure whose every problem was already reported
 // on stderr, one line each, as it happened (translate's texts): exit 1
 // without a line repeating them.

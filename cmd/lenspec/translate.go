@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/nmt"
 	"github.com/spf13/cobra"
@@ -46,7 +47,7 @@ exits 130 or 143. Nothing is saved but the output already written.`,
 			if modelDir == "" {
 				return usagef("--model is required")
 			}
-			if err := checkSteps(c, maxSteps); err != nil {
+			if err := experiment.CheckMaxSteps(maxSteps, c.Flags().Changed("max-steps")); err != nil {
 				return err
 			}
 			if batch < 1 || batch > 1<<20 {
