@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -114,6 +115,23 @@ func (f *AttackFlags) Config(env Env, shard Shard, m *Model) (AttackConfig, erro
 		Out: f.Out, WitnessDir: f.WitnessDir, Shard: shard, Logf: env.Logf,
 	}
 	return cfg, settingsErr(cfg.Validate())
+}
+
+// Attack is lenspec attack: the attack of a text model (by its
+// config.json) with Method (TextAttacks), of an image model otherwise
+// (ImageAttack).
+func (f *AttackFlags) Attack(ctx context.Context, env Env) (AttackConfig, error) {
+	if f.Model == "" {
+		return AttackConfig{}, SettingsError{errors.New("--model is required")}
+	}
+	if cfg, err := model.ReadConfig(f.Model); err != nil || cfg.InputKind() != model.Tokens {
+		return f.ImageAttack(ctx, env)
+	}
+	cfgs, err := f.TextAttacks(env, []string{f.Method}, nil)
+	if err != nil {
+		return AttackConfig{}, err
+	}
+	return cfgs[0], nil
 }
 
 // ImageAttack is lenspec attack on an image model: the method and the

@@ -122,3 +122,31 @@ func TestTextAttacks(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackByKind: lenspec attack runs a text model's attack on a
+// translator and an image model's otherwise, and needs a model.
+func TestAttackByKind(t *testing.T) {
+	text := tinyTextModel(t).Dir
+	img := tinyModelDir(t, 6)
+	out := filepath.Join(t.TempDir(), "a.jsonl")
+	for _, tc := range []struct {
+		args []string
+		want string // the error's words
+	}{
+		{[]string{"--eps", "0.5", "--out", out}, "--model is required"},
+		{[]string{"--model", text, "--eps", "0.5", "--out", out, "--text", "Das Haus.", "--method", "pgd"}, "a text model takes"},
+		{[]string{"--model", img, "--eps", "0.1", "--out", out, "--images", "1", "--method", "flip"}, `--method "flip": want random or pgd`},
+		{[]string{"--model", img, "--eps", "0.1", "--out", out, "--images", "1", "--method", "random"}, errNoData.Error()},
+	} {
+		f, env := parseAttackFlags(t, tc.args...)
+		env.Sources = func() (Sources, error) { return Sources{}, errNoData }
+		if _, err := f.Attack(context.Background(), env); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	f, env := parseAttackFlags(t, "--model", text, "--eps", "0.5", "--out", out, "--text", "Das Haus.", "--method", "flip", "--budget", "5")
+	cfg, err := f.Attack(context.Background(), env)
+	if err != nil || cfg.Method != "flip" || cfg.Settings.Budget != 5 || len(cfg.Samples) != 1 {
+		t.Fatalf("%+v %v", cfg, err)
+	}
+}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/internal/progress"
-	"github.com/lenspec/lenspec/model"
 	"github.com/spf13/cobra"
 )
 
@@ -48,17 +47,8 @@ Only sequences that are the tokenisation of a text are reported, so every advers
 source replays from its text with lenspec translate. The step cap defaults to 1,000.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if f.Model == "" {
-				return usagef("--model is required")
-			}
-			var cfg experiment.AttackConfig
-			if mc, err := model.ReadConfig(f.Model); err == nil && mc.InputKind() == model.Tokens {
-				cfgs, err := f.TextAttacks(a.env(c), []string{f.Method}, nil)
-				if err != nil {
-					return err
-				}
-				cfg = cfgs[0]
-			} else if cfg, err = f.ImageAttack(c.Context(), a.env(c)); err != nil {
+			cfg, err := f.Attack(c.Context(), a.env(c))
+			if err != nil {
 				return err
 			}
 			return runAttack(c, a, cfg)
