@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/lenspec/lenspec/model"
@@ -144,4 +145,41 @@ func (s Sources) DecodeInputs(ctx context.Context, modelDir string, in model.Inp
 		names = append(names, fmt.Sprintf("%s[%d]", split, i))
 	}
 	return x, names, labels, nil
+}
+
+// WriteText writes r's Line.
+func (r Decoded) WriteText(w io.Writer) { fmt.Fprintln(w, r.Line()) }
+
+// Decode decodes the inputs the settings name greedily in float64, after
+// checking the settings (ValidateFlags; changed reports the flags given)
+// and reading the inputs (DecodeInputs, from env's sources). An index
+// outside the split is a SettingsError naming --index.
+func (s DecodeSettings) Decode(ctx context.Context, env Env) ([]Decoded, error) {
+	if err := s.ValidateFlags(env.Changed); err != nil {
+		return nil, err
+	}
+	d, err := model.Load[float64](s.Model)
+	if err != nil {
+		return nil, err
+	}
+	src, err := env.Sources()
+	if err != nil {
+		return nil, err
+	}
+	x, names, labels, err := src.DecodeInputs(ctx, s.Model, d.Input(), s.Input, s.Image, s.Indices, s.Split, s.DataSeed)
+	if errors.As(err, new(SettingsError)) {
+		return nil, SettingsError{fmt.Errorf("--%v", err)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	res, err := model.Decode(ctx, d, model.Batch[float64]{X: x}, s.MaxSteps)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Decoded, len(res))
+	for i, r := range res {
+		out[i] = NewDecoded(d.Config().Vocab, names[i], labels[i], r)
+	}
+	return out, nil
 }

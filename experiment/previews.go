@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,4 +112,103 @@ func Spell(cfg *model.Config, r model.Result) string {
 		s += " …"
 	}
 	return s
+}
+
+// CaptionPreviewing is lenspec data captions: the previews to write, the
+// captions data set's caption-length distribution and seed, a model
+// whose captions are shown beside the data set's (Model, optional), and
+// whether the report shows the split's length histogram.
+type CaptionPreviewing struct {
+	PreviewSettings
+	Lengths, Model string
+	DataSeed       uint64
+	Histogram      bool
+}
+
+// RegisterFlags adds the settings to fs as lenspec data captions' flags.
+func (c *CaptionPreviewing) RegisterFlags(fs *pflag.FlagSet) {
+	c.PreviewSettings.RegisterFlags(fs)
+	fs.StringVar(&c.Lengths, "lengths", "skewed", "caption-length distribution: skewed (short captions most, as COCO) or flat")
+	fs.StringVar(&c.Model, "model", "", "also decode the canvases with this model and print its captions")
+	fs.Uint64Var(&c.DataSeed, "data-seed", DefaultDataSeed, "generation seed")
+	fs.BoolVar(&c.Histogram, "histogram", false, "print the split's caption-length histogram")
+}
+
+// Write checks the settings (as SettingsErrors), loads the model if one
+// is named, builds the split from env's sources and writes its previews
+// (WriteCaptionPreviews).
+func (c *CaptionPreviewing) Write(ctx context.Context, env Env) (CaptionPreviewReport, error) {
+	if err := c.Validate(16); err != nil {
+		return CaptionPreviewReport{}, err
+	}
+	if err := CheckCaptionLengths(c.Lengths); err != nil {
+		return CaptionPreviewReport{}, err
+	}
+	var d model.Decoder[float64]
+	if c.Model != "" {
+		var err error
+		if d, err = model.Load[float64](c.Model); err != nil {
+			return CaptionPreviewReport{}, err
+		}
+		if err := CheckCaptions(d.Input()); err != nil {
+			return CaptionPreviewReport{}, fmt.Errorf("%s: %w", c.Model, err)
+		}
+	}
+	src, err := env.Sources()
+	if err != nil {
+		return CaptionPreviewReport{}, err
+	}
+	ds, err := src.CaptionSplit(ctx, c.DataSeed, c.Lengths, c.Split)
+	if err != nil {
+		return CaptionPreviewReport{}, err
+	}
+	items, err := WriteCaptionPreviews(ctx, ds, d, c.Split, c.Out, c.Count, c.Scale)
+	if err != nil {
+		return CaptionPreviewReport{}, err
+	}
+	return CaptionPreviewReport{Items: items, LengthHistogram: ds.LengthHistogram(), Split: c.Split, N: ds.N, Histogram: c.Histogram}, nil
+}
+
+// MultiMNISTPreviews are the canvases lenspec data multimnist wrote.
+type MultiMNISTPreviews []multimnist.Preview
+
+// WriteText writes a line per canvas: its file and its label.
+func (p MultiMNISTPreviews) WriteText(w io.Writer) {
+	for _, it := range p {
+		fmt.Fprintf(w, "%s  label %v\n", it.PNG, it.Label)
+	}
+}
+
+// MultiMNISTPreviewing is lenspec data multimnist: the previews to write
+// and the Multi-MNIST seed.
+type MultiMNISTPreviewing struct {
+	PreviewSettings
+	DataSeed uint64
+}
+
+// RegisterFlags adds the settings to fs as lenspec data multimnist's
+// flags.
+func (m *MultiMNISTPreviewing) RegisterFlags(fs *pflag.FlagSet) {
+	m.PreviewSettings.RegisterFlags(fs)
+	fs.Uint64Var(&m.DataSeed, "data-seed", DefaultDataSeed, "Multi-MNIST generation seed")
+}
+
+// Write checks the settings (as SettingsErrors), builds Multi-MNIST from
+// env's sources and writes the split's previews (multimnist.WritePreviews).
+func (m *MultiMNISTPreviewing) Write(ctx context.Context, env Env) (MultiMNISTPreviews, error) {
+	if err := m.Validate(64); err != nil {
+		return nil, err
+	}
+	src, err := env.Sources()
+	if err != nil {
+		return nil, err
+	}
+	tr, ds, err := src.MultiMNIST(ctx, m.DataSeed)
+	if err != nil {
+		return nil, err
+	}
+	if m.Split == "train" {
+		ds = tr
+	}
+	return multimnist.WritePreviews(ds, m.Out, m.Split, m.Count, m.Scale)
 }

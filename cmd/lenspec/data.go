@@ -7,7 +7,6 @@ import (
 	"github.com/lenspec/lenspec/corpus"
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/mnist"
-	"github.com/lenspec/lenspec/multimnist"
 	"github.com/spf13/cobra"
 )
 
@@ -74,40 +73,16 @@ func newMNISTDataCmd(a *app) *cobra.Command {
 }
 
 func newMultiMNISTDataCmd(a *app) *cobra.Command {
-	var p experiment.PreviewSettings
-	var seed uint64
+	var p experiment.MultiMNISTPreviewing
 	mm := &cobra.Command{
 		Use:   "multimnist",
 		Short: "Write Multi-MNIST canvases as PNG files with their labels (lenspec decode --image reads them)",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := p.Validate(64); err != nil {
-				return err
-			}
-			src, err := a.sources()
-			if err != nil {
-				return err
-			}
-			tr, ds, err := src.MultiMNIST(c.Context(), seed)
-			if err != nil {
-				return err
-			}
-			if p.Split == "train" {
-				ds = tr
-			}
-			items, err := multimnist.WritePreviews(ds, p.Out, p.Split, p.Count, p.Scale)
-			if err != nil {
-				return err
-			}
-			return a.emit(items, func(w io.Writer) {
-				for _, it := range items {
-					fmt.Fprintf(w, "%s  label %v\n", it.PNG, it.Label)
-				}
-			})
+			return a.report(p.Write(c.Context(), a.env(c)))
 		},
 	}
 	p.RegisterFlags(mm.Flags())
-	mm.Flags().Uint64Var(&seed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
 	return mm
 }
 

@@ -1,12 +1,7 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"io"
-
 	"github.com/lenspec/lenspec/experiment"
-	"github.com/lenspec/lenspec/model"
 	"github.com/spf13/cobra"
 )
 
@@ -34,42 +29,15 @@ func newDecodeCmd(a *app) *cobra.Command {
 		Long:  decodeHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := s.ValidateFlags(c.Flags().Changed); err != nil {
-				return err
-			}
-			d, err := model.Load[float64](s.Model)
-			if err != nil {
-				return err
-			}
-			src, err := a.sources()
-			if err != nil {
-				return err
-			}
-			x, srcs, labels, err := src.DecodeInputs(c.Context(), s.Model, d.Input(), s.Input, s.Image, s.Indices, s.Split, s.DataSeed)
-			if errors.As(err, new(experiment.SettingsError)) {
-				return usagef("--%v", err) // an --index outside the split
-			}
-			if err != nil {
-				return err
-			}
-			res, err := model.Decode(c.Context(), d, model.Batch[float64]{X: x}, s.MaxSteps)
-			if err != nil {
-				return err
-			}
-			for i, r := range res {
-				rec := experiment.NewDecoded(d.Config().Vocab, srcs[i], labels[i], r)
-				if err := a.emit(rec, func(w io.Writer) { fmt.Fprintln(w, rec.Line()) }); err != nil {
+			recs, err := s.Decode(c.Context(), a.env(c))
+			for _, rec := range recs {
+				if err := a.report(rec, nil); err != nil {
 					return err
 				}
 			}
-			return nil
+			return err
 		},
 	}
 	s.RegisterFlags(c.Flags())
 	return c
-}
-
-// checkSteps validates a --max-steps flag: unset means the model's cap.
-func checkSteps(c *cobra.Command, maxSteps int) error {
-	return experiment.CheckMaxSteps(maxSteps, c.Flags().Changed("max-steps"))
 }

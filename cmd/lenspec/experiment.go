@@ -22,7 +22,7 @@ func newExperimentCmd(a *app) *cobra.Command {
 }
 
 func newAttackExperimentCmd(a *app) *cobra.Command {
-	f := &attackFlags{}
+	f := &experiment.AttackFlags{}
 	var outDir string
 	var samples, steps int
 	c := &cobra.Command{
@@ -41,32 +41,31 @@ experiment's records. Results go to OUT/attacks.jsonl as they are produced (with
 			if samples < 0 || steps < 0 {
 				return usagef("--samples and --steps must be non-negative")
 			}
-			f.Out = filepath.Join(outDir, "attacks.jsonl")
-			f.witnessDir = filepath.Join(outDir, "witnesses")
-			shard, m, err := f.loadModel(c, a)
+			f.Out, f.WitnessDir = filepath.Join(outDir, "attacks.jsonl"), filepath.Join(outDir, "witnesses")
+			shard, m, err := f.Load(a.env(c))
 			if err != nil {
 				return err
 			}
 			var cfgs []experiment.AttackConfig
-			for _, run := range []struct {
-				method string
-				budget int
-			}{{experiment.MethodRandom, samples}, {experiment.MethodPGD, steps}} {
-				f.method, f.budget = run.method, run.budget
-				cfg, err := f.config(c, a, shard, m)
+			for i, method := range []string{experiment.MethodRandom, experiment.MethodPGD} {
+				f.Method, f.Budget = method, []int{samples, steps}[i]
+				cfg, err := f.Config(a.env(c), shard, m)
 				if err != nil {
 					return err
 				}
 				cfgs = append(cfgs, cfg)
 			}
-			data, picked, err := f.loadData(c.Context(), a, m)
+			data, picked, err := f.Data(c.Context(), a.env(c), m)
 			if err != nil {
 				return err
 			}
-			return runExperiment(c, a, cfgs, data, picked, f.Eps, outDir, "Multi-MNIST: output length under attack")
+			for i := range cfgs {
+				cfgs[i].Data, cfgs[i].Samples = data, picked
+			}
+			return runExperiment(c, a, cfgs, f.Eps, outDir, "Multi-MNIST: output length under attack")
 		},
 	}
-	f.register(c, false)
+	f.RegisterFlags(c.Flags(), false)
 	fl := c.Flags()
 	fl.StringVar(&outDir, "out", "", "output directory (attacks.jsonl, witnesses/, figure, table)")
 	fl.IntVar(&f.Images, "images", 100, "number of random test images")
@@ -77,7 +76,7 @@ experiment's records. Results go to OUT/attacks.jsonl as they are produced (with
 }
 
 func newVerifyExperimentCmd(a *app) *cobra.Command {
-	f := &verifyFlags{}
+	f := &experiment.VerifyFlags{}
 	var outDir string
 	c := &cobra.Command{
 		Use:   "mmnist-verify",
@@ -97,7 +96,7 @@ summary covers every shard file in OUT (docs/scale-out.md).`,
 				return usagef("--out is required")
 			}
 			f.Out = filepath.Join(outDir, "verify.jsonl")
-			cfg, err := f.prepare(c, a)
+			cfg, err := f.Verification(c.Context(), a.env(c))
 			if err != nil {
 				return err
 			}
@@ -113,7 +112,7 @@ summary covers every shard file in OUT (docs/scale-out.md).`,
 			return a.emit(sum, func(w io.Writer) { fmt.Fprint(w, sum.Text()) })
 		},
 	}
-	f.register(c, false)
+	f.RegisterFlags(c.Flags(), false)
 	fl := c.Flags()
 	fl.StringVar(&outDir, "out", "", "output directory (verify.jsonl, witnesses, figure, table)")
 	fl.IntVar(&f.Images, "images", 100, "number of random test images")
@@ -131,13 +130,12 @@ per method, the longest output and its input, the largest output/input length
 ratio, and (I, O, I', O') examples. Results go to OUT/nmt-attacks.jsonl as they are
 produced; rerunning resumes.`
 
-// runExperiment runs an attack experiment's methods on data's samples
-// picked over the radii eps, with progress bars, and prints its summary.
-func runExperiment(c *cobra.Command, a *app, cfgs []experiment.AttackConfig, data experiment.AttackData, picked []int, eps []float64, outDir, title string) error {
+// runExperiment runs an attack experiment's methods over the radii eps, with progress bars, and prints its summary.
+func runExperiment(c *cobra.Command, a *app, cfgs []experiment.AttackConfig, eps []float64, outDir, title string) error {
 	progress, finish := a.bars()
 	defer finish()
 	for i := range cfgs {
-		cfgs[i].Data, cfgs[i].Samples, cfgs[i].Progress = data, picked, progress
+		cfgs[i].Progress = progress
 	}
 	sum, err := experiment.RunAttackExperiment(c.Context(), cfgs, eps, outDir, title)
 	finish()
@@ -148,7 +146,7 @@ func runExperiment(c *cobra.Command, a *app, cfgs []experiment.AttackConfig, dat
 }
 
 func newNMTAttackExperimentCmd(a *app) *cobra.Command {
-	f := &attackFlags{}
+	f := &experiment.AttackFlags{}
 	var outDir string
 	var methods []string
 	var budgets experiment.Budgets
@@ -161,47 +159,22 @@ func newNMTAttackExperimentCmd(a *app) *cobra.Command {
 			if outDir == "" {
 				return usagef("--out is required")
 			}
-			f.Out = filepath.Join(outDir, "nmt-attacks.jsonl")
-			f.witnessDir = filepath.Join(outDir, "witnesses")
-			var cfgs []experiment.AttackConfig
-			for _, method := range methods {
-				cfg, err := f.textConfig(c, a, method)
-				if err != nil {
-					return err
-				}
-				cfgs = append(cfgs, cfg)
-			}
-			if err := experiment.CheckRead(c.Flags().Changed, methods, experiment.TextMethods); err != nil {
-				return err
-			}
-			if err := budgets.Apply(cfgs, c.Flags().Changed); err != nil {
-				return err
-			}
-			shard, m, err := f.textModel(c, a)
+			f.Out, f.WitnessDir = filepath.Join(outDir, "nmt-attacks.jsonl"), filepath.Join(outDir, "witnesses")
+			cfgs, err := f.TextAttacks(a.env(c), methods, budgets)
 			if err != nil {
 				return err
 			}
-			for i := range cfgs {
-				cfgs[i].Model, cfgs[i].Shard = m, shard
-				if err := cfgs[i].Validate(); err != nil {
-					return usage(err)
-				}
-			}
-			data, picked, err := f.textData(c, m)
-			if err != nil {
-				return err
-			}
-			return runExperiment(c, a, cfgs, data, picked, f.Eps, outDir, "NMT: output length under attack")
+			return runExperiment(c, a, cfgs, f.Eps, outDir, "NMT: output length under attack")
 		},
 	}
-	f.register(c, false)
+	f.RegisterFlags(c.Flags(), false)
 	fl := c.Flags()
 	fl.StringVar(&outDir, "out", "", "output directory (nmt-attacks.jsonl, witnesses/, figure, table)")
-	fl.IntVar(&f.sentences, "sentences", 100, "number of random sentences of --split")
+	fl.IntVar(&f.Sentences, "sentences", 100, "number of random sentences of --split")
 	fl.Float64SliceVar(&f.Eps, "eps", []float64{0.3, 0.5, 1}, "δ grid: the fraction of a sentence's tokens that may change")
 	fl.StringSliceVar(&methods, "methods", experiment.TextMethods, "methods to run")
 	budgets = experiment.RegisterBudgetFlags(fl)
-	f.s.RegisterTextFlags(fl, false)
-	f.corpus.RegisterFlags(c.Flags())
+	f.Settings.RegisterTextFlags(fl, false)
+	f.Corpus.RegisterFlags(fl)
 	return c
 }

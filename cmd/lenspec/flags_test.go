@@ -76,15 +76,14 @@ func TestVerifyFlagsAreLibraryDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &app{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
-	f := &verifyFlags{}
+	f := &experiment.VerifyFlags{}
 	c := &cobra.Command{Use: "verify"}
-	f.register(c, true)
+	f.RegisterFlags(c.Flags(), true)
 	if err := c.ParseFlags([]string{"--eps", "0.1"}); err != nil {
 		t.Fatal(err)
 	}
 	f.Eps = []float64{0.1}
-	got, err := f.config(c, a, experiment.Whole, m)
+	got, err := f.Config(experiment.Env{Changed: c.Flags().Changed}, experiment.Whole, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,8 +94,8 @@ func TestVerifyFlagsAreLibraryDefaults(t *testing.T) {
 	if !reflect.DeepEqual(got.Settings, want.Settings) {
 		t.Fatalf("the CLI's default settings\n%+v\nthe library's\n%+v", got.Settings, want.Settings)
 	}
-	if lib := verify.DefaultOptions(); f.s.Timeout != lib.TimeLimit.Seconds() || c.Flags().Lookup("timeout").DefValue != lib.TimeLimit.String() {
-		t.Fatalf("--timeout default %vs, the library's %v", f.s.Timeout, lib.TimeLimit)
+	if lib := verify.DefaultOptions(); f.Settings.Timeout != lib.TimeLimit.Seconds() || c.Flags().Lookup("timeout").DefValue != lib.TimeLimit.String() {
+		t.Fatalf("--timeout default %vs, the library's %v", f.Settings.Timeout, lib.TimeLimit)
 	}
 	if d := c.Flags().Lookup("bab").DefValue; d != "true" {
 		t.Fatalf("--bab default %s", d)

@@ -34,14 +34,6 @@ func (u usageError) Unwrap() error { return u.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
-// usage wraps err (a settings validation failure) as a usage error.
-func usage(err error) error {
-	if err == nil {
-		return nil
-	}
-	return usageError{err}
-}
-
 // reportedError marks a failure whose every problem was already reported
 // on stderr, one line each, as it happened (translate's texts): exit 1
 // without a line repeating them.
@@ -130,6 +122,15 @@ func (a *app) emit(v any, text func(w io.Writer)) error {
 	}
 	text(a.stdout)
 	return a.outErr()
+}
+
+// report prints a command's result r as emit does, or returns err if
+// the command failed.
+func (a *app) report(r experiment.Report, err error) error {
+	if err != nil {
+		return err
+	}
+	return a.emit(r, r.WriteText)
 }
 
 // outErr is the first error writing standard output, or nil.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lenspec/lenspec/bpe"
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/nmt"
 )
 
 // toyCorpus writes a small German–English corpus of sentences built from a
@@ -46,7 +47,7 @@ func TestTrainNMTAndEval(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("train nmt: exit %d: %s", code, stderr)
 	}
-	var sum nmtSummary
+	var sum nmt.Summary
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil || sum.Out != out {
 		t.Fatalf("summary %q: %v", stdout, err)
 	}

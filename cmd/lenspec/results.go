@@ -50,13 +50,7 @@ then. Exit status 1 for a refusal, 2 for a usage error.`,
 			if err != nil {
 				return err
 			}
-			return a.emit(rep, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %d %s records written, %d duplicates skipped", rep.Out, rep.Records, rep.Kind, rep.Duplicates)
-				if rep.Resolved > 0 {
-					fmt.Fprintf(w, ", %d conflicts resolved by --on-conflict best (%d records replaced)", rep.Resolved, rep.Replaced)
-				}
-				fmt.Fprintln(w)
-			})
+			return a.emit(rep, rep.WriteText)
 		},
 	}
 	merge.Flags().StringVar(&out, "out", "", "merged results file (created, or extended)")
@@ -115,27 +109,11 @@ error, say). It refuses a file a run is writing.`,
 			if len(args) == 0 {
 				return usagef("give the results files")
 			}
-			type report struct {
-				File    string `json:"file"`
-				Removed int    `json:"removed"`
+			rep, err := experiment.RetryFiles(args, allFailed)
+			if err != nil {
+				return err
 			}
-			var reps []report
-			for _, p := range args {
-				n, err := experiment.Retry(p, allFailed)
-				if err != nil {
-					return err
-				}
-				reps = append(reps, report{p, n})
-			}
-			return a.emit(reps, func(w io.Writer) {
-				for _, r := range reps {
-					if r.Removed == 0 {
-						fmt.Fprintf(w, "%s: nothing to retry\n", r.File)
-						continue
-					}
-					fmt.Fprintf(w, "%s: %d records removed; rerun its command to redo them\n", r.File, r.Removed)
-				}
-			})
+			return a.emit(rep, rep.WriteText)
 		},
 	}
 	retry.Flags().BoolVar(&allFailed, "all-failed", false, "remove every failed record, not only crashed ones")

@@ -4,24 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
-	"strings"
 
-	"github.com/lenspec/lenspec/captions"
 	"github.com/lenspec/lenspec/experiment"
-	"github.com/lenspec/lenspec/model"
-	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
-
-// captionLengths checks --lengths: the captions data set's distributions.
-func captionLengths(name string) error {
-	if _, err := experiment.CaptionLengths(name); err != nil {
-		return usagef("--%v", err)
-	}
-	return nil
-}
 
 // captionsDataHelp is the command's long help.
 const captionsDataHelp = `Build the captions data set (MNIST digits and Fashion-MNIST articles on
@@ -34,70 +20,17 @@ Fashion-MNIST comes from Debian's dataset-fashion-mnist (make setup
 installs it; --fashion-dir points elsewhere).`
 
 func newCaptionsDataCmd(a *app) *cobra.Command {
-	var p experiment.PreviewSettings
-	var lengths, modelDir string
-	var seed uint64
-	var hist bool
+	var p experiment.CaptionPreviewing
 	c := &cobra.Command{
 		Use:   "captions",
 		Short: "Write canvases of the word-captioning data set as PNG files with their captions (and a model's, with --model)",
 		Long:  captionsDataHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := p.Validate(16); err != nil {
-				return err
-			}
-			if err := captionLengths(lengths); err != nil {
-				return err
-			}
-			var d model.Decoder[float64]
-			if modelDir != "" {
-				var err error
-				if d, err = model.Load[float64](modelDir); err != nil {
-					return err
-				}
-				if err := experiment.CheckCaptions(d.Input()); err != nil {
-					return fmt.Errorf("%s: %w", modelDir, err)
-				}
-			}
-			src, err := a.sources()
-			if err != nil {
-				return err
-			}
-			ds, err := src.CaptionSplit(c.Context(), seed, lengths, p.Split)
-			if err != nil {
-				return err
-			}
-			items, err := experiment.WriteCaptionPreviews(c.Context(), ds, d, p.Split, p.Out, p.Count, p.Scale)
-			if err != nil {
-				return err
-			}
-			h := ds.LengthHistogram()
-			return a.emit(map[string]any{"items": items, "length_histogram": h}, func(w io.Writer) {
-				for _, it := range items {
-					fmt.Fprintf(w, "%s  %q", it.Preview, it.Caption)
-					if it.Output != "" {
-						fmt.Fprintf(w, "  model: %q", it.Output)
-					}
-					fmt.Fprintln(w)
-				}
-				if hist {
-					fmt.Fprintf(w, "caption lengths of the %s split (%d canvases):\n", p.Split, ds.N)
-					for l, k := range h {
-						if k > 0 {
-							fmt.Fprintf(w, "%3d words %6d  %s\n", l, k, strings.Repeat("#", int(math.Ceil(80*float64(k)/float64(ds.N)))))
-						}
-					}
-				}
-			})
+			return a.report(p.Write(c.Context(), a.env(c)))
 		},
 	}
-	f := c.Flags()
-	p.RegisterFlags(f)
-	f.StringVar(&lengths, "lengths", "skewed", "caption-length distribution: skewed (short captions most, as COCO) or flat")
-	f.StringVar(&modelDir, "model", "", "also decode the canvases with this model and print its captions")
-	f.Uint64Var(&seed, "data-seed", defaultDataSeed, "generation seed")
-	f.BoolVar(&hist, "histogram", false, "print the split's caption-length histogram")
+	p.RegisterFlags(c.Flags())
 	return c
 }
 
@@ -121,72 +54,21 @@ exact-caption accuracy and BLEU-4 on the test split. The defaults reproduce
 models/showtell-lstm; --lengths flat, models/showtell-lstm-flat.`
 
 func newTrainShowTellCmd(a *app) *cobra.Command {
-	o := train.DefaultShowTellOptions()
-	cfg := model.DefaultShowTellConfig(captions.Vocab)
-	arch := cfg.Arch.(*model.ShowTellConfig)
-	var lengths string
-	var dataSeed uint64
+	t := experiment.NewShowTellTraining()
 	c := &cobra.Command{
 		Use:   "showtell",
 		Short: "Train the Show-and-Tell captioner (CNN encoder, LSTM decoder) on the captions data set",
 		Long:  trainShowTellHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.ValidateFlags(); err != nil {
-				return usage(err)
-			}
-			if err := captionLengths(lengths); err != nil {
-				return err
-			}
-			if err := cfg.Validate(); err != nil {
-				return usage(err)
-			}
-			d, err := model.New[float32](&cfg, rand.New(rand.NewPCG(o.Seed, 0)))
-			if err != nil {
-				return err
-			}
-			sources, err := a.sources()
-			if err != nil {
-				return err
-			}
-			src, teSrc, err := sources.CaptionTraining(c.Context(), dataSeed, lengths, d.Input())
-			if err != nil {
-				return err
-			}
-			cmd := fmt.Sprintf("lenspec train showtell --out DIR --seed %d --epochs %d --pretrain-epochs %d --batch %d --lr %g --final-lr %g --dropout %g --lengths %s --shards %d",
-				o.Seed, o.Epochs, o.PretrainEpochs, o.BatchSize, o.LR, o.FinalLR, o.Dropout, lengths, o.Shards)
 			progress, finish := a.bars()
-			o.Data = fmt.Sprintf("captions lengths %s data-seed %d", lengths, dataSeed)
-			o.Record = map[string]any{"data_seed": dataSeed, "lengths": lengths, "command": cmd}
-			o.Stage = func(stage string, p train.Progress) {
-				progress(stage, p.Step, p.Steps, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
-			}
-			res, err := train.ShowTell(c.Context(), d, src, teSrc, o)
+			sum, err := t.Train(c.Context(), a.env(c), progress)
 			finish()
-			if err != nil {
-				return err
-			}
-			return emitShowTell(a, o.Out, res)
+			return a.report(sum, err)
 		},
 	}
-	f := c.Flags()
-	o.RegisterFlags(f)
-	f.StringVar(&lengths, "lengths", "skewed", "training caption-length distribution: skewed (the bias to short captions) or flat")
-	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "captions data set generation seed")
-	train.RegisterShowTellArchFlags(f, arch)
+	t.RegisterFlags(c.Flags())
 	return c
-}
-
-// emitShowTell prints what train showtell reports of the model it wrote
-// to out.
-func emitShowTell(a *app, out string, res train.ShowTellResult) error {
-	ev, score := res.Eval, res.BLEU
-	rep := map[string]any{"out": out, "seconds": res.Seconds, "test_exact_caption_accuracy": ev.SequenceAccuracy,
-		"test_bleu4": score.BLEU, "bleu": score.String(), "test_max_len": ev.MaxLen, "test_unstopped": ev.Unstopped}
-	return a.emit(rep, func(w io.Writer) {
-		fmt.Fprintf(w, "trained %s in %.0fs (this run): test exact-caption accuracy %.4f, %s; longest test output %d (unstopped %d)\n",
-			out, res.Seconds, ev.SequenceAccuracy, score, ev.MaxLen, ev.Unstopped)
-	})
 }
 
 // captionModelData is the data an image captioner's experiments run on:
@@ -258,51 +140,16 @@ bias to short outputs). Clean paths: --images random test images (or
 outputs recorded in --attacks results files (this model's records only).`
 
 func newGatesCmd(a *app) *cobra.Command {
-	var modelDir string
-	var maxSteps int
-	var in experiment.GateInputs
-	var threshold float64
+	var s experiment.GateSettings
 	c := &cobra.Command{
 		Use:   "gates",
 		Short: "Measure an LSTM decoder's gate saturation and end-of-caption eos margin along clean and attacked decoding paths",
 		Long:  gatesHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if modelDir == "" {
-				return usagef("--model is required")
-			}
-			if !(threshold > 0) || math.IsInf(threshold, 0) {
-				return usagef("--threshold %v: want a positive number", threshold)
-			}
-			if err := checkSteps(c, maxSteps); err != nil {
-				return err
-			}
-			m, err := experiment.LoadModel(modelDir)
-			if err != nil {
-				return err
-			}
-			if _, ok := m.D64.(model.GateStepper[float64]); !ok {
-				return fmt.Errorf("%s: a %s has no LSTM gates to measure", modelDir, m.D64.Config().Architecture)
-			}
-			clean, attacked, err := in.Read(c.Context(), m, a.sources)
-			if err != nil {
-				return err
-			}
-			sets, err := experiment.Gates(c.Context(), m, clean, attacked, maxSteps, threshold)
-			if err != nil {
-				return err
-			}
-			return a.emit(sets, func(w io.Writer) {
-				for _, s := range sets {
-					fmt.Fprint(w, s.Text(threshold))
-				}
-			})
+			return a.report(s.Measure(c.Context(), a.env(c)))
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&modelDir, "model", "", "model directory (an LSTM decoder)")
-	in.RegisterFlags(f)
-	f.Float64Var(&threshold, "threshold", model.DefaultSaturation, "a gate counts as saturated where |pre-activation| exceeds this")
-	f.IntVar(&maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
+	s.RegisterFlags(c.Flags())
 	return c
 }

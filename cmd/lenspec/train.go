@@ -1,97 +1,26 @@
 package main
 
 import (
-	"fmt"
-	"io"
-
 	"github.com/lenspec/lenspec/experiment"
-	"github.com/lenspec/lenspec/model"
-	"github.com/lenspec/lenspec/multimnist"
-	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
 
-type trainSummary struct {
-	Out              string  `json:"out"`
-	Seed             uint64  `json:"seed"`
-	Epochs           int     `json:"epochs"`
-	Seconds          float64 `json:"seconds"`
-	FinalLoss        float64 `json:"final_loss"`
-	SequenceAccuracy float64 `json:"sequence_accuracy"`
-	MaxLenTrain      int     `json:"max_len_train"`
-	UnstoppedTrain   int     `json:"unstopped_train"`
-	// Probe is the verifier's count after the last epoch (--certify-images).
-	Probe *experiment.CertifyCount `json:"probe,omitempty"`
-}
-
 func newTrainCmd(a *app) *cobra.Command {
-	run := train.CaptionerRun{Options: train.DefaultOptions()}
-	cfg := model.DefaultCaptionerConfig()
-	arch := cfg.Arch.(*model.CaptionerConfig)
-	var dataSeed uint64
-	shift := true
-	cert := experiment.DefaultProbeSettings()
+	t := experiment.NewCaptionerTraining()
 	c := &cobra.Command{
 		Use:   "captioner",
 		Short: "Train the Multi-MNIST CNN-RNN captioner (Adam, teacher-forced cross-entropy)",
 		Long:  trainCaptionerHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := run.ValidateFlags(c.Flags().Changed); err != nil {
-				return usage(err)
-			}
-			if err := run.ValidateModel(&cfg, c.Flags().Changed); err != nil {
-				return usage(err)
-			}
-			d, err := run.Model(&cfg)
-			if err != nil {
-				return err
-			}
-			in := d.Input()
-			if err := experiment.CheckMultiMNIST(in); err != nil {
-				return err
-			}
-			if err := run.ValidateFor(d); err != nil {
-				return usage(err) // the radii against the model's input range
-			}
-			certEps, err := cert.ValidateFlags(c.Flags().Changed, run.Options, in)
-			if err != nil {
-				return err
-			}
-			sources, err := a.sources()
-			if err != nil {
-				return err
-			}
-			tr, te, err := sources.MultiMNIST(c.Context(), dataSeed)
-			if err != nil {
-				return err
-			}
-			src, trainEval, test, err := experiment.CaptionerSources(tr, te, shift, in)
-			if err != nil {
-				return err
-			}
 			progress, finish := a.bars()
 			defer finish()
-			probed, err := attachProbe(cert, &run, te, dataSeed, in, certEps, progress)
-			if err != nil {
-				return err
-			}
-			run.Progress = func(p train.Progress) { progress("train", p.Step, p.Steps, captionerStatus(run.Options, p)+*probed) }
-			run.Record = map[string]any{"data_seed": dataSeed, "shift": shift}
-			res, err := train.Captioner(c.Context(), d, src, trainEval, test, run)
+			sum, err := t.Train(c.Context(), a.env(c), progress)
 			finish()
-			if err != nil {
-				return err
-			}
-			return emitCaptioner(a, run, res)
+			return a.report(sum, err)
 		},
 	}
-	f := c.Flags()
-	run.RegisterFlags(f)
-	f.Uint64Var(&dataSeed, "data-seed", defaultDataSeed, "Multi-MNIST generation seed")
-	f.BoolVar(&shift, "shift", shift, "shift training canvases horizontally (digits stay inside; labels unchanged)")
-	cert.RegisterFlags(f)
-	train.RegisterCaptionerArchFlags(f, arch)
+	t.RegisterFlags(c.Flags())
 	return group("train", "Train models", c, newTrainNMTCmd(a), newTrainShowTellCmd(a))
 }
 
@@ -125,44 +54,3 @@ experiment mmnist-verify's draw, verified at --certify-eps (default --ibp-eps)
 with its bounds and branch and bound, --certify-timeout an image, without the
 MIP solver or the falsifiers; the model's training record keeps the last
 count.`
-
-// attachProbe hangs the verifier's count (--certify-images) on run, over
-// the test split te (generated with seed) read in float64.
-func attachProbe(cert experiment.ProbeSettings, run *train.CaptionerRun, te *multimnist.Dataset, seed uint64, in model.InputSpec, eps float64, progress experiment.Progress) (*string, error) {
-	if cert.Images == 0 {
-		return new(string), nil
-	}
-	data, err := experiment.MultiMNIST(te, "test", seed, in)
-	if err != nil {
-		return nil, err
-	}
-	return cert.Attach(run, data, eps, progress)
-}
-
-// emitCaptioner prints what train captioner measured.
-func emitCaptioner(a *app, run train.CaptionerRun, res train.CaptionerResult) error {
-	s := trainSummary{run.Out, run.Seed, run.Epochs, res.Seconds, res.Loss, res.Test.SequenceAccuracy, res.Train.MaxLen, res.Train.Unstopped, nil}
-	if p, ok := res.Probe.(experiment.CertifyCount); ok {
-		s.Probe = &p
-	}
-	return a.emit(s, func(w io.Writer) {
-		fmt.Fprintf(w, "trained %s in %.0fs: test sequence accuracy %.4f, longest train output %d (unstopped %d)",
-			run.Out, s.Seconds, s.SequenceAccuracy, s.MaxLenTrain, s.UnstoppedTrain)
-		if s.Probe != nil {
-			fmt.Fprintf(w, "; %s", s.Probe)
-		}
-		fmt.Fprintln(w)
-	})
-}
-
-// captionerStatus is a training step's progress line.
-func captionerStatus(opt train.Options, p train.Progress) string {
-	msg := fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss)
-	if opt.Stability > 0 {
-		msg += fmt.Sprintf(" unstable %d", p.Unstable)
-	}
-	if opt.IBP > 0 {
-		msg += fmt.Sprintf(" certified %d/%d (%s)", p.Certified, opt.BatchSize, opt.IBPBound)
-	}
-	return msg
-}

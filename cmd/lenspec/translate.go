@@ -1,26 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
+	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/nmt"
 	"github.com/spf13/cobra"
 )
-
-// translateRecord is one line of translate --json: where the text came
-// from (its stdin line or argument number, 1-based), the text, and its
-// translation or why there is none.
-type translateRecord struct {
-	Line     int    `json:"line,omitempty"`
-	Argument int    `json:"argument,omitempty"`
-	Source   string `json:"source"`
-	Error    string `json:"error,omitempty"`
-	*model.Translation
-}
 
 func newTranslateCmd(a *app) *cobra.Command {
 	var modelDir string
@@ -59,7 +47,7 @@ exits 130 or 143. Nothing is saved but the output already written.`,
 			if modelDir == "" {
 				return usagef("--model is required")
 			}
-			if err := checkSteps(c, maxSteps); err != nil {
+			if err := experiment.CheckMaxSteps(maxSteps, c.Flags().Changed("max-steps")); err != nil {
 				return err
 			}
 			if batch < 1 || batch > 1<<20 {
@@ -72,23 +60,22 @@ exits 130 or 143. Nothing is saved but the output already written.`,
 			if d.Config().Tokenizer == nil {
 				return usagef("%s is a %s, which does not read text", modelDir, d.Config().Architecture)
 			}
-			tr := &translation{a: a, enc: json.NewEncoder(a.stdout), stdin: len(args) == 0}
-			tr.enc.SetEscapeHTML(false) // tokens such as "<0x0A>" as they are spelt
-			if tr.stdin {
-				if err = nmt.TranslateLines(c.Context(), d, c.InOrStdin(), batch, maxSteps, tr.write); errors.As(err, new(*nmt.ReadError)) {
+			out := &nmt.Output{W: a.stdout, JSON: a.jsonOut, Stdin: len(args) == 0, Warn: func(msg string) { fmt.Fprintf(a.stderr, "lenspec: %s\n", msg) }}
+			if out.Stdin {
+				if err = nmt.TranslateLines(c.Context(), d, c.InOrStdin(), batch, maxSteps, out.Write); errors.As(err, new(*nmt.ReadError)) {
 					err = fmt.Errorf("stdin %w", err)
 				}
 			} else {
-				err = nmt.TranslateTexts(c.Context(), d, args, maxSteps, tr.write)
+				err = nmt.TranslateTexts(c.Context(), d, args, maxSteps, out.Write)
 			}
 			if c.Context().Err() != nil {
-				return interruptedError{tr.interrupted()}
+				return interruptedError{out.Progress()}
 			}
 			if err != nil {
 				return err
 			}
-			if tr.failed > 0 {
-				return reportedError{fmt.Errorf("translate: %d of %d texts not translated", tr.failed, tr.done)}
+			if out.Failed > 0 {
+				return reportedError{fmt.Errorf("translate: %d of %d texts not translated", out.Failed, out.Done)}
 			}
 			return nil
 		},
@@ -99,73 +86,3 @@ exits 130 or 143. Nothing is saved but the output already written.`,
 	f.IntVar(&batch, "batch", 1024, "most lines of stdin translated together (those that arrive within 20 ms of each other)")
 	return c
 }
-
-// translation is one translate command at work: what it reads with and
-// writes to, and how far it got.
-type translation struct {
-	a     *app
-	enc   *json.Encoder
-	stdin bool // texts are stdin lines, not arguments
-	// done counts the texts translated and written, failed those of them
-	// reported instead of translated.
-	done, failed int
-}
-
-// write writes text n's translation (an argument's or a stdin line's)
-// and counts it, reporting on stderr a text not translated or not valid
-// UTF-8.
-func (tr *translation) write(n int, text string, t model.Translation) error {
-	a := tr.a
-	rec := translateRecord{Source: text, Translation: &t}
-	where := fmt.Sprintf("argument %d", n)
-	if tr.stdin {
-		rec.Line, where = n, fmt.Sprintf("stdin line %d", n)
-	} else {
-		rec.Argument = n
-	}
-	if t.Err != nil {
-		tr.failed++
-		fmt.Fprintf(a.stderr, "lenspec: translate: %s: %v\n", where, t.Err)
-		rec.Error, rec.Translation = t.Err.Error(), nil
-	} else if t.InvalidUTF8 {
-		fmt.Fprintf(a.stderr, "lenspec: warning: translate: %s is not valid UTF-8; its invalid bytes were translated as byte tokens\n", where)
-	}
-	if a.jsonOut {
-		tr.enc.Encode(rec)
-	} else {
-		// One line per text, whatever the output holds ("" in a failed
-		// text's place), so that output line n is input line n's
-		// translation.
-		fmt.Fprintln(a.stdout, lineBreaks.Replace(t.Text))
-	}
-	if err := a.outErr(); err != nil {
-		return err
-	}
-	tr.done++
-	return nil
-}
-
-// interrupted says what translate finished before a signal stopped it.
-func (tr *translation) interrupted() string {
-	what := "argument"
-	if tr.stdin {
-		what = "line of stdin"
-	}
-	switch tr.done {
-	case 0:
-		return fmt.Sprintf("no %s translated", what)
-	case 1:
-		if tr.stdin {
-			return "stdin line 1 translated and written, none after it"
-		}
-		return "argument 1 translated and written, none after it"
-	}
-	if tr.stdin {
-		return fmt.Sprintf("stdin lines 1–%d translated and written, none after them", tr.done)
-	}
-	return fmt.Sprintf("arguments 1–%d translated and written, none after them", tr.done)
-}
-
-// lineBreaks turns the line breaks a translation may hold (byte tokens
-// <0x0A>, <0x0D>) into spaces for translate's text output.
-var lineBreaks = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")

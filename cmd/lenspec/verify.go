@@ -11,36 +11,17 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// verifyFlags are the verify command's own.
-type verifyFlags struct {
-	runFlags
-	s        experiment.VerifySettings
-	noMIP    bool
-	writeMPS string
-	specPath string
-}
-
-func (f *verifyFlags) register(c *cobra.Command, samples bool) {
-	f.RegisterFlags(c.Flags(), samples)
-	f.s = experiment.DefaultVerifySettings()
-	fl := c.Flags()
-	fl.IntVar(&f.MaxLen, "max-len", -1, fmt.Sprintf("K̂, 0..%d: prove no output is longer than this (default: the length of the image's ground-truth label)", verify.MaxK))
-	fl.Lookup("max-len").DefValue = "0" // −1 is a sentinel the usage explains; "0" hides it from the help
-	f.s.RegisterFlags(fl)
-	fl.BoolVar(&f.noMIP, "no-mip", false, "no MIP solver: after the warm start and the bounds, branch and bound alternating with rounds of the wide falsifier takes all the time (with --bab=false: one falsifier round); --tokens, --abstract, --relax-gap, --optimize and --threads then do nothing")
-	fl.StringVar(&f.writeMPS, "write-mps", "", "write each sample's MIP to this directory (MPS, for SCIP, Gurobi, HiGHS…)")
-	if samples {
-		fl.StringVar(&f.specPath, "spec", "", `a spec file (JSON: "model", "input" file or "values", "eps" or "lower"/"upper", "max_len") instead of --model and the data flags`)
-	}
-}
-
-// run verifies (or bounds) the samples the flags name, or a spec file's
+// runVerify verifies (or bounds) the samples f names, or its spec file's
 // problem, printing line(r) with --json and text otherwise per record.
-func (f *verifyFlags) run(c *cobra.Command, a *app, line func(experiment.VerifyRecord) any, text func(io.Writer, experiment.VerifyRecord)) error {
-	if f.specPath != "" {
-		return f.runSpec(c, a, line, text)
+func runVerify(c *cobra.Command, a *app, f *experiment.VerifyFlags, line func(experiment.VerifyRecord) any, text func(io.Writer, experiment.VerifyRecord)) error {
+	if f.SpecPath != "" {
+		rec, err := f.Spec(c.Context(), a.env(c))
+		if err != nil {
+			return err
+		}
+		return a.emit(line(rec), func(w io.Writer) { text(w, rec) })
 	}
-	cfg, err := f.prepare(c, a)
+	cfg, err := f.Verification(c.Context(), a.env(c))
 	if err != nil {
 		return err
 	}
@@ -52,59 +33,8 @@ func (f *verifyFlags) run(c *cobra.Command, a *app, line func(experiment.VerifyR
 	})
 }
 
-// runSpec verifies (or bounds) the problem of a spec file: the answer on
-// stdout, the JSON record with --json.
-func (f *verifyFlags) runSpec(c *cobra.Command, a *app, line func(experiment.VerifyRecord) any, text func(io.Writer, experiment.VerifyRecord)) error {
-	sp, m, err := experiment.LoadSpec(f.specPath, c.Flags().Changed)
-	if err != nil {
-		return err
-	}
-	f.Eps = []float64{0}
-	cfg, err := f.config(c, a, experiment.Whole, m)
-	if err != nil {
-		return err
-	}
-	rec, err := experiment.RunSpec(c.Context(), cfg, sp)
-	if err != nil {
-		return err
-	}
-	return a.emit(line(rec), func(w io.Writer) { text(w, rec) })
-}
-
-// config builds the experiment's configuration from the flags and checks
-// it; the data and samples come later.
-func (f *verifyFlags) config(c *cobra.Command, a *app, shard experiment.Shard, m *experiment.Model) (experiment.VerifyConfig, error) {
-	k, err := f.K(c.Flags().Changed)
-	if err != nil {
-		return experiment.VerifyConfig{}, err
-	}
-	s := f.s
-	s.MaxLen, s.MaxSteps, s.Seed = k, f.MaxSteps, f.Seed
-	if f.noMIP {
-		s.Solver = experiment.SolverNone
-	}
-	cfg := experiment.VerifyConfig{Model: m, Eps: f.Eps, Settings: s, WriteMPS: f.writeMPS, Out: f.Out, Shard: shard, Logf: a.logf}
-	return cfg, usage(cfg.Validate())
-}
-
-// prepare checks the flags, loads the model, builds and checks the
-// configuration, then loads the data: settings errors come before any
-// data is built.
-func (f *verifyFlags) prepare(c *cobra.Command, a *app) (experiment.VerifyConfig, error) {
-	shard, m, err := f.loadModel(c, a)
-	if err != nil {
-		return experiment.VerifyConfig{}, err
-	}
-	cfg, err := f.config(c, a, shard, m)
-	if err != nil {
-		return experiment.VerifyConfig{}, err
-	}
-	cfg.Data, cfg.Samples, err = f.loadData(c.Context(), a, m)
-	return cfg, err
-}
-
 func newVerifyCmd(a *app) *cobra.Command {
-	f := &verifyFlags{}
+	f := &experiment.VerifyFlags{}
 	c := &cobra.Command{
 		Use:   "verify",
 		Short: "Prove that no input within δ makes the output longer than K̂, or find one that does",
@@ -125,16 +55,16 @@ defaults are the library's: experiment.DefaultVerifySettings, that is
 experiment.DefaultVerifyOptions (verify.DefaultOptions with CBC and the falsifiers).`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return f.run(c, a, func(r experiment.VerifyRecord) any { return r },
+			return runVerify(c, a, f, func(r experiment.VerifyRecord) any { return r },
 				func(w io.Writer, r experiment.VerifyRecord) { fmt.Fprintln(w, r.Verdict) })
 		},
 	}
-	f.register(c, true)
+	f.RegisterFlags(c.Flags(), true)
 	return c
 }
 
 func newBoundCmd(a *app) *cobra.Command {
-	f := &verifyFlags{}
+	f := &experiment.VerifyFlags{}
 	c := &cobra.Command{
 		Use:   "bound",
 		Short: "Certify the worst-case output length: no input within δ decodes more than N tokens",
@@ -148,8 +78,8 @@ tried. One line per sample on stdout ({"lower":…, "upper":…} with --json); w
 --out, one JSON record per (image, δ) and the witnesses, resumable like verify's.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			f.s.Bound = true
-			if f.Out == "" && f.specPath == "" {
+			f.Settings.Bound = true
+			if f.Out == "" && f.SpecPath == "" {
 				// Without --out nothing is kept: the records and witnesses
 				// go to a directory removed at the end.
 				tmp, err := os.MkdirTemp("", "lenspec-bound-")
@@ -159,41 +89,12 @@ tried. One line per sample on stdout ({"lower":…, "upper":…} with --json); w
 				defer os.RemoveAll(tmp)
 				f.Out = filepath.Join(tmp, "bound.jsonl")
 			}
-			return f.run(c, a, func(r experiment.VerifyRecord) any { return boundLine(r) }, boundText)
+			return runVerify(c, a, f, func(r experiment.VerifyRecord) any { return r.BoundSummary() },
+				func(w io.Writer, r experiment.VerifyRecord) { r.BoundSummary().WriteText(w) })
 		},
 	}
-	f.register(c, true)
+	f.RegisterFlags(c.Flags(), true)
 	c.Flags().Lookup("max-len").Usage = fmt.Sprintf("the largest K̂ the search tries, 0..%d", verify.MaxK)
 	c.Flags().Lookup("max-len").DefValue = fmt.Sprint(verify.MaxK) // what −1, not given, stands for
 	return c
-}
-
-// boundOutput is what bound prints per sample.
-type boundOutput struct {
-	Sample    int                `json:"sample"`
-	Eps       float64            `json:"eps"`
-	Lower     int                `json:"lower"`
-	Upper     *int               `json:"upper"`
-	Certified bool               `json:"certified"`
-	Witness   string             `json:"witness,omitempty"`
-	Seconds   float64            `json:"seconds"`
-	Steps     []verify.BoundStep `json:"steps"`
-	Error     string             `json:"error,omitempty"`
-}
-
-func boundText(w io.Writer, r experiment.VerifyRecord) {
-	b := boundLine(r)
-	up := "unproven"
-	if b.Upper != nil {
-		up = fmt.Sprint(*b.Upper)
-	}
-	fmt.Fprintf(w, "sample %d eps %g: %s lower %d upper %s\n", b.Sample, b.Eps, r.Verdict, b.Lower, up)
-}
-
-func boundLine(r experiment.VerifyRecord) boundOutput {
-	out := boundOutput{Sample: r.Sample, Eps: r.Eps, Witness: r.Witness, Seconds: r.Seconds, Error: r.Error}
-	if b := r.Bound; b != nil {
-		out.Lower, out.Upper, out.Certified, out.Steps = b.Lower, b.Upper, b.Certified, b.Steps
-	}
-	return out
 }

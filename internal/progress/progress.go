@@ -123,3 +123,30 @@ func withSep(s string) string {
 }
 
 func stamp() string { return time.Now().Format("15:04:05") }
+
+// Stages shows a run made of stages (a training's pretraining, then its
+// training; an experiment's methods), each a task of its own on stderr:
+// report starts a new reporter whenever the stage changes; finish ends the
+// current one, so that a result printed after it starts on a clean line.
+func Stages(quiet bool) (report func(stage string, done, total int, status string), finish func()) {
+	return stages(func(stage string, total int) *Reporter { return New(stage, total, quiet) })
+}
+
+// stages is Stages with its reporters made by start.
+func stages(start func(stage string, total int) *Reporter) (report func(stage string, done, total int, status string), finish func()) {
+	var rep *Reporter
+	current := ""
+	finish = func() {
+		if rep != nil {
+			rep.Finish()
+			rep = nil
+		}
+	}
+	return func(stage string, done, total int, status string) {
+		if stage != current || rep == nil {
+			finish()
+			current, rep = stage, start(stage, total)
+		}
+		rep.Set(done, status)
+	}, finish
+}

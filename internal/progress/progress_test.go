@@ -62,3 +62,38 @@ func TestResumedETA(t *testing.T) {
 		t.Fatalf("want eta 40s for 40 units left at 1/s, got %q", out)
 	}
 }
+
+// TestStages: a new stage finishes the last one and starts its own
+// reporter; a report after finish starts the stage again.
+func TestStages(t *testing.T) {
+	var buf bytes.Buffer
+	report, finish := stages(func(stage string, total int) *Reporter {
+		r := NewTo(&buf, stage, total, false, false)
+		r.interval = 0
+		return r
+	})
+	for _, step := range []struct {
+		stage       string
+		done, total int
+	}{{"pretrain", 1, 2}, {"pretrain", 2, 2}, {"train", 1, 3}, {"train", 3, 3}} {
+		report(step.stage, step.done, step.total, "")
+	}
+	finish()
+	finish() // a second finish does nothing
+	report("train", 3, 3, "")
+	finish()
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		got = append(got, l[strings.Index(l, " ")+1:]) // without the time stamp
+	}
+	want := []string{"pretrain: started (2)", "pretrain: 1/2", "pretrain: 2/2", "pretrain: done 2/2",
+		"train: started (3)", "train: 1/3", "train: 3/3", "train: done 3/3",
+		"train: started (3)", "train: 3/3", "train: done 3/3"}
+	ok := len(got) == len(want)
+	for i := 0; ok && i < len(got); i++ {
+		ok = strings.HasPrefix(got[i], want[i]) // then the elapsed time
+	}
+	if !ok {
+		t.Fatalf("lines\n%s\nwant lines starting\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
