@@ -738,15 +738,7 @@ func adaptiveSearch(ctx context.Context, search *babSearch, falsify func(context
 		round = 1
 	}
 	for ctx.Err() == nil {
-		left := time.Duration(math.MaxInt64)
-		if dl, ok := ctx.Deadline(); ok {
-			left = time.Until(dl)
-		}
-		before := res.Bound
-		t0 := time.Now()
-		sctx, cancel := context.WithTimeout(ctx, babSlice(left))
-		done, bound, err := babPhase(sctx, search, res)
-		cancel()
+		done, outOfReach, err := babRunSlice(ctx, res, func(ctx context.Context) (bool, float64, error) { return babPhase(ctx, search, res) })
 		if done || err != nil {
 			return done, err
 		}
@@ -764,8 +756,7 @@ func adaptiveSearch(ctx context.Context, search *babSearch, falsify func(context
 			}
 			return false, nil
 		}
-		left -= time.Since(t0)
-		if proofOutOfReach(before, bound, time.Since(t0), left) {
+		if outOfReach {
 			if done, err := falsify(ctx, round); done || err != nil {
 				return done, err
 			}
@@ -786,23 +777,32 @@ func adaptiveSearch(ctx context.Context, search *babSearch, falsify func(context
 // and, ended early, were proved 11–14 s sooner (docs/results.md).
 func firstTurn(ctx context.Context, res *Result, run func(context.Context) (done bool, bound float64, err error), ended func() bool) (bool, error) {
 	for ctx.Err() == nil {
-		left := time.Duration(math.MaxInt64)
-		if dl, ok := ctx.Deadline(); ok {
-			left = time.Until(dl)
-		}
-		before := res.Bound
-		t0 := time.Now()
-		sctx, cancel := context.WithTimeout(ctx, babSlice(left))
-		done, bound, err := run(sctx)
-		cancel()
-		if done || err != nil || ended() {
+		done, outOfReach, err := babRunSlice(ctx, res, run)
+		if done || err != nil || ended() || outOfReach {
 			return done, err
-		}
-		if proofOutOfReach(before, bound, time.Since(t0), left-time.Since(t0)) {
-			return false, nil
 		}
 	}
 	return false, nil
+}
+
+// babRunSlice runs branch and bound (run) for one slice of the time ctx has
+// left and reports whether, at the rate its bound fell, the proof is out
+// of reach in the time left after it (proofOutOfReach).
+func babRunSlice(ctx context.Context, res *Result, run func(context.Context) (done bool, bound float64, err error)) (done, outOfReach bool, err error) {
+	left := time.Duration(math.MaxInt64)
+	if dl, ok := ctx.Deadline(); ok {
+		left = time.Until(dl)
+	}
+	before := res.Bound
+	t0 := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, babSlice(left))
+	done, bound, err := run(sctx)
+	cancel()
+	if done || err != nil {
+		return done, false, err
+	}
+	took := time.Since(t0)
+	return false, proofOutOfReach(before, bound, took, left-took), nil
 }
 
 // proofOutOfReach reports whether branch and bound, whose open margin
