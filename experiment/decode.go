@@ -82,7 +82,7 @@ func (s *DecodeSettings) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Input, "input", "", "exact input: a safetensors file with a tensor \"input\" (attack and verification witnesses are saved this way)")
 	fs.IntSliceVar(&s.Indices, "index", nil, "Multi-MNIST canvas index (repeatable, or comma-separated)")
 	fs.StringVar(&s.Split, "split", "test", "train or test, with --index")
-	fs.IntVar(&s.MaxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
+	RegisterMaxSteps(fs, &s.MaxSteps)
 	fs.Uint64Var(&s.DataSeed, "data-seed", DefaultDataSeed, "Multi-MNIST generation seed")
 }
 

@@ -30,7 +30,7 @@ type EvalSettings struct {
 func (s *EvalSettings) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Model, "model", "", "model directory")
 	fs.StringVar(&s.Split, "split", "test", "train or test (a translator: test or dev)")
-	fs.IntVar(&s.MaxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
+	RegisterMaxSteps(fs, &s.MaxSteps)
 	fs.Uint64Var(&s.DataSeed, "data-seed", DefaultDataSeed, "Multi-MNIST generation seed")
 	fs.IntVar(&s.Examples, "examples", 0, "a translator: also show the first N translations of the split (source, reference, output)")
 	s.Corpus.RegisterFlags(fs)
@@ -73,6 +73,9 @@ func (s *EvalSettings) translator(ctx context.Context, env Env, d model.Decoder[
 	if s.Examples < 0 {
 		return nil, SettingsError{fmt.Errorf("--examples %d must be non-negative", s.Examples)}
 	}
+	if s.Split != "test" && s.Split != "dev" {
+		return nil, SettingsError{fmt.Errorf("--split %q: a translator is evaluated on test or dev", s.Split)}
+	}
 	cf, err := s.Corpus.ForModel(s.Model, d.Config(), env.Changed("split-seed"))
 	if err != nil {
 		return nil, SettingsError{err}
@@ -80,9 +83,6 @@ func (s *EvalSettings) translator(ctx context.Context, env Env, d model.Decoder[
 	sp, err := cf.Load()
 	if err != nil {
 		return nil, err
-	}
-	if s.Split != "test" && s.Split != "dev" {
-		return nil, SettingsError{fmt.Errorf("--split %q: a translator is evaluated on test or dev", s.Split)}
 	}
 	ev, err := nmt.Evaluate(ctx, s.Model, d, sp, s.Split, s.MaxSteps, s.Examples)
 	if err != nil {

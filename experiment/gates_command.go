@@ -27,7 +27,7 @@ func (s *GateSettings) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Model, "model", "", "model directory (an LSTM decoder)")
 	s.Inputs.RegisterFlags(fs)
 	fs.Float64Var(&s.Threshold, "threshold", model.DefaultSaturation, "a gate counts as saturated where |pre-activation| exceeds this")
-	fs.IntVar(&s.MaxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
+	RegisterMaxSteps(fs, &s.MaxSteps)
 }
 
 // GateReport is what Measure found, a set per kind of path, with the

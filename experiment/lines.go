@@ -11,10 +11,11 @@ import (
 // and adversarial lengths (marked when the output reached the step cap),
 // the verdict, and for a sentence the adversarial source.
 func (r AttackRecord) Line() string {
-	what := fmt.Sprintf("image %d eps %g %s", r.Sample, r.Eps, r.Method)
+	input := "image"
 	if r.IsText() {
-		what = fmt.Sprintf("sentence %d eps %g %s", r.Sample, r.Eps, r.Method)
+		input = "sentence"
 	}
+	what := fmt.Sprintf("%s %d eps %g %s", input, r.Sample, r.Eps, r.Method)
 	if r.Error != "" {
 		return fmt.Sprintf("%s: FAILED: %s", what, r.Error)
 	}

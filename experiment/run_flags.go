@@ -46,7 +46,7 @@ func (r *RunSettings) RegisterFlags(fs *pflag.FlagSet, samples bool) {
 		fs.StringArrayVar(&r.Inputs, "input", nil, "a safetensors file holding one input tensor (repeatable), e.g. a witness: your own input")
 		fs.StringVar(&r.Out, "out", "", "results file (JSONL); rerunning with the same file skips finished records")
 	}
-	fs.IntVar(&r.MaxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
+	RegisterMaxSteps(fs, &r.MaxSteps)
 	fs.Uint64Var(&r.Seed, "seed", 1, "seed for image selection and every per-sample random choice (PCG(seed, sample))")
 	fs.Uint64Var(&r.DataSeed, "data-seed", DefaultDataSeed, "Multi-MNIST generation seed")
 	fs.StringVar(&r.Split, "split", "test", "train or test (a text model: dev or test)")
@@ -129,6 +129,12 @@ func (r RunSettings) K(changed func(flag string) bool) (int, error) {
 func (r RunSettings) Selection() Selection {
 	return Selection{Images: r.Images, Indices: r.Indices, Files: append(append([]string(nil), r.PNGs...), r.Inputs...),
 		Split: r.Split, DataSeed: r.DataSeed, Seed: r.Seed}
+}
+
+// RegisterMaxSteps adds --max-steps, the decoding step cap, to fs: 0 (the
+// model's own) until given; CheckMaxSteps checks it.
+func RegisterMaxSteps(fs *pflag.FlagSet, p *int) {
+	fs.IntVar(p, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
 }
 
 // CheckMaxSteps refuses, as a SettingsError, a step cap given outside

@@ -80,21 +80,15 @@ func (o *Output) Write(n int, text string, t model.Translation) error {
 
 // Progress says which texts were translated and written.
 func (o *Output) Progress() string {
-	what := "argument"
+	none, one := "argument", "argument"
 	if o.Stdin {
-		what = "line of stdin"
+		none, one = "line of stdin", "stdin line"
 	}
 	switch o.Done {
 	case 0:
-		return fmt.Sprintf("no %s translated", what)
+		return fmt.Sprintf("no %s translated", none)
 	case 1:
-		if o.Stdin {
-			return "stdin line 1 translated and written, none after it"
-		}
-		return "argument 1 translated and written, none after it"
+		return one + " 1 translated and written, none after it"
 	}
-	if o.Stdin {
-		return fmt.Sprintf("stdin lines 1–%d translated and written, none after them", o.Done)
-	}
-	return fmt.Sprintf("arguments 1–%d translated and written, none after them", o.Done)
+	return fmt.Sprintf("%ss 1–%d translated and written, none after them", one, o.Done)
 }

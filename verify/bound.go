@@ -2,7 +2,6 @@ package verify
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -83,7 +82,7 @@ func Bound(ctx context.Context, net *Net, d64 model.Decoder[float64], set spec.R
 		t0 := time.Now()
 		r, err := Verify(ctx, net, d64, Sample{Name: fmt.Sprintf("bound-k%d", k), Set: set, K: k, Stream: stream}, opt.Options)
 		if err != nil {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			if stopped(err) {
 				return out, err
 			}
 			return nil, err

@@ -124,7 +124,7 @@ func tokenPhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 		res.Phases = append(res.Phases, ph)
 	}()
 	enc, err := encode(ctx, g, b, sm.K, encodeOptions{})
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if stopped(err) {
 		res.Reason, ph.Status = "time limit", "time limit"
 		return false, nil
 	}

@@ -368,6 +368,13 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 	return res, nil
 }
 
+// stopped reports whether err is a context's: the sample's time limit or
+// a cancellation, which a phase reports as its time limit, not as a
+// failure.
+func stopped(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
 // stage is one step of the pipeline after the bounds. Each gets share of
 // the time left when it starts (1: all of it).
 type stage struct {
@@ -505,7 +512,7 @@ func solvePhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 	}()
 	enc, err := encode(ctx, g, b, sm.K, eo)
 	exact := !eo.abstract && eo.relaxGap == 0
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if stopped(err) {
 		res.Reason, ph.Status = "time limit", "time limit"
 		return false, nil
 	}
@@ -542,7 +549,7 @@ func solvePhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 		return opt.Solver.Solve(ctx, enc.m, mo)
 	})
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		if stopped(err) {
 			res.Reason, ph.Status = "time limit", "time limit"
 			return false, nil
 		}

@@ -82,7 +82,7 @@ exits 130 or 143. Nothing is saved but the output already written.`,
 	}
 	f := c.Flags()
 	f.StringVar(&modelDir, "model", "", "model directory (a translator)")
-	f.IntVar(&maxSteps, "max-steps", 0, fmt.Sprintf("decoding step cap, 1..%d (default: the model's max_steps)", model.MaxStepCap))
+	experiment.RegisterMaxSteps(f, &maxSteps)
 	f.IntVar(&batch, "batch", 1024, "most lines of stdin translated together (those that arrive within 20 ms of each other)")
 	return c
 }
