@@ -93,6 +93,7 @@ func TestShippedModelsChecksummed(t *testing.T) {
 		"mmnist-rnn-crown":                 "7d84e850ba6f8bb40c3bd154a6fae36c645b57e3ade88841ca5a6da584a7ec72",
 		"mmnist-rnn-crown-w3e-4":           "5248084628701eccf08739d3a860221a3828549d7c808330715bfc6df09350b8",
 		"mmnist-rnn-crown-e12":             "c50e7ea7211a16b8f56413d059ba535df6c323cef6115101e5118f20fcf7d318",
+		"mmnist-rnn-crown-e12-eps0.13":     "00b046907e6b7fedacb76f4ee00eac7e6fc482b2e8a5b86b616ed7ac287af9fa",
 		"mmnist-rnn-crown-eps0.25":         "3cfd31b5483dc5ef41390ea511594b73782446188eda81eb5a913bb54ab048da",
 		"mmnist-rnn-crown-eps0.25-w2.5e-4": "c39a3ae95c63c70ab43d381a8f3f9b0595e3a44538c53afd082563d8146c5b4e",
 		"nmt-de-en":                        "bc540ce9cf751910bfa5c84f16fc75dd546d6f6102de118ac544c355e206bc38",
