@@ -130,6 +130,10 @@ func captionerRecord(d model.Decoder[float32], run CaptionerRun) map[string]any 
 			rec["ibp_attack"] = true
 			cmd += " --ibp-attack"
 		}
+		if opt.SABR > 0 {
+			rec["ibp_sabr"] = opt.SABR
+			cmd = fmt.Sprintf("%s --ibp-sabr %g", cmd, opt.SABR)
+		}
 	}
 	rec["command"] = cmd
 	return rec

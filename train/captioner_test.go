@@ -75,6 +75,11 @@ func TestCaptionerRecord(t *testing.T) {
 			o.IBP, o.IBPEps, o.IBPRamp, o.IBPBound, o.IBPAttack = 0.5, 0.1, 0.4, model.BoundCROWNIBP, true
 			return o
 		}()}, head + " --ibp 0.5 --ibp-eps 0.1 --ibp-ramp 0.4 --ibp-bound crown-ibp --ibp-attack"},
+		{"sabr", CaptionerRun{Options: func() Options {
+			o := base
+			o.IBP, o.IBPEps, o.IBPBound, o.SABR = 0.5, 0.1, model.BoundInterval, 0.3
+			return o
+		}()}, head + " --ibp 0.5 --ibp-eps 0.1 --ibp-ramp 0 --ibp-sabr 0.3"},
 	} {
 		if got := captionerRecord(d, c.run)["command"]; got != c.want {
 			t.Errorf("%s: command %q, want %q", c.name, got, c.want)

@@ -37,6 +37,7 @@ func (o *Options) RegisterRobustnessFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.IBPRamp, "ibp-ramp", o.IBPRamp, "fraction of the steps over which the certified loss's weight and radius ramp up from 0 (with --ibp only)")
 	fs.StringVar((*string)(&o.IBPBound), "ibp-bound", string(o.IBPBound), "the certified loss's bound: interval (IBP) or crown-ibp (tighter: linear bounds above fc1; rnn_relu cell only; with --ibp only)")
 	fs.BoolVar(&o.IBPAttack, "ibp-attack", o.IBPAttack, "take the cross-entropy term at a one-step attack inside the ball (MTL-IBP) instead of at the image (with --ibp only)")
+	fs.Float64Var(&o.SABR, "ibp-sabr", o.SABR, "SABR: take the certified loss over a box of this fraction of --ibp-eps, around a one-step attack point inside the ball, instead of over the whole ball; in [0, 1) (0: off; with --ibp only)")
 }
 
 // ValidateFlags is Validate for options set by RegisterRobustnessFlags:
@@ -45,7 +46,7 @@ func (o *Options) RegisterRobustnessFlags(fs *pflag.FlagSet) {
 // stability regulariser given while --stability is off. Such a flag would
 // be ignored, so a run could look as if it used a setting it did not.
 func (o Options) ValidateFlags(changed func(flag string) bool) error {
-	if err := SwitchedBy(changed, "ibp", o.IBP > 0, "ibp-eps", "ibp-ramp", "ibp-bound", "ibp-attack"); err != nil {
+	if err := SwitchedBy(changed, "ibp", o.IBP > 0, "ibp-eps", "ibp-ramp", "ibp-bound", "ibp-attack", "ibp-sabr"); err != nil {
 		return err
 	}
 	if err := o.Validate(); err != nil {

@@ -39,10 +39,10 @@ func TestOptionsFlags(t *testing.T) {
 		}
 	})
 	o, _ = parse(t, "--lr", "0.5", "--final-lr", "0.1", "--clip-norm", "2", "--shards", "3", "--ibp", "0.5", "--ibp-eps", "0.1",
-		"--ibp-ramp", "0.2", "--ibp-bound", "crown-ibp", "--ibp-attack", "--stability", "1", "--stability-eps", "0.05", "--stability-ramp", "0.3")
+		"--ibp-ramp", "0.2", "--ibp-bound", "crown-ibp", "--ibp-attack", "--ibp-sabr", "0.25", "--stability", "1", "--stability-eps", "0.05", "--stability-ramp", "0.3")
 	want = DefaultOptions()
 	want.LR, want.FinalLR, want.ClipNorm, want.Shards = 0.5, 0.1, 2, 3
-	want.IBP, want.IBPEps, want.IBPRamp, want.IBPBound, want.IBPAttack = 0.5, 0.1, 0.2, model.BoundCROWNIBP, true
+	want.IBP, want.IBPEps, want.IBPRamp, want.IBPBound, want.IBPAttack, want.SABR = 0.5, 0.1, 0.2, model.BoundCROWNIBP, true, 0.25
 	want.Stability, want.StabilityEps, want.StabilityRamp = 1, 0.05, 0.3
 	if !reflect.DeepEqual(o, want) {
 		t.Fatalf("every flag set:\n%+v\nwant\n%+v", o, want)
@@ -57,6 +57,8 @@ func TestOptionsFlags(t *testing.T) {
 		{[]string{"--ibp-eps", "0.1"}, "--ibp-eps is read only with --ibp, which is off: set --ibp, or drop --ibp-eps"},
 		{[]string{"--ibp-bound", "crown-ibp"}, "--ibp-bound is read only with --ibp, which is off: set --ibp, or drop --ibp-bound"},
 		{[]string{"--ibp-attack=false"}, "--ibp-attack is read only with --ibp, which is off: set --ibp, or drop --ibp-attack"},
+		{[]string{"--ibp-sabr", "0.3"}, "--ibp-sabr is read only with --ibp, which is off: set --ibp, or drop --ibp-sabr"},
+		{[]string{"--ibp", "0.5", "--ibp-eps", "0.1", "--ibp-sabr", "0.3"}, ""},
 		{[]string{"--stability-eps", "0.1"}, "--stability-eps is read only with --stability, which is off: set --stability, or drop --stability-eps"},
 		{[]string{"--stability-ramp", "0.1"}, "--stability-ramp is read only with --stability, which is off: set --stability, or drop --stability-ramp"},
 		// The certified loss's flags first, then Validate, then the regulariser's.

@@ -14,7 +14,12 @@ func (o Options) Status(p Progress) string {
 		msg += fmt.Sprintf(" unstable %d", p.Unstable)
 	}
 	if o.IBP > 0 {
-		msg += fmt.Sprintf(" certified %d/%d (%s)", p.Certified, o.BatchSize, o.IBPBound)
+		if o.SABR > 0 {
+			// The count is the small boxes', not the balls': say so.
+			msg += fmt.Sprintf(" certified %d/%d (%s, SABR boxes of %g·ε)", p.Certified, o.BatchSize, o.IBPBound, o.SABR)
+		} else {
+			msg += fmt.Sprintf(" certified %d/%d (%s)", p.Certified, o.BatchSize, o.IBPBound)
+		}
 	}
 	return msg
 }

@@ -138,19 +138,25 @@ func (t *Trainer) shard(b Batch, lo, hi, rows, n, k, step int, eps, ibp float64)
 		in.Tokens = b.Tokens[lo:hi]
 	}
 	var clean *ad.Node[float32] // the inputs, around which the certified loss's balls lie
+	var box *ad.Node[float32]   // with SABR, the centres of its small boxes
 	w := opt.IBP * ibp
 	if b.X != nil {
 		size := len(b.X) / rows
 		clean = tp.Const(ad.FromSlice(b.X[lo*size:hi*size], hi-lo, size))
 		in.X = clean
-		if opt.IBPAttack && w > 0 {
+		if (opt.IBPAttack || opt.SABR > 0) && w > 0 {
 			xa, err := attackPoint(arena, t.d, b.X[lo*size:hi*size], b.Labels[lo:hi], opt.IBPEps*ibp, func(i int) *rand.Rand {
 				return rand.New(rand.NewPCG(opt.Seed, attackStream|uint64(step)<<24|uint64(lo+i)))
 			})
 			if err != nil {
 				return nil, StepResult{}, err
 			}
-			in.X = tp.Const(ad.FromSlice(xa, hi-lo, size))
+			if opt.IBPAttack {
+				in.X = tp.Const(ad.FromSlice(xa, hi-lo, size))
+			}
+			if opt.SABR > 0 {
+				box = tp.Const(ad.FromSlice(sabrCenter(b.X[lo*size:hi*size], xa, opt.IBPEps*ibp, opt.SABR), hi-lo, size))
+			}
 		}
 	}
 	loss, err := model.TeacherForcedLoss(tp, t.d, in, b.Labels[lo:hi])
@@ -160,7 +166,11 @@ func (t *Trainer) shard(b Batch, lo, hi, rows, n, k, step int, eps, ibp float64)
 	var r StepResult
 	if w > 0 {
 		var rob *ad.Node[float32]
-		rob, r.Certified, err = t.cert.CertifiedLoss(tp, clean, b.Labels[lo:hi], opt.IBPEps*ibp, opt.bound())
+		at, radius := clean, opt.IBPEps*ibp
+		if box != nil {
+			at, radius = box, opt.SABR*radius
+		}
+		rob, r.Certified, err = t.cert.CertifiedLoss(tp, at, b.Labels[lo:hi], radius, opt.bound())
 		if err != nil {
 			return nil, StepResult{}, err
 		}
@@ -235,6 +245,20 @@ func attackPoint(arena *ad.Arena[float32], d model.Decoder[float32], x []float32
 		out[i] = float32(min(max(v, lo(x[i])), hi(x[i])))
 	}
 	return out, nil
+}
+
+// sabrCenter is the centre of SABR's small box of radius lambda·eps for
+// each input of x: the attack point xa moved toward x until it is at most
+// (1 − lambda)·eps away in every coordinate, so that the box lies inside
+// the ball of radius eps around x. (The certified loss then clips the box
+// to the input range, as it clips the ball.)
+func sabrCenter(x, xa []float32, eps, lambda float64) []float32 {
+	r := (1 - lambda) * eps
+	c := make([]float32, len(x))
+	for i, v := range x {
+		c[i] = float32(min(max(float64(xa[i]), float64(v)-r), float64(v)+r))
+	}
+	return c
 }
 
 // dropoutStream tags the random streams of dropout masks, apart from the

@@ -75,3 +75,58 @@ func TestAttackPoint(t *testing.T) {
 	}
 	t.Logf("loss: input %.4f, random start %.4f, attack %.4f", lc, ls, la)
 }
+
+// TestSABRBox: SABR's small box lies inside the ball for every fraction,
+// is centred on the attack point wherever that leaves room, and its
+// interval loss is at most the whole ball's for each row (the box is a
+// subset, and interval bounds only widen with their box). With the centre
+// left at the attack point, the box would leave the ball and the first
+// check fails.
+func TestSABRBox(t *testing.T) {
+	ds := synthetic(t, 64, 5)
+	src := source[float32](t, ds, false)
+	x, _, labels := src.Batch(rand.New(rand.NewPCG(4, 5)).Perm(ds.N)[:8], nil)
+	m := newModel(t, model.CellReLU, 7)
+	cert := m.(model.Certifier[float32])
+	size := m.Input().Size()
+	const eps = 0.1
+	xa, err := attackPoint(ad.NewArena[float32](), m, x, labels, eps, func(i int) *rand.Rand { return rand.New(rand.NewPCG(13, uint64(i))) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	for i := range x {
+		if math.Abs(float64(xa[i]-x[i])) > eps/2 {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no element of the attack lies more than eps/2 from the input: the test checks nothing")
+	}
+	ball := func(c []float32, radius float64, row int) float64 {
+		tp := ad.NewTape[float32](false)
+		l, _, err := cert.CertifiedLoss(tp, tp.Const(ad.FromSlice(c[row*size:(row+1)*size], 1, size)), labels[row:row+1], radius, model.BoundInterval)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return float64(l.Value.Data[0])
+	}
+	for _, lambda := range []float64{0.1, 0.5, 0.9} {
+		c := sabrCenter(x, xa, eps, lambda)
+		for i := range x {
+			r := lambda * eps
+			if lo, hi := float64(c[i])-r, float64(c[i])+r; lo < float64(x[i])-eps-1e-6 || hi > float64(x[i])+eps+1e-6 {
+				t.Fatalf("λ %v, element %d: box [%v, %v] leaves the ball [%v, %v]", lambda, i, lo, hi, float64(x[i])-eps, float64(x[i])+eps)
+			}
+			if d := math.Abs(float64(xa[i] - x[i])); d <= (1-lambda)*eps-1e-6 && c[i] != xa[i] {
+				t.Fatalf("λ %v, element %d: the attack point %v has room, the centre moved to %v", lambda, i, xa[i], c[i])
+			}
+		}
+		for row := range labels {
+			small, whole := ball(c, lambda*eps, row), ball(x, eps, row)
+			if small > whole*(1+1e-5)+1e-6 {
+				t.Fatalf("λ %v, row %d: the small box's interval loss %v exceeds the ball's %v", lambda, row, small, whole)
+			}
+		}
+	}
+}

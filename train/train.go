@@ -94,6 +94,16 @@ type Options struct {
 	// 2024): (1 − w)·L_CE(x_adv) + w·L_bound(x, e), which trains for the
 	// inputs the verifier's falsifiers look for as well as the bound.
 	IBPAttack bool
+	// SABR, if in (0, 1), takes the certified loss over a small box of
+	// radius SABR·e around a point of the ball instead of over the whole
+	// ball (SABR: Müller et al., "Certified training: small boxes are all
+	// you need", ICLR 2023). The point is the one-step attack of IBPAttack,
+	// moved toward the input until the small box lies inside the ball. A
+	// small box's bound is far tighter than the ball's, so the model gives
+	// up less accuracy to it, while the box still sits where the loss is
+	// worst; the verifier's branch and bound covers the rest of the ball.
+	// 0 is off (the whole ball).
+	SABR float64
 	// Shards splits each batch into this many shards whose gradients are
 	// computed concurrently and summed in shard order (0 means 1): the
 	// result depends on it, not on the number of cores that run them. On
@@ -206,7 +216,10 @@ func (o Options) Validate() error {
 	if o.IBPBound != "" && !o.IBPBound.Valid() {
 		bad("IBP bound %q is not one of %v", o.IBPBound, model.Bounds())
 	}
-	if o.IBP == 0 && (o.bound() != model.BoundInterval || o.IBPAttack) {
+	if !(o.SABR >= 0 && o.SABR < 1) {
+		bad("SABR box fraction %v must be in [0, 1) (0: off, the whole ball)", o.SABR)
+	}
+	if o.IBP == 0 && (o.bound() != model.BoundInterval || o.IBPAttack || o.SABR > 0) {
 		bad("the IBP bound and attack shape the certified loss, which is off (IBP weight 0)")
 	}
 	return errors.Join(errs...)
@@ -405,6 +418,9 @@ func settings(d model.Decoder[float32], src Source[float32], opt Options) map[st
 	}
 	if opt.IBPAttack {
 		s["ibp_attack"] = "true"
+	}
+	if opt.SABR > 0 {
+		s["ibp_sabr"] = fmt.Sprint(opt.SABR)
 	}
 	return s
 }

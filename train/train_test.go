@@ -237,6 +237,10 @@ func TestOptionsValidate(t *testing.T) {
 		{func(o *Options) { o.IBP, o.IBPEps, o.IBPBound = 0.5, 0.1, "zonotope" }, "IBP bound \"zonotope\""},
 		{func(o *Options) { o.IBPBound = model.BoundCROWNIBP }, "certified loss, which is off"},
 		{func(o *Options) { o.IBPAttack = true }, "certified loss, which is off"},
+		{func(o *Options) { o.SABR = 0.5 }, "certified loss, which is off"},
+		{func(o *Options) { o.IBP, o.IBPEps, o.SABR = 0.5, 0.1, 1 }, "SABR box fraction 1"},
+		{func(o *Options) { o.IBP, o.IBPEps, o.SABR = 0.5, 0.1, -0.1 }, "SABR box fraction -0.1"},
+		{func(o *Options) { o.IBP, o.IBPEps, o.SABR = 0.5, 0.1, math.NaN() }, "SABR box fraction NaN"},
 		{func(o *Options) { o.Shards = -1 }, "shards"},
 		{func(o *Options) { o.Shards = 1000 }, "shards"},
 	} {
@@ -364,7 +368,7 @@ func TestShardedStep(t *testing.T) {
 		m := newModel(t, model.CellReLU, 4)
 		opt := Options{Seed: 1, Epochs: 1, BatchSize: 32, LR: 1e-3, Shards: shards,
 			Stability: loss.Stability, StabilityEps: loss.StabilityEps, IBP: loss.IBP, IBPEps: loss.IBPEps,
-			IBPBound: loss.IBPBound, IBPAttack: loss.IBPAttack}
+			IBPBound: loss.IBPBound, IBPAttack: loss.IBPAttack, SABR: loss.SABR}
 		tr, err := NewTrainer(m, opt)
 		if err != nil {
 			t.Fatal(err)
@@ -380,7 +384,8 @@ func TestShardedStep(t *testing.T) {
 		return g, r.Loss
 	}
 	for _, loss := range []Options{{}, {Stability: 0.5, StabilityEps: 0.1}, {IBP: 0.5, IBPEps: 0.05},
-		{IBP: 0.5, IBPEps: 0.05, IBPBound: model.BoundCROWNIBP}, {IBP: 0.5, IBPEps: 0.05, IBPAttack: true}} {
+		{IBP: 0.5, IBPEps: 0.05, IBPBound: model.BoundCROWNIBP}, {IBP: 0.5, IBPEps: 0.05, IBPAttack: true},
+		{IBP: 0.5, IBPEps: 0.05, SABR: 0.3, IBPBound: model.BoundCROWNIBP}} {
 		g1, l1 := grads(1, loss)
 		for _, shards := range []int{2, 3} {
 			gs, ls := grads(shards, loss)

@@ -43,7 +43,10 @@ images so certified. --ibp-bound crown-ibp bounds the loss more tightly
 (CROWN-IBP: linear bound propagation through fc1's ReLU, fc2 and the unrolled
 decoder on top of the intervals), and the count is taken on that bound;
 --ibp-attack trains the cross-entropy term at a one-step attack inside the
-ball instead of at the image itself (MTL-IBP). --ibp-ramp is the fraction of
+ball instead of at the image itself (MTL-IBP); --ibp-sabr λ takes the
+certified loss over a box of radius λ·--ibp-eps around such an attack point,
+inside the ball, instead of over the whole ball (SABR), and the count is then
+the small boxes'. --ibp-ramp is the fraction of
 the run over which the certified loss's weight and radius grow: a longer ramp
 (and more epochs) gives the model time to keep its accuracy.
 
