@@ -476,7 +476,7 @@ func TestShippedRecordsSummarise(t *testing.T) {
 		t.Fatalf("attack table differs from docs/results.md:\n%s", as.Table)
 	}
 	// The shipped rs run, the batched engine's headline.
-	for _, f := range []string{"verify-rs/verify-rs.jsonl", "verify-rs/verify-batched-rs.jsonl", "verify-rnn/verify-batched-rnn.jsonl", "verify-crown/verify-crown-e12.jsonl", "verify-crown/verify-crown-e12-eps0.13.jsonl", "verify-crown/verify-crown-eps0.25.jsonl", "showtell-verify/showtell-verify-100.jsonl"} {
+	for _, f := range []string{"verify-rs/verify-rs.jsonl", "verify-rs/verify-batched-rs.jsonl", "verify-rnn/verify-batched-rnn.jsonl", "verify-crown/verify-crown-e12.jsonl", "verify-crown/verify-crown-e12-eps0.13.jsonl", "verify-crown/verify-crown-e12-eps0.13-wide-radii.jsonl", "verify-crown/verify-crown-eps0.25-w2.5e-4-eight-radii.jsonl", "verify-crown/verify-crown-eps0.25.jsonl", "showtell-verify/showtell-verify-100.jsonl"} {
 		recs, err := ReadVerifyRecords("../docs/runs/" + f)
 		if err != nil {
 			t.Fatal(err)
