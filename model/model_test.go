@@ -437,7 +437,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 // TestShippedModelsLoadUnchanged: the model directories in the repository
 // load, and their config.json re-encodes to the same JSON value.
 func TestShippedModelsLoadUnchanged(t *testing.T) {
-	for _, dir := range []string{"../models/mmnist-rnn", "../models/mmnist-rnn-rs", "../models/mmnist-rnn-ibp", "../models/mmnist-rnn-crown", "../models/mmnist-rnn-crown-w3e-4", "../models/mmnist-rnn-crown-e12", "../models/mmnist-rnn-crown-e12-eps0.13", "../models/mmnist-rnn-crown-eps0.25", "../models/mmnist-rnn-crown-eps0.25-w2.5e-4"} {
+	for _, dir := range shippedCaptioners() {
 		d, err := Load[float32](dir)
 		if err != nil {
 			t.Fatal(err)
@@ -696,7 +696,7 @@ func rewriteWeights(dir string, f func(*safetensors.File)) error {
 // re-encodes to a document parsing to the same config, or is refused with
 // a one-line error; never a panic.
 func FuzzParseConfig(f *testing.F) {
-	for _, dir := range []string{"../models/mmnist-rnn", "../models/mmnist-rnn-rs", "../models/mmnist-rnn-ibp", "../models/mmnist-rnn-crown", "../models/mmnist-rnn-crown-w3e-4", "../models/mmnist-rnn-crown-e12", "../models/mmnist-rnn-crown-e12-eps0.13", "../models/mmnist-rnn-crown-eps0.25", "../models/mmnist-rnn-crown-eps0.25-w2.5e-4"} {
+	for _, dir := range shippedCaptioners() {
 		if b, err := os.ReadFile(filepath.Join(dir, ConfigFile)); err == nil {
 			f.Add(b)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,23 +83,40 @@ func TestChecksums(t *testing.T) {
 	}
 }
 
+// shippedDigests are the shipped models' content digests, by which result
+// records name them: the one list of shipped models the tests walk.
+var shippedDigests = map[string]string{
+	"mmnist-rnn":                       "a341fdf8715e5b167bbd4732cdf6664db97aac67467adc79a5de50d2a463cfcf",
+	"mmnist-rnn-rs":                    "e526598f356e4ce982a5c8f594274f62e226fc2ce371c7518b5376c04e0c37f8",
+	"mmnist-rnn-ibp":                   "0c780bb981b8faf4c7c0989597fe018a548f1bafaf71aeb1cbbbbcf1d5bd879e",
+	"mmnist-rnn-crown":                 "7d84e850ba6f8bb40c3bd154a6fae36c645b57e3ade88841ca5a6da584a7ec72",
+	"mmnist-rnn-crown-w3e-4":           "5248084628701eccf08739d3a860221a3828549d7c808330715bfc6df09350b8",
+	"mmnist-rnn-crown-e12":             "c50e7ea7211a16b8f56413d059ba535df6c323cef6115101e5118f20fcf7d318",
+	"mmnist-rnn-crown-e12-eps0.13":     "00b046907e6b7fedacb76f4ee00eac7e6fc482b2e8a5b86b616ed7ac287af9fa",
+	"mmnist-rnn-crown-eps0.25":         "3cfd31b5483dc5ef41390ea511594b73782446188eda81eb5a913bb54ab048da",
+	"mmnist-rnn-crown-eps0.25-w2.5e-4": "c39a3ae95c63c70ab43d381a8f3f9b0595e3a44538c53afd082563d8146c5b4e",
+	"nmt-de-en":                        "bc540ce9cf751910bfa5c84f16fc75dd546d6f6102de118ac544c355e206bc38",
+	"nmt-m30k-de-en":                   "fa9e0a1fecf883a145098b4bbebd16626b2366219244bb47789995aae3471321",
+}
+
+// shippedCaptioners are the shipped Multi-MNIST captioners' directories,
+// in name order.
+func shippedCaptioners() []string {
+	var dirs []string
+	for name := range shippedDigests {
+		if strings.HasPrefix(name, "mmnist-") {
+			dirs = append(dirs, filepath.Join("..", "models", name))
+		}
+	}
+	slices.Sort(dirs)
+	return dirs
+}
+
 // TestShippedModelsChecksummed: every shipped model has its SHA256SUMS and
 // loads through it, and its content digest, by which result records name
 // it, is what it was before the checksums were added.
 func TestShippedModelsChecksummed(t *testing.T) {
-	for name, digest := range map[string]string{
-		"mmnist-rnn":                       "a341fdf8715e5b167bbd4732cdf6664db97aac67467adc79a5de50d2a463cfcf",
-		"mmnist-rnn-rs":                    "e526598f356e4ce982a5c8f594274f62e226fc2ce371c7518b5376c04e0c37f8",
-		"mmnist-rnn-ibp":                   "0c780bb981b8faf4c7c0989597fe018a548f1bafaf71aeb1cbbbbcf1d5bd879e",
-		"mmnist-rnn-crown":                 "7d84e850ba6f8bb40c3bd154a6fae36c645b57e3ade88841ca5a6da584a7ec72",
-		"mmnist-rnn-crown-w3e-4":           "5248084628701eccf08739d3a860221a3828549d7c808330715bfc6df09350b8",
-		"mmnist-rnn-crown-e12":             "c50e7ea7211a16b8f56413d059ba535df6c323cef6115101e5118f20fcf7d318",
-		"mmnist-rnn-crown-e12-eps0.13":     "00b046907e6b7fedacb76f4ee00eac7e6fc482b2e8a5b86b616ed7ac287af9fa",
-		"mmnist-rnn-crown-eps0.25":         "3cfd31b5483dc5ef41390ea511594b73782446188eda81eb5a913bb54ab048da",
-		"mmnist-rnn-crown-eps0.25-w2.5e-4": "c39a3ae95c63c70ab43d381a8f3f9b0595e3a44538c53afd082563d8146c5b4e",
-		"nmt-de-en":                        "bc540ce9cf751910bfa5c84f16fc75dd546d6f6102de118ac544c355e206bc38",
-		"nmt-m30k-de-en":                   "fa9e0a1fecf883a145098b4bbebd16626b2366219244bb47789995aae3471321",
-	} {
+	for name, digest := range shippedDigests {
 		dir := filepath.Join("..", "models", name)
 		if _, err := os.Stat(filepath.Join(dir, SumsFile)); err != nil {
 			t.Fatalf("%s: %v", name, err)

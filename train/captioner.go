@@ -122,9 +122,9 @@ func captionerRecord(d model.Decoder[float32], run CaptionerRun) map[string]any 
 	if opt.IBP > 0 {
 		rec["ibp"], rec["ibp_eps"], rec["ibp_ramp"] = opt.IBP, opt.IBPEps, opt.IBPRamp
 		cmd = fmt.Sprintf("%s --ibp %g --ibp-eps %g --ibp-ramp %g", cmd, opt.IBP, opt.IBPEps, opt.IBPRamp)
-		if opt.IBPBound != model.BoundInterval {
-			rec["ibp_bound"] = opt.IBPBound
-			cmd = fmt.Sprintf("%s --ibp-bound %s", cmd, opt.IBPBound)
+		if b := opt.bound(); b != model.BoundInterval {
+			rec["ibp_bound"] = b
+			cmd = fmt.Sprintf("%s --ibp-bound %s", cmd, b)
 		}
 		if opt.IBPAttack {
 			rec["ibp_attack"] = true

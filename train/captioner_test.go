@@ -77,7 +77,7 @@ func TestCaptionerRecord(t *testing.T) {
 		}()}, head + " --ibp 0.5 --ibp-eps 0.1 --ibp-ramp 0.4 --ibp-bound crown-ibp --ibp-attack"},
 		{"sabr", CaptionerRun{Options: func() Options {
 			o := base
-			o.IBP, o.IBPEps, o.IBPBound, o.SABR = 0.5, 0.1, model.BoundInterval, 0.3
+			o.IBP, o.IBPEps, o.SABR = 0.5, 0.1, 0.3
 			return o
 		}()}, head + " --ibp 0.5 --ibp-eps 0.1 --ibp-ramp 0 --ibp-sabr 0.3"},
 	} {

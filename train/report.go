@@ -14,12 +14,12 @@ func (o Options) Status(p Progress) string {
 		msg += fmt.Sprintf(" unstable %d", p.Unstable)
 	}
 	if o.IBP > 0 {
+		over := string(o.bound())
 		if o.SABR > 0 {
 			// The count is the small boxes', not the balls': say so.
-			msg += fmt.Sprintf(" certified %d/%d (%s, SABR boxes of %g·ε)", p.Certified, o.BatchSize, o.IBPBound, o.SABR)
-		} else {
-			msg += fmt.Sprintf(" certified %d/%d (%s)", p.Certified, o.BatchSize, o.IBPBound)
+			over += fmt.Sprintf(", SABR boxes of %g·ε", o.SABR)
 		}
+		msg += fmt.Sprintf(" certified %d/%d (%s)", p.Certified, o.BatchSize, over)
 	}
 	return msg
 }

@@ -142,10 +142,11 @@ func (t *Trainer) shard(b Batch, lo, hi, rows, n, k, step int, eps, ibp float64)
 	w := opt.IBP * ibp
 	if b.X != nil {
 		size := len(b.X) / rows
-		clean = tp.Const(ad.FromSlice(b.X[lo*size:hi*size], hi-lo, size))
+		x := b.X[lo*size : hi*size]
+		clean = tp.Const(ad.FromSlice(x, hi-lo, size))
 		in.X = clean
 		if (opt.IBPAttack || opt.SABR > 0) && w > 0 {
-			xa, err := attackPoint(arena, t.d, b.X[lo*size:hi*size], b.Labels[lo:hi], opt.IBPEps*ibp, func(i int) *rand.Rand {
+			xa, err := attackPoint(arena, t.d, x, b.Labels[lo:hi], opt.IBPEps*ibp, func(i int) *rand.Rand {
 				return rand.New(rand.NewPCG(opt.Seed, attackStream|uint64(step)<<24|uint64(lo+i)))
 			})
 			if err != nil {
@@ -155,7 +156,7 @@ func (t *Trainer) shard(b Batch, lo, hi, rows, n, k, step int, eps, ibp float64)
 				in.X = tp.Const(ad.FromSlice(xa, hi-lo, size))
 			}
 			if opt.SABR > 0 {
-				box = tp.Const(ad.FromSlice(sabrCenter(b.X[lo*size:hi*size], xa, opt.IBPEps*ibp, opt.SABR), hi-lo, size))
+				box = tp.Const(ad.FromSlice(sabrCenter(x, xa, opt.IBPEps*ibp, opt.SABR), hi-lo, size))
 			}
 		}
 	}
