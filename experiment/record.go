@@ -198,6 +198,9 @@ type VerifySettings struct {
 	// Cuts learns nogoods from branch and bound's closed leaves and closes
 	// the domains they cover unbounded (verify.Options.Cuts).
 	Cuts bool `json:"cuts,omitempty"`
+	// CutMultipliers also carries the nogoods into every domain's bound,
+	// one multiplier per cut (verify.Options.CutMultipliers).
+	CutMultipliers bool `json:"cut_multipliers,omitempty"`
 	// Clip cuts each branch-and-bound child's input box by its new split
 	// (verify.Options.Clip; the CLI's --clip-input, apart from the
 	// attacks' --clip, which is J̃'s ε).

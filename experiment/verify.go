@@ -137,7 +137,7 @@ func (c *VerifyConfig) options() verify.Options {
 	o.Bounds = verify.BoundMethod(s.Bounds)
 	o.TimeLimit = time.Duration(s.Timeout * float64(time.Second))
 	o.Threads, o.Safety, o.Decision, o.Abstract, o.RelaxGap = s.Threads, s.Safety, !s.Optimize, s.Abstract, s.RelaxGap
-	o.Params, o.MaxSteps, o.WriteMPS, o.BaB, o.Cuts, o.Clip = s.SolverParams, s.MaxSteps, c.WriteMPS, s.BaB, s.Cuts, s.Clip
+	o.Params, o.MaxSteps, o.WriteMPS, o.BaB, o.Cuts, o.CutMultipliers, o.Clip = s.SolverParams, s.MaxSteps, c.WriteMPS, s.BaB, s.Cuts, s.CutMultipliers, s.Clip
 	switch s.Solver {
 	case SolverCBC:
 		o.Solver = cbc.Solver{}

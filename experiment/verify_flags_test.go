@@ -55,6 +55,7 @@ func TestVerifySettingsFlags(t *testing.T) {
 			func(s *VerifySettings) {
 				s.Optimize, s.Tokens, s.Abstract, s.RelaxGap, s.Cuts, s.Clip, s.Safety = true, false, false, 0.1, true, true, 0.01
 			}},
+		{[]string{"--cut-multipliers"}, func(s *VerifySettings) { s.CutMultipliers = true }},
 	} {
 		got, _, err := parse(t, tc.args...)
 		if err != nil {

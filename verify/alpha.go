@@ -78,7 +78,7 @@ type betaSides struct {
 // It returns the rows' bounds (padded: sound), the vertices that attain
 // them and the parameters that gave them; nothing (ub nil) when opt.stop
 // abandoned it.
-func (g *graph) optimise(dom []*Bounds, start int, c *block, k []float64, splits []splitSet, init *relaxation, opt alphaOptions) (ub []float64, xs *block, best *relaxation, final *backState) {
+func (g *graph) optimise(dom []*Bounds, start int, c *block, k []float64, splits []splitSet, cuts []rowCut, init *relaxation, opt alphaOptions) (ub []float64, xs *block, best *relaxation, final *backState) {
 	R := len(dom)
 	rx := g.defaultRelaxation(dom, start)
 	if init != nil {
@@ -133,11 +133,20 @@ func (g *graph) optimise(dom []*Bounds, start int, c *block, k []float64, splits
 			rx.setBeta(id, sd)
 		}
 	}
+	// μ ≥ 0 per cut, from 0: the first iterate is the bound without cuts.
+	var mu, mM, vM []float64
+	if len(cuts) > 0 {
+		rx.cuts = g.newCutTerms(cuts, R)
+		mu, mM, vM = make([]float64, len(cuts)), make([]float64, len(cuts)), make([]float64, len(cuts))
+	}
 	best = newRelaxation(len(g.nodes))
 	for k, part := range rx.parts() {
 		for id, b := range part {
 			best.parts()[k][id] = b.clone()
 		}
+	}
+	if rx.cuts != nil {
+		best.cuts = rx.cuts.clone()
 	}
 	mA, vA := zerosLike(rx.alpha), zerosLike(rx.alpha)
 	mL, vL, mH, vH := zerosLike(rx.betaLo), zerosLike(rx.betaLo), zerosLike(rx.betaHi), zerosLike(rx.betaHi)
@@ -175,6 +184,9 @@ func (g *graph) optimise(dom []*Bounds, start int, c *block, k []float64, splits
 				for k, part := range rx.parts() {
 					copyRow(best.parts()[k], part, r)
 				}
+				if rx.cuts != nil {
+					best.cuts.copyRow(rx.cuts, r)
+				}
 			}
 		}
 		if it == opt.iters {
@@ -183,6 +195,10 @@ func (g *graph) optimise(dom []*Bounds, start int, c *block, k []float64, splits
 		}
 		zeta := g.relaxedForward(s, xsIt, start)
 		ga := g.alphaGrad(s, zeta, start)
+		var gm []float64
+		if len(cuts) > 0 {
+			gm = g.cutGrad(s, zeta, cuts)
+		}
 		s.release()
 		for id, a := range rx.alpha {
 			if a == nil || ga[id] == nil {
@@ -217,6 +233,10 @@ func (g *graph) optimise(dom []*Bounds, start int, c *block, k []float64, splits
 			adam(bl, gl, mL[id].v, vL[id].v, opt.betaLR, it, func(i int) { bl[i] = max(bl[i], 0) })
 			adam(bh, gh, mH[id].v, vH[id].v, opt.betaLR, it, func(i int) { bh[i] = max(bh[i], 0) })
 			rx.setBeta(id, sd)
+		}
+		if len(cuts) > 0 {
+			adam(mu, gm, mM, vM, opt.betaLR, it, func(j int) { mu[j] = max(mu[j], 0) })
+			rx.cuts.set(cuts, mu)
 		}
 		g.pool.put(zeta...)
 		g.pool.put(ga...)
@@ -295,9 +315,12 @@ func (g *graph) relaxedForward(s *backState, xs *block, upto int) []*block {
 			z := vals[p]
 			out := g.pool.dirty(R, n.width)
 			coef, slope, shift := s.rec.coef[n.id], s.rec.slope[n.id], s.rec.shift[n.id]
-			var alpha *block
+			var alpha, pi *block
 			if s.rx != nil {
 				alpha = s.rx.alpha[n.id]
+				if s.rx.cuts != nil {
+					pi = s.rx.cuts.pi[n.id]
+				}
 			}
 			np := n.act.params()
 			def := make([]float64, np)
@@ -305,7 +328,7 @@ func (g *graph) relaxedForward(s *backState, xs *block, upto int) []*block {
 				pre := s.dom[r].Val[p]
 				zr, or := z.row(r), out.row(r)
 				for i, zi := range zr {
-					if coef != nil && coef.v[r*n.width+i] != 0 {
+					if coef != nil && (coef.v[r*n.width+i] != 0 || pi != nil && pi.v[r*n.width+i] != 0) {
 						or[i] = slope.v[r*n.width+i]*zi + shift.v[r*n.width+i]
 						continue
 					}
@@ -346,11 +369,22 @@ func (g *graph) alphaGrad(s *backState, zeta []*block, upto int) []*block {
 		p := n.in[0]
 		np := n.act.params()
 		al := s.rx.alpha[n.id]
+		var pi *block
+		if s.rx.cuts != nil {
+			pi = s.rx.cuts.pi[n.id]
+		}
 		gb := g.pool.dirty(coef.rows, coef.cols*np)
 		clear(gb.v)
 		for r := 0; r < coef.rows; r++ {
 			pre := s.dom[r].Val[p]
 			for i, c := range coef.row(r) {
+				if pi != nil && pi.v[r*coef.cols+i] != 0 {
+					// The joint rule's slope moves from sL to sR with α.
+					j := r*coef.cols + i
+					rc := newReluCut(c, pi.v[j], pre[i], al.v[j])
+					gb.v[j] = (rc.sR - rc.sL) * zeta[p].v[j]
+					continue
+				}
 				if c != 0 {
 					j := (r*coef.cols + i) * np
 					n.act.gradParams(c, pre[i], al.v[j:j+np], zeta[p].v[r*coef.cols+i], gb.v[j:j+np])

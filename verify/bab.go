@@ -75,6 +75,8 @@ type domain struct {
 	added bool
 	last  neuron
 	up    bool
+	// path is the splits the domain added to its root's, earliest first.
+	path []neuron
 }
 
 // rootOf is the search root d descends from.
@@ -136,6 +138,11 @@ type bounder struct {
 	// clipped counts the boxes it cut.
 	clip    bool
 	clipped int64
+	// cuts, when set, are the learned nogoods whose multipliers enter
+	// every bound examine computes (cutdual.go); cutRows counts the rows
+	// bounded with at least one.
+	cuts    *cutPool
+	cutRows int64
 }
 
 // children bounds a batch of domains from their parents' bounds: the
@@ -242,11 +249,21 @@ func (bd *bounder) examine(doms, init []*domain, opt alphaOptions, maxTokens int
 		toks := make([]int, len(rows))
 		dom := make([]*Bounds, len(rows))
 		splits := make([]splitSet, len(rows))
+		tokens := make([]tokenSet, len(rows))
 		for r, ro := range rows {
-			toks[r], dom[r], splits[r] = ro.tok, doms[ro.d].b, doms[ro.d].splits
+			toks[r], dom[r], splits[r], tokens[r] = ro.tok, doms[ro.d].b, doms[ro.d].splits, doms[ro.d].tokens
 		}
 		c, k := g.head.marginRows(toks, 1)
 		start := g.hidden[t]
+		var cuts []rowCut
+		if bd.cuts != nil {
+			cuts = bd.cuts.rowCuts(g, dom, splits, tokens, start)
+			seen := map[int]bool{}
+			for _, ct := range cuts {
+				seen[ct.row] = true
+			}
+			bd.cutRows += int64(len(seen))
+		}
 		var rx0 *relaxation
 		if init != nil {
 			rx0 = g.defaultRelaxation(dom, start)
@@ -258,7 +275,7 @@ func (bd *bounder) examine(doms, init []*domain, opt alphaOptions, maxTokens int
 				}
 			}
 		}
-		ub, xs, best, final := g.optimise(dom, start, c, k, splits, rx0, opt)
+		ub, xs, best, final := g.optimise(dom, start, c, k, splits, cuts, rx0, opt)
 		if ub == nil {
 			return nil, false
 		}
@@ -554,7 +571,7 @@ func (g *graph) branch(d *domain) []*domain {
 			s := maps.Clone(d.splits)
 			s[d.next] = childCut(g, d.b, d.next, d.splits.of(d.next), up)
 			out = append(out, &domain{splits: s, tokens: d.tokens, start: g.nodes[d.next.node].in[0], fixed: -1,
-				added: true, last: d.next, up: up})
+				added: true, last: d.next, up: up, path: append(slices.Clip(d.path), d.next)})
 		}
 		return out
 	}
@@ -581,7 +598,7 @@ func (g *graph) branchTokens(d *domain) []*domain {
 				}
 				tk[t] = z
 				start := g.tokenNode(t + 1)
-				out = append(out, &domain{splits: d.splits, tokens: tk, fixed: t, start: start})
+				out = append(out, &domain{splits: d.splits, tokens: tk, fixed: t, start: start, path: d.path})
 			}
 		}
 		if len(out) > 1 {
@@ -607,7 +624,7 @@ func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, b
 	out, err := search.run(ctx)
 	ph.Nodes = out.domains - before
 	if c := search.cuts; c != nil {
-		ph.Cuts, ph.Strengthened, ph.Pruned = c.learned, c.strengthened, c.pruned
+		ph.Cuts, ph.Strengthened, ph.Pruned, ph.CutRows = c.learned, c.strengthened, c.pruned, search.bd.cutRows
 	}
 	if search.bd != nil {
 		ph.Clipped = search.bd.clipped
@@ -702,8 +719,11 @@ func (g *graph) newBaB(limit context.Context, lo, hi []float64, opt Options, roo
 	}
 	s := &babSearch{g: g, bd: &bounder{g: g, lo: lo, hi: hi, method: opt.Bounds}, br: &brancher{g: g},
 		roots: roots, tried: map[uint64]bool{}, candidate: candidate, limit: limit}
-	if opt.Cuts {
+	if opt.Cuts || opt.CutMultipliers {
 		s.cuts = &cutPool{}
+		if opt.CutMultipliers {
+			s.bd.cuts = s.cuts
+		}
 	}
 	s.bd.clip = opt.Clip
 	return s
@@ -828,9 +848,16 @@ func (s *babSearch) run(ctx context.Context) (babOutcome, error) {
 			}
 			var live, from []*domain
 			for i, c := range s.queued {
-				if !c.b.Proven {
-					live, from = append(live, c), append(from, s.parents[i])
+				if c.b.Proven {
+					continue
 				}
+				if s.bd.cuts != nil && s.cuts.coversByBounds(s.g, c) {
+					// In a nogood's region once its bounds decide the
+					// rest of the nogood's splits: closed unbounded.
+					s.cuts.pruned++
+					continue
+				}
+				live, from = append(live, c), append(from, s.parents[i])
 			}
 			closed, ok := s.bd.examine(live, from, s.with(babChildAlpha), babTokens)
 			if !ok {

@@ -314,7 +314,7 @@ func (g *graph) tightenPre(ctx context.Context, b *Bounds, id int, val []Interva
 	opt := defaultAlpha
 	opt.stop = ctxStop(ctx)
 	alpha := func(dom []*Bounds, c *block) []float64 {
-		ub, _, _, _ := g.optimise(dom, id, c, make([]float64, c.rows), nil, nil, opt)
+		ub, _, _, _ := g.optimise(dom, id, c, make([]float64, c.rows), nil, nil, nil, opt)
 		return ub // nil once ctx ended: tightenRows keeps CROWN's
 	}
 	g.tightenRows(ctx, b, id, open, val, alpha)
@@ -424,7 +424,7 @@ func (g *graph) boundHead(b *Bounds, t int, crown, alpha bool, within *stepBound
 		c, k := hd.marginRows(open, 1)
 		opt := defaultAlpha
 		opt.stop = stop
-		ub, _, _, _ := g.optimise(dom[:c.rows], h, c, k, nil, nil, opt)
+		ub, _, _, _ := g.optimise(dom[:c.rows], h, c, k, nil, nil, nil, opt)
 		if ub == nil {
 			return logits, margin, false
 		}
@@ -462,6 +462,18 @@ func (g *graph) newBack(dom []*Bounds, rx *relaxation, padded, record bool) *bac
 // run back-substitutes the rows c·a_start + k to the input; c is not kept.
 func (s *backState) run(start int, c *block, k []float64) {
 	copy(s.k, k)
+	var cuts *cutTerms
+	if s.rx != nil {
+		cuts = s.rx.cuts
+	}
+	if cuts != nil {
+		for r := range s.k {
+			s.k[r] += cuts.k[r]
+			if s.padded {
+				s.kabs[r] += cuts.kabs[r]
+			}
+		}
+	}
 	s.coef[start] = c
 	if s.padded {
 		s.abs[start] = &block{rows: c.rows, cols: c.cols, v: absOf(c.v)}
@@ -471,7 +483,15 @@ func (s *backState) run(start int, c *block, k []float64) {
 	}
 	for id := start; id > 0; id-- {
 		if s.coef[id] == nil {
-			continue
+			if cuts == nil || cuts.pi[id] == nil {
+				continue
+			}
+			// A cut's indicator terms are bounded even where the
+			// objective does not reach their neurons.
+			s.coef[id] = s.g.pool.get(len(s.dom), s.g.nodes[id].width)
+			if s.padded {
+				s.abs[id] = s.g.pool.get(len(s.dom), s.g.nodes[id].width)
+			}
 		}
 		n := s.g.nodes[id]
 		if n.act != nil {
@@ -512,10 +532,14 @@ func (s *backState) relaxActivation(n *node) {
 			a, ain = s.abs[n.id], s.absInto(p)
 		}
 	}
-	var alpha, beta, betaK *block
+	var alpha, beta, betaK, pi *block
 	if s.rx != nil {
 		alpha, beta, betaK = s.rx.alpha[n.id], s.rx.beta[n.id], s.rx.betaK[n.id]
+		if s.rx.cuts != nil {
+			pi = s.rx.cuts.pi[n.id]
+		}
 	}
+	var scratch []float64
 	var slope, shift *block
 	if s.rec != nil {
 		cc := s.g.pool.dirty(c.rows, c.cols)
@@ -540,14 +564,27 @@ func (s *backState) relaxActivation(n *node) {
 		if slope != nil {
 			sr, dr = slope.row(r), shift.row(r)
 		}
+		// The neurons with a cut term (only ReLUs carry them) take the
+		// joint rule instead of the plain one.
+		plain, pir := cr, []float64(nil)
+		if pi != nil && slices.ContainsFunc(pi.row(r), func(v float64) bool { return v != 0 }) {
+			pir = pi.row(r)
+			scratch = append(scratch[:0], cr...)
+			for i, v := range pir {
+				if v != 0 {
+					scratch[i] = 0
+				}
+			}
+			plain = scratch
+		}
 		if fast {
-			k, kabs := rr.relaxRow(cr, ir, pre, alr, ar, air, sr, dr, fresh)
+			k, kabs := rr.relaxRow(plain, ir, pre, alr, ar, air, sr, dr, fresh)
 			s.k[r] += k
 			if ar != nil {
 				s.kabs[r] += kabs
 			}
 		} else {
-			for i, ci := range cr {
+			for i, ci := range plain {
 				if ci == 0 {
 					continue
 				}
@@ -568,6 +605,13 @@ func (s *backState) relaxActivation(n *node) {
 				if sr != nil {
 					sr[i], dr[i] = sl, d/ci
 				}
+			}
+		}
+		if pir != nil {
+			k, kabs := relaxCutRow(cr, pir, pre, alr, ar, ir, air, sr, dr)
+			s.k[r] += k
+			if ar != nil {
+				s.kabs[r] += kabs
 			}
 		}
 		if beta != nil {

@@ -102,8 +102,30 @@ func (s *babSearch) learn(leaf, root *domain) {
 			s.cuts.strengthened++
 		}
 	}
+	if s.bd.cuts != nil {
+		// A nogood bears on a domain outside its leaf's subtree only once
+		// the split they part at is gone: with the multipliers on, the
+		// earliest splits are dropped too, while the region stays closed.
+		for range maxEarlyDrops {
+			i := slices.IndexFunc(leaf.path, func(nu neuron) bool { _, in := ng.splits[nu]; return in })
+			if i < 0 {
+				break
+			}
+			fewer := maps.Clone(ng.splits)
+			delete(fewer, leaf.path[i])
+			if !s.closedWith(fewer, leaf, root) {
+				break
+			}
+			ng.splits = fewer
+			s.cuts.strengthened++
+		}
+	}
 	s.cuts.add(ng)
 }
+
+// maxEarlyDrops is how many of a leaf's earliest splits strengthening
+// tries to drop, one bound each.
+const maxEarlyDrops = 2
 
 // unused lists the leaf's splits (beyond its root's) whose constraint
 // multipliers β are 0 on every row of the bound that closed it.
@@ -195,7 +217,7 @@ func (s *babSearch) closedWith(splits splitSet, leaf, root *domain) bool {
 			}
 		}
 	}
-	ub, _, _, _ := g.optimise(dom, start, c, k, rows, rx0, s.with(babChildAlpha))
+	ub, _, _, _ := g.optimise(dom, start, c, k, rows, nil, rx0, s.with(babChildAlpha))
 	return ub != nil && slices.Max(ub) < 0 && !math.IsNaN(slices.Max(ub))
 }
 

@@ -8,21 +8,23 @@ import (
 	"time"
 )
 
-// TestCutsAgainstGrid: branch and bound with learned cuts and input
-// clipping never proves a property a dense grid search breaks, ends
-// proven where branch and bound without them does, and both are used
-// (nogoods strengthened and covering domains, boxes clipped), also when
-// 25–300 ms limits stop it; with a pool that learns from open leaves too
+// TestCutsAgainstGrid: branch and bound with learned cuts, their
+// multipliers in the bounds and input clipping never proves a property a
+// dense grid search breaks, ends proven where branch and bound without
+// them does, and all are used (nogoods strengthened and covering domains,
+// rows bounded with multipliers, boxes clipped), also when 25–300 ms
+// limits stop it; with a pool that learns from open leaves too
 // (unsound cuts planted), some search proves a property the grid breaks:
 // the check has teeth.
 func TestCutsAgainstGrid(t *testing.T) {
-	var proven, strengthened, pruned, learned, clipped int64
+	var proven, strengthened, pruned, learned, clipped, cutRows, withoutMult, withMult int64
+	bothProved := 0
 	wrongPlanted := 0
 	forBaBProblems(t, 80, func(seed uint64) (int, float64) { return 2 + int(seed%3), []float64{0.2, 0.5, 1}[seed%3] }, func() bool { return true }, func(p babProblem) {
 		maxLen, K, lo, hi, g, b, candidate := p.maxLen, p.K, p.lo, p.hi, p.g, p.b, p.candidate
-		searchFor := func(limit time.Duration, cuts, clip, plant bool) (babOutcome, *babSearch) {
+		searchFor := func(limit time.Duration, cuts, multipliers, clip, plant bool) (babOutcome, *babSearch) {
 			opt := verifyOpts()
-			opt.Cuts, opt.Clip = cuts, clip
+			opt.Cuts, opt.CutMultipliers, opt.Clip = cuts, multipliers, clip
 			s := g.newBaB(context.Background(), lo, hi, opt, []*domain{{splits: splitSet{}, b: b}}, candidate)
 			s.learnOpen = plant
 			ctx, cancel := context.WithTimeout(context.Background(), limit)
@@ -33,42 +35,52 @@ func TestCutsAgainstGrid(t *testing.T) {
 			}
 			return out, s
 		}
-		search := func(cuts, clip, plant bool) (babOutcome, *babSearch) {
-			return searchFor(5*time.Second, cuts, clip, plant)
+		search := func(cuts, multipliers, clip, plant bool) (babOutcome, *babSearch) {
+			return searchFor(5*time.Second, cuts, multipliers, clip, plant)
 		}
 		if K < maxLen {
 			// A longer output exists: never proven, with both on, whatever
 			// the time limit stops.
 			for _, limit := range []time.Duration{25 * time.Millisecond, 100 * time.Millisecond, 300 * time.Millisecond, 5 * time.Second} {
-				if out, _ := searchFor(limit, true, true, false); out.status == babProven {
-					t.Fatalf("seed %d: branch and bound with cuts and clipping (%v limit) proves K̂ %d, the grid finds length %d", p.seed, limit, K, maxLen)
+				if out, _ := searchFor(limit, true, true, true, false); out.status == babProven {
+					t.Fatalf("seed %d: branch and bound with cuts, their multipliers and clipping (%v limit) proves K̂ %d, the grid finds length %d", p.seed, limit, K, maxLen)
 				}
 			}
-			if bad, _ := search(true, false, true); bad.status == babProven {
+			if bad, _ := search(true, p.seed%2 == 0, false, true); bad.status == babProven {
 				wrongPlanted++
 			}
 			return
 		}
-		plain, _ := search(false, false, false)
-		for _, on := range []struct{ cuts, clip bool }{{true, false}, {false, true}} {
-			out, s := search(on.cuts, on.clip, false)
+		plain, _ := search(false, false, false, false)
+		domains := map[bool]int64{}
+		for _, on := range []struct{ cuts, multipliers, clip bool }{{true, false, false}, {true, true, false}, {false, false, true}} {
+			out, s := search(on.cuts, on.multipliers, on.clip, false)
 			if plain.status != babTimeLimit && out.status != babTimeLimit && (plain.status == babProven) != (out.status == babProven) {
-				t.Fatalf("seed %d K̂ %d: with cuts %v and clipping %v the search ends %v, without %v", p.seed, K, on.cuts, on.clip, out.status, plain.status)
+				t.Fatalf("seed %d K̂ %d: with cuts %v, multipliers %v and clipping %v the search ends %v, without %v", p.seed, K, on.cuts, on.multipliers, on.clip, out.status, plain.status)
 			}
 			if out.status == babProven {
 				proven++
+				if on.cuts {
+					domains[on.multipliers] = out.domains
+				}
 			}
 			if on.cuts {
 				learned += s.cuts.learned
 				strengthened += s.cuts.strengthened
 				pruned += s.cuts.pruned
+				cutRows += s.bd.cutRows
 			}
 			clipped += s.bd.clipped
 		}
+		if len(domains) == 2 {
+			bothProved++
+			withoutMult += domains[false]
+			withMult += domains[true]
+		}
 	})
-	t.Logf("%d proofs with cuts and clipping; %d nogoods learned, %d strengthened, %d domains closed by them, %d input boxes clipped; planted cuts proved %d false properties", proven, learned, strengthened, pruned, clipped, wrongPlanted)
-	if proven == 0 || strengthened == 0 || pruned == 0 || clipped == 0 {
-		t.Fatalf("cuts or clipping unused: %d proofs, %d strengthened, %d domains closed by them, %d boxes clipped", proven, strengthened, pruned, clipped)
+	t.Logf("%d proofs with cuts, multipliers or clipping; %d nogoods learned, %d strengthened, %d domains closed by them, %d rows bounded with their multipliers, %d input boxes clipped; planted cuts proved %d false properties; %d problems proved with cuts both without and with multipliers, in %d and %d domains", proven, learned, strengthened, pruned, cutRows, clipped, wrongPlanted, bothProved, withoutMult, withMult)
+	if proven == 0 || strengthened == 0 || pruned == 0 || clipped == 0 || cutRows == 0 {
+		t.Fatalf("cuts, multipliers or clipping unused: %d proofs, %d strengthened, %d domains closed by them, %d rows with multipliers, %d boxes clipped", proven, strengthened, pruned, cutRows, clipped)
 	}
 	if wrongPlanted == 0 {
 		t.Fatal("nogoods learned from open leaves proved nothing false: the grid check cannot tell sound cuts from unsound ones")

@@ -63,9 +63,9 @@ func TestLimitsHoldInBaB(t *testing.T) {
 			o.Search = falsifier(m)
 			return o
 		}},
-		{"bab+cuts+clip", func(o Options, m *model.Captioner[float64]) Options {
+		{"bab+cuts+multipliers+clip", func(o Options, m *model.Captioner[float64]) Options {
 			o.BaB, o.Solver, o.NewLP, o.Abstract = true, nil, nil, false
-			o.Cuts, o.Clip = true, true
+			o.Cuts, o.CutMultipliers, o.Clip = true, true, true
 			o.Search = falsifier(m)
 			return o
 		}},

@@ -165,6 +165,10 @@ type backState struct {
 // allowance).
 type relaxation struct {
 	alpha, betaLo, betaHi, beta, betaK []*block
+	// cuts are the rows' cut terms (nil: none). They are not among the
+	// parts copied between rows: a row's terms are valid only for its own
+	// domain's cuts.
+	cuts *cutTerms
 }
 
 // newRelaxation returns empty parameters for a graph of n nodes.

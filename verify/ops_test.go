@@ -462,7 +462,7 @@ func testAlphaGradient(t *testing.T, cell string) {
 			}
 		}
 		// Sound and no looser than CROWN.
-		opt, _, _, _ := g.optimise(dom, L, c, k, nil, nil, defaultAlpha)
+		opt, _, _, _ := g.optimise(dom, L, c, k, nil, nil, nil, defaultAlpha)
 		cr := g.crownUpper(dom, L, c, k)
 		for r, z := range toks {
 			if opt[r] > cr[r] {
@@ -587,7 +587,7 @@ func testBetaGradient(t *testing.T, cell string) {
 		for r := range sp {
 			sp[r] = splits
 		}
-		ub, _, _, _ := g.optimise(dom, L, c, k, sp, nil, defaultAlpha)
+		ub, _, _, _ := g.optimise(dom, L, c, k, sp, nil, nil, defaultAlpha)
 		cr := g.crownUpper(dom, L, c, k)
 		for r, z := range toks {
 			if ub[r] > cr[r] {
@@ -651,11 +651,11 @@ func testBatchedEqualsAlone(t *testing.T, cell string) {
 			continue
 		}
 		c, k := g.head.marginRows(toks, 1)
-		ub, xs, _, _ := g.optimise(dom, L, c, k, sp, nil, defaultAlpha)
+		ub, xs, _, _ := g.optimise(dom, L, c, k, sp, nil, nil, defaultAlpha)
 		crown := g.crownUpper(dom, L, c, k)
 		for r := range dom {
 			cr, kr := g.head.marginRows(toks[r:r+1], 1)
-			one, x1, _, _ := g.optimise(dom[r:r+1], L, cr, kr, sp[r:r+1], nil, defaultAlpha)
+			one, x1, _, _ := g.optimise(dom[r:r+1], L, cr, kr, sp[r:r+1], nil, nil, defaultAlpha)
 			if math.Abs(one[0]-ub[r]) > 1e-9*(1+math.Abs(one[0])) || !close(x1.row(0), xs.row(r), 0) {
 				t.Fatalf("seed %d row %d: batched bound %v, alone %v", seed, r, ub[r], one[0])
 			}

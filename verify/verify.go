@@ -81,6 +81,11 @@ type Options struct {
 	// Cuts learns nogoods from branch and bound's closed leaves (cuts.go)
 	// and closes the domains they cover unbounded.
 	Cuts bool
+	// CutMultipliers learns the nogoods as Cuts does and also carries them into
+	// every domain's bound as constraints on its ReLU indicators, one
+	// multiplier per cut optimised with α and β (cutdual.go), and closes
+	// the domains whose bounds put them inside a nogood's region.
+	CutMultipliers bool
 	// Clip cuts each branch-and-bound child's input box by the half-space
 	// its new split gives through CROWN's linear bound (clip.go).
 	Clip bool
@@ -200,6 +205,9 @@ type Phase struct {
 	Cuts         int64 `json:"cuts,omitempty"`
 	Strengthened int64 `json:"strengthened,omitempty"`
 	Pruned       int64 `json:"pruned,omitempty"`
+	// CutRows counts, with Options.CutMultipliers, the rows (a domain's
+	// token at its worst step) bounded with at least one cut's multiplier.
+	CutRows int64 `json:"cut_rows,omitempty"`
 	// Clipped counts, with Options.Clip, the domains whose input box
 	// branch and bound's search has cut so far.
 	Clipped int64 `json:"clipped,omitempty"`
