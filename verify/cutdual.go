@@ -101,8 +101,9 @@ func (ng *nogood) literals(g *graph, splits splitSet, tokens tokenSet, b *Bounds
 			lits = append(lits, cutLit{nu.node, nu.index, up})
 		}
 	}
-	if len(lits) == 0 {
-	}
+	// The splits' map order is random: a fixed order keeps the bound's
+	// sums, and so every result, the same from run to run.
+	slices.SortFunc(lits, func(a, b cutLit) int { return byNode(neuron{a.node, a.index}, neuron{b.node, b.index}) })
 	return lits, true
 }
 
@@ -224,6 +225,7 @@ type reluCut struct {
 	dac, dpc, dap, dpp float64
 }
 
+// newReluCut is the joint rule for coefficients c on h and pi on d.
 func newReluCut(c, pi float64, iv Interval, alpha float64) reluCut {
 	l, u := iv.Lo, iv.Hi
 	t := -l / (u - l)
