@@ -148,6 +148,42 @@ func excluded(g *graph, val [][]float64, cuts []rowCut, r int) bool {
 	return false
 }
 
+// cutProblem is one step-1 margin problem of a tiny decoder with random
+// cuts on its rows (one per non-eos token, all over the root's bounds b).
+type cutProblem struct {
+	seed   uint64
+	rng    *rand.Rand
+	lo, hi []float64
+	g      *graph
+	b      *Bounds
+	L      int
+	toks   []int
+	c      *block
+	k      []float64
+	dom    []*Bounds
+	cuts   []rowCut
+}
+
+// forCutProblems calls each on the open problems of 16 tiny decoders of
+// cell whose root has an unstable ReLU to cut (stream seeds the draws).
+func forCutProblems(t *testing.T, cell string, stream uint64, each func(p cutProblem)) {
+	for seed := uint64(1); seed <= 16; seed++ {
+		_, n := tinyNet(t, seed, int(seed%3), cell)
+		rng := rand.New(rand.NewPCG(seed, stream))
+		lo, hi := randomBox(rng, n.InputSize, 0.3)
+		g, b, L, ok := openStep(n, lo, hi, 1)
+		if !ok {
+			continue
+		}
+		toks := nonEOS(n)
+		c, k := g.head.marginRows(toks, 1)
+		dom := sameDomain(b, len(toks))
+		if cuts := randomCuts(rng, g, b, L, len(toks)); len(cuts) > 0 {
+			each(cutProblem{seed, rng, lo, hi, g, b, L, toks, c, k, dom, cuts})
+		}
+	}
+}
+
 // TestCutGradient: the gradient of the bound in the cuts' multipliers is
 // −g(d̃) at the relaxed network's indicators, and in the slopes of the
 // neurons the cuts touch (sL to sR), both checked against finite
@@ -160,22 +196,8 @@ func TestCutGradient(t *testing.T) {
 
 func testCutGradient(t *testing.T, cell string) {
 	checkedMu, checkedAlpha := 0, 0
-	for seed := uint64(1); seed <= 16; seed++ {
-		_, n := tinyNet(t, seed, int(seed%3), cell)
-		rng := rand.New(rand.NewPCG(seed, 43))
-		lo, hi := randomBox(rng, n.InputSize, 0.3)
-		const K = 1
-		g, b, L, ok := openStep(n, lo, hi, K)
-		if !ok {
-			continue
-		}
-		toks := nonEOS(n)
-		c, k := g.head.marginRows(toks, 1)
-		dom := sameDomain(b, len(toks))
-		cuts := randomCuts(rng, g, b, L, len(toks))
-		if len(cuts) == 0 {
-			continue
-		}
+	forCutProblems(t, cell, 43, func(p cutProblem) {
+		seed, rng, g, L, toks, c, k, dom, cuts := p.seed, p.rng, p.g, p.L, p.toks, p.c, p.k, p.dom, p.cuts
 		rx := g.defaultRelaxation(dom, L)
 		for id, a := range rx.alpha {
 			if _, isReLU := g.nodes[id].act.(relu); a != nil && isReLU {
@@ -230,7 +252,7 @@ func testCutGradient(t *testing.T, cell string) {
 				}
 			}
 		}
-	}
+	})
 	if checkedMu < 20 || checkedAlpha < 10 {
 		t.Fatalf("only %d multiplier and %d slope gradients checked", checkedMu, checkedAlpha)
 	}
@@ -251,22 +273,9 @@ func TestCutMultipliersSound(t *testing.T) {
 func testCutMultipliersSound(t *testing.T, cell string) {
 	kept, tighter := 0, 0
 	opt := alphaOptions{iters: 40, lr: 0.2, betaLR: 0.5}
-	for seed := uint64(1); seed <= 16; seed++ {
-		_, n := tinyNet(t, seed, int(seed%3), cell)
-		rng := rand.New(rand.NewPCG(seed, 47))
-		lo, hi := randomBox(rng, n.InputSize, 0.3)
+	forCutProblems(t, cell, 47, func(p cutProblem) {
+		seed, rng, lo, hi, g, b, L, toks, c, k, dom, cuts := p.seed, p.rng, p.lo, p.hi, p.g, p.b, p.L, p.toks, p.c, p.k, p.dom, p.cuts
 		const K = 1
-		g, b, L, ok := openStep(n, lo, hi, K)
-		if !ok {
-			continue
-		}
-		toks := nonEOS(n)
-		c, k := g.head.marginRows(toks, 1)
-		dom := sameDomain(b, len(toks))
-		cuts := randomCuts(rng, g, b, L, len(toks))
-		if len(cuts) == 0 {
-			continue
-		}
 		with, _, _, _ := g.optimise(dom, L, c, k, nil, cuts, nil, opt)
 		without, _, _, _ := g.optimise(dom, L, c, k, nil, nil, nil, opt)
 		short := alphaOptions{iters: 10, lr: 0.2, betaLR: 0.5}
@@ -303,7 +312,7 @@ func testCutMultipliersSound(t *testing.T, cell string) {
 				t.Fatalf("seed %d row %d: batched bound with cuts %v, alone %v", seed, r, batched[r], one[0])
 			}
 		}
-	}
+	})
 	t.Logf("%d samples outside the cuts under their bounds; %d rows tighter with random cuts", kept, tighter)
 	if kept < 500 || tighter == 0 {
 		t.Fatalf("%d samples checked, %d rows tighter with cuts: the cuts are not exercised", kept, tighter)
