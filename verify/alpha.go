@@ -315,13 +315,11 @@ func (g *graph) relaxedForward(s *backState, xs *block, upto int) []*block {
 			z := vals[p]
 			out := g.pool.dirty(R, n.width)
 			coef, slope, shift := s.rec.coef[n.id], s.rec.slope[n.id], s.rec.shift[n.id]
-			var alpha, pi *block
+			var alpha *block
 			if s.rx != nil {
 				alpha = s.rx.alpha[n.id]
-				if s.rx.cuts != nil {
-					pi = s.rx.cuts.pi[n.id]
-				}
 			}
+			pi := s.rx.piOf(n.id)
 			np := n.act.params()
 			def := make([]float64, np)
 			for r := 0; r < R; r++ {
@@ -369,10 +367,7 @@ func (g *graph) alphaGrad(s *backState, zeta []*block, upto int) []*block {
 		p := n.in[0]
 		np := n.act.params()
 		al := s.rx.alpha[n.id]
-		var pi *block
-		if s.rx.cuts != nil {
-			pi = s.rx.cuts.pi[n.id]
-		}
+		pi := s.rx.piOf(n.id)
 		gb := g.pool.dirty(coef.rows, coef.cols*np)
 		clear(gb.v)
 		for r := 0; r < coef.rows; r++ {

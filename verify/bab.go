@@ -258,11 +258,11 @@ func (bd *bounder) examine(doms, init []*domain, opt alphaOptions, maxTokens int
 		var cuts []rowCut
 		if bd.cuts != nil {
 			cuts = bd.cuts.rowCuts(g, dom, splits, tokens, start)
-			seen := map[int]bool{}
-			for _, ct := range cuts {
-				seen[ct.row] = true
+			for i, ct := range cuts { // a row's cuts are consecutive
+				if i == 0 || ct.row != cuts[i-1].row {
+					bd.cutRows++
+				}
 			}
-			bd.cutRows += int64(len(seen))
 		}
 		var rx0 *relaxation
 		if init != nil {

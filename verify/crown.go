@@ -462,15 +462,11 @@ func (g *graph) newBack(dom []*Bounds, rx *relaxation, padded, record bool) *bac
 // run back-substitutes the rows c·a_start + k to the input; c is not kept.
 func (s *backState) run(start int, c *block, k []float64) {
 	copy(s.k, k)
-	var cuts *cutTerms
-	if s.rx != nil {
-		cuts = s.rx.cuts
-	}
-	if cuts != nil {
+	if s.rx != nil && s.rx.cuts != nil {
 		for r := range s.k {
-			s.k[r] += cuts.k[r]
+			s.k[r] += s.rx.cuts.k[r]
 			if s.padded {
-				s.kabs[r] += cuts.kabs[r]
+				s.kabs[r] += s.rx.cuts.kabs[r]
 			}
 		}
 	}
@@ -483,7 +479,7 @@ func (s *backState) run(start int, c *block, k []float64) {
 	}
 	for id := start; id > 0; id-- {
 		if s.coef[id] == nil {
-			if cuts == nil || cuts.pi[id] == nil {
+			if s.rx.piOf(id) == nil {
 				continue
 			}
 			// A cut's indicator terms are bounded even where the
@@ -532,13 +528,11 @@ func (s *backState) relaxActivation(n *node) {
 			a, ain = s.abs[n.id], s.absInto(p)
 		}
 	}
-	var alpha, beta, betaK, pi *block
+	var alpha, beta, betaK *block
 	if s.rx != nil {
 		alpha, beta, betaK = s.rx.alpha[n.id], s.rx.beta[n.id], s.rx.betaK[n.id]
-		if s.rx.cuts != nil {
-			pi = s.rx.cuts.pi[n.id]
-		}
 	}
+	pi := s.rx.piOf(n.id)
 	var scratch []float64
 	var slope, shift *block
 	if s.rec != nil {

@@ -156,6 +156,14 @@ type cutTerms struct {
 	k, kabs []float64
 }
 
+// piOf is node id's cut coefficients π in rx (nil: none there).
+func (rx *relaxation) piOf(id int) *block {
+	if rx == nil || rx.cuts == nil {
+		return nil
+	}
+	return rx.cuts.pi[id]
+}
+
 // newCutTerms returns zero terms for R rows of the nodes cuts touch.
 func (g *graph) newCutTerms(cuts []rowCut, R int) *cutTerms {
 	ct := &cutTerms{pi: make([]*block, len(g.nodes)), k: make([]float64, R), kabs: make([]float64, R)}
@@ -260,13 +268,13 @@ func relaxCutRow(cr, pir []float64, pre []Interval, alr, ar, ir, air, sr, dr []f
 			continue
 		}
 		iv := pre[i]
-		al := 0.0
+		al := []float64{0}
 		if alr != nil {
-			al = alr[i]
-		} else if iv.Hi >= -iv.Lo {
-			al = 1
+			al[0] = alr[i]
+		} else {
+			relu{}.initParams(iv, al) // CROWN's slope, as the plain rule takes
 		}
-		rc := newReluCut(cr[i], pi, iv, al)
+		rc := newReluCut(cr[i], pi, iv, al[0])
 		ir[i] += rc.a
 		k += rc.psi0
 		if air != nil {
@@ -301,7 +309,7 @@ func (g *graph) cutGrad(s *backState, zeta []*block, cuts []rowCut) []float64 {
 			if cb := s.rec.coef[l.node]; cb != nil {
 				c = cb.v[e]
 			}
-			rc := newReluCut(c, s.rx.cuts.pi[l.node].v[e], s.dom[ct.row].Val[p][l.index], s.rx.alpha[l.node].v[e])
+			rc := newReluCut(c, s.rx.piOf(l.node).v[e], s.dom[ct.row].Val[p][l.index], s.rx.alpha[l.node].v[e])
 			v += l.sigma() * (rc.dap*zeta[p].v[e] + rc.dpp)
 		}
 		gm[j] = -v

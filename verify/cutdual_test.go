@@ -128,20 +128,15 @@ func randomCuts(rng *rand.Rand, g *graph, b *Bounds, L, rows int) []rowCut {
 }
 
 // excluded reports whether a decoding's node values val satisfy every
-// literal of some cut of row r: a point the cuts remove.
+// literal of some cut of row r (its region as splits at 0): a point the
+// cuts remove.
 func excluded(g *graph, val [][]float64, cuts []rowCut, r int) bool {
 	for _, ct := range cuts {
-		if ct.row != r {
-			continue
-		}
-		all := true
+		region := splitSet{}
 		for _, l := range ct.lits {
-			z := val[g.nodes[l.node].in[0]][l.index]
-			if l.up && z < 0 || !l.up && z > 0 {
-				all = false
-			}
+			region[neuron{l.node, l.index}] = uncut.side(0, l.up)
 		}
-		if all {
+		if ct.row == r && inDomain(g, val, region) {
 			return true
 		}
 	}
