@@ -59,6 +59,9 @@ func (t *CaptionerTraining) Train(ctx context.Context, env Env, progress Progres
 	if err != nil {
 		return CaptionerSummary{}, err
 	}
+	if err := run.LoadTeacher(d); err != nil {
+		return CaptionerSummary{}, err
+	}
 	in := d.Input()
 	if err := CheckMultiMNIST(in); err != nil {
 		return CaptionerSummary{}, err

@@ -345,42 +345,52 @@ func argmaxSkip[T ad.Float](row []T, skip int) (idx int, gap, rel float64) {
 // fed its own label tokens, summed over steps and averaged over the batch:
 // the training loss of every architecture.
 func TeacherForcedLoss[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], labels [][]int) (*ad.Node[T], error) {
-	b := len(labels)
-	if in.Rows() != b {
-		return nil, fmt.Errorf("teacher forcing: %d inputs, %d labels", in.Rows(), b)
-	}
-	steps, err := labelSteps(labels, d.Vocab(), d.EOS())
-	if err != nil {
-		return nil, fmt.Errorf("teacher forcing: %w", err)
-	}
-	s, err := d.Start(tp, in)
-	if err != nil {
-		return nil, err
-	}
-	targets := make([]int, b)
-	weights := make([]T, b)
-	for i := range weights {
-		weights[i] = T(1) / T(b)
-	}
 	var total *ad.Node[T]
-	var prev []int
-	for t := 0; t < steps; t++ {
-		var logits *ad.Node[T]
-		logits, s = d.Step(tp, s, prev)
-		stepTargets(targets, labels, t, d.EOS())
-		next := make([]int, b)
-		for r, y := range targets {
-			next[r] = max(y, 0)
-		}
+	err := forceTeacher(tp, d, in, labels, func(_ int, logits *ad.Node[T], targets []int, weights []T) {
 		ce := tp.SmoothedCrossEntropy(logits, targets, weights, in.LabelSmoothing)
 		if total == nil {
 			total = ce
 		} else {
 			total = tp.Add(total, ce)
 		}
+	})
+	return total, err
+}
+
+// forceTeacher runs d over the batch in, each row fed its own label
+// tokens, and calls each with every step's logits, targets (stepTargets)
+// and row weights (1/B each): the loop every teacher-forced loss shares.
+func forceTeacher[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], labels [][]int, each func(t int, logits *ad.Node[T], targets []int, weights []T)) error {
+	b := len(labels)
+	if in.Rows() != b {
+		return fmt.Errorf("teacher forcing: %d inputs, %d labels", in.Rows(), b)
+	}
+	steps, err := labelSteps(labels, d.Vocab(), d.EOS())
+	if err != nil {
+		return fmt.Errorf("teacher forcing: %w", err)
+	}
+	s, err := d.Start(tp, in)
+	if err != nil {
+		return err
+	}
+	weights := make([]T, b)
+	for i := range weights {
+		weights[i] = T(1) / T(b)
+	}
+	var prev []int
+	for t := 0; t < steps; t++ {
+		var logits *ad.Node[T]
+		logits, s = d.Step(tp, s, prev)
+		targets := make([]int, b)
+		stepTargets(targets, labels, t, d.EOS())
+		next := make([]int, b)
+		for r, y := range targets {
+			next[r] = max(y, 0)
+		}
+		each(t, logits, targets, weights)
 		prev = next
 	}
-	return total, nil
+	return nil
 }
 
 // labelSteps checks that every label token is a non-eos token of a

@@ -20,6 +20,9 @@ type CaptionerRun struct {
 	// Init names the model d was loaded from for fine-tuning ("": trained
 	// from scratch); the training record keeps it.
 	Init string
+	// DistillFrom names the teacher model (LoadTeacher loads it into
+	// Options.Teacher); "" distils nothing.
+	DistillFrom string
 	// Record is added to the training record in the model's config.json
 	// (how the data were drawn and augmented).
 	Record map[string]any
@@ -133,6 +136,14 @@ func captionerRecord(d model.Decoder[float32], run CaptionerRun) map[string]any 
 		if opt.SABR > 0 {
 			rec["ibp_sabr"] = opt.SABR
 			cmd = fmt.Sprintf("%s --ibp-sabr %g", cmd, opt.SABR)
+		}
+	}
+	if opt.distilling() {
+		rec["distill_from"], rec["distill"], rec["distill_temp"], rec["teacher_sha256"] = run.DistillFrom, opt.Distill, opt.DistillTemp, opt.TeacherID
+		cmd = fmt.Sprintf("%s --distill-from %s --distill %g --distill-temp %g", cmd, run.DistillFrom, opt.Distill, opt.DistillTemp)
+		if opt.DistillHardEOS {
+			rec["distill_hard_eos"] = true
+			cmd += " --distill-hard-eos"
 		}
 	}
 	rec["command"] = cmd

@@ -80,6 +80,21 @@ func TestCaptionerRecord(t *testing.T) {
 			o.IBP, o.IBPEps, o.SABR = 0.5, 0.1, 0.3
 			return o
 		}()}, head + " --ibp 0.5 --ibp-eps 0.1 --ibp-ramp 0 --ibp-sabr 0.3"},
+		{"distill", CaptionerRun{DistillFrom: "models/t", Options: func() Options {
+			o := base
+			o.Teacher, o.TeacherID, o.Distill, o.DistillTemp = d, "abc", 0.5, 2
+			return o
+		}()}, head + " --distill-from models/t --distill 0.5 --distill-temp 2"},
+		{"distill, eos hard", CaptionerRun{DistillFrom: "models/t", Options: func() Options {
+			o := base
+			o.Teacher, o.TeacherID, o.Distill, o.DistillTemp, o.DistillHardEOS = d, "abc", 0.5, 4, true
+			return o
+		}()}, head + " --distill-from models/t --distill 0.5 --distill-temp 4 --distill-hard-eos"},
+		{"teacher at weight 0", CaptionerRun{DistillFrom: "models/t", Options: func() Options {
+			o := base
+			o.Teacher, o.TeacherID, o.DistillTemp = d, "abc", 2
+			return o
+		}()}, head},
 	} {
 		if got := captionerRecord(d, c.run)["command"]; got != c.want {
 			t.Errorf("%s: command %q, want %q", c.name, got, c.want)

@@ -92,6 +92,10 @@ func (r *CaptionerRun) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&r.Init, "init", r.Init, "start from this model's weights and architecture (fine-tuning)")
 	r.registerCaptionerFlags(fs, "seed for initialisation, shuffling, augmentation and dropout")
 	r.RegisterRobustnessFlags(fs)
+	fs.StringVar(&r.DistillFrom, "distill-from", r.DistillFrom, "distil this model (same inputs and vocabulary) into the one trained: its distributions become part of the teacher-forced term's targets")
+	fs.Float64Var(&r.Distill, "distill", r.Distill, "weight of the teacher's distributions in the teacher-forced term, in [0, 1] (with --distill-from only)")
+	fs.Float64Var(&r.DistillTemp, "distill-temp", r.DistillTemp, "temperature the teacher's and the model's distributions are compared at, positive (with --distill-from only)")
+	fs.BoolVar(&r.DistillHardEOS, "distill-hard-eos", r.DistillHardEOS, "keep the label alone where it is eos: the teacher's softer eos decision narrows the margins the verifier proves (with --distill-from only)")
 }
 
 // ValidateFlags checks a run set by RegisterFlags before any work: an
@@ -100,7 +104,32 @@ func (r CaptionerRun) ValidateFlags(changed func(flag string) bool) error {
 	if r.Out == "" {
 		return errors.New("--out is required")
 	}
+	if err := SwitchedBy(changed, "distill-from", r.DistillFrom != "", "distill", "distill-temp", "distill-hard-eos"); err != nil {
+		return err
+	}
 	return r.Options.ValidateFlags(changed)
+}
+
+// LoadTeacher loads the model DistillFrom names into Options.Teacher and
+// its digest into Options.TeacherID (nothing without DistillFrom), and
+// refuses it (CheckTeacher) as a teacher of d.
+func (r *CaptionerRun) LoadTeacher(d model.Decoder[float32]) error {
+	if r.DistillFrom == "" {
+		return nil
+	}
+	t, err := model.Load[float32](r.DistillFrom)
+	if err != nil {
+		return fmt.Errorf("--distill-from: %w", err)
+	}
+	if err := CheckTeacher(t, d); err != nil {
+		return fmt.Errorf("--distill-from %s: %w", r.DistillFrom, err)
+	}
+	id, err := model.Digest(r.DistillFrom)
+	if err != nil {
+		return fmt.Errorf("--distill-from: %w", err)
+	}
+	r.Teacher, r.TeacherID = t, id
+	return nil
 }
 
 // DefaultShowTellOptions are lenspec train showtell's defaults, the recipe

@@ -103,6 +103,35 @@ func TestCaptionerFlags(t *testing.T) {
 	if u := fs.Lookup("seed").Usage; u != "seed for initialisation, shuffling, augmentation and dropout" {
 		t.Errorf("--seed: %q", u)
 	}
+	for _, tc := range []struct {
+		args []string
+		want string // "": valid
+	}{
+		{[]string{"--distill-from", "teacher"}, ""},
+		{[]string{"--distill-from", "teacher", "--distill", "1", "--distill-temp", "4"}, ""},
+		{[]string{"--distill", "0.3"}, "--distill is read only with --distill-from, which is off: set --distill-from, or drop --distill"},
+		{[]string{"--distill-temp", "3"}, "--distill-temp is read only with --distill-from, which is off: set --distill-from, or drop --distill-temp"},
+		{[]string{"--distill-hard-eos"}, "--distill-hard-eos is read only with --distill-from, which is off: set --distill-from, or drop --distill-hard-eos"},
+		{[]string{"--distill-from", "teacher", "--distill-hard-eos"}, ""},
+		{[]string{"--distill-from", "teacher", "--distill", "2"}, "distillation weight 2 must be in [0, 1]"},
+		{[]string{"--distill-from", "teacher", "--distill-temp", "-1"}, "distillation temperature -1 must be positive and finite"},
+	} {
+		run := CaptionerRun{Options: DefaultOptions()}
+		fs := pflag.NewFlagSet("captioner", pflag.ContinueOnError)
+		run.RegisterFlags(fs)
+		if err := fs.Parse(append([]string{"--out", "m"}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		err := run.ValidateFlags(fs.Changed)
+		if got := ""; err != nil || tc.want != "" {
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("%q: got %q, want %q", tc.args, got, tc.want)
+			}
+		}
+	}
 
 	o := DefaultShowTellOptions()
 	fs = pflag.NewFlagSet("showtell", pflag.ContinueOnError)

@@ -160,7 +160,7 @@ func (t *Trainer) shard(b Batch, lo, hi, rows, n, k, step int, eps, ibp float64)
 			}
 		}
 	}
-	loss, err := model.TeacherForcedLoss(tp, t.d, in, b.Labels[lo:hi])
+	loss, err := t.taskLoss(tp, in, b.Labels[lo:hi])
 	if err != nil {
 		return nil, StepResult{}, err
 	}
@@ -191,6 +191,27 @@ func (t *Trainer) shard(b Batch, lo, hi, rows, n, k, step int, eps, ibp float64)
 	}
 	r.Loss = float64(loss.Value.Data[0])
 	return tp, r, nil
+}
+
+// taskLoss is the teacher-forced loss of the batch in, distilled from
+// the teacher when there is one: its distributions are taken on a tape of
+// their own that records nothing, at the same inputs.
+func (t *Trainer) taskLoss(tp *ad.Tape[float32], in model.Input[float32], labels [][]int) (*ad.Node[float32], error) {
+	opt := t.opt
+	if !opt.distilling() {
+		return model.TeacherForcedLoss(tp, t.d, in, labels)
+	}
+	ttp := ad.NewTape[float32](false)
+	tin := model.Input[float32]{Tokens: in.Tokens}
+	if in.X != nil {
+		tin.X = ttp.Const(in.X.Value)
+	}
+	soft, err := model.TeacherSoftTargets(ttp, opt.Teacher, tin, labels, opt.DistillTemp)
+	if err != nil {
+		return nil, fmt.Errorf("teacher: %w", err)
+	}
+	soft.HardEOS = opt.DistillHardEOS
+	return model.DistilledLoss(tp, t.d, in, labels, soft, opt.Distill)
 }
 
 // rampAt is a linear ramp's value at step of total: from 0 to 1 over the

@@ -104,6 +104,21 @@ type Options struct {
 	// worst; the verifier's branch and bound covers the rest of the ball.
 	// 0 is off (the whole ball).
 	SABR float64
+	// Teacher, if set and Distill is positive, is distilled into the model
+	// (model.DistilledLoss): the teacher-forced term becomes (1 −
+	// Distill)·its cross-entropy + Distill·DistillTemp²·the cross-entropy
+	// against Teacher's distributions at temperature DistillTemp, taken at
+	// the inputs the term is taken at (the attack points with IBPAttack).
+	// A more accurate teacher gives back some of the accuracy a certified
+	// loss takes. TeacherID names it (its digest) in checkpoints, so a
+	// run resumed with another teacher is refused.
+	Teacher              model.Decoder[float32]
+	TeacherID            string
+	Distill, DistillTemp float64
+	// DistillHardEOS keeps the label alone on the steps whose target is
+	// eos (model.SoftTargets.HardEOS): the teacher's softer eos decision
+	// would narrow the margins the verifier proves.
+	DistillHardEOS bool
 	// Shards splits each batch into this many shards whose gradients are
 	// computed concurrently and summed in shard order (0 means 1): the
 	// result depends on it, not on the number of cores that run them. On
@@ -149,10 +164,13 @@ type Progress struct {
 // DefaultOptions are the settings that produced models/mmnist-rnn, on two
 // shards.
 func DefaultOptions() Options {
-	return Options{Seed: 1, Epochs: 20, BatchSize: 64, LR: 3e-3, FinalLR: 1e-4, WeightDecay: 0.01, ClipNorm: 5, Shards: 2}
+	return Options{Seed: 1, Epochs: 20, BatchSize: 64, LR: 3e-3, FinalLR: 1e-4, WeightDecay: 0.01, ClipNorm: 5, Shards: 2, Distill: 0.5, DistillTemp: 2}
 }
 
 func (o Options) shards() int { return max(o.Shards, 1) }
+
+// distilling reports whether the run distils a teacher.
+func (o Options) distilling() bool { return o.Teacher != nil && o.Distill > 0 }
 
 // bound is the certified loss's bound, model.BoundInterval unless set.
 func (o Options) bound() model.Bound {
@@ -219,6 +237,12 @@ func (o Options) Validate() error {
 	if !(o.SABR >= 0 && o.SABR < 1) {
 		bad("SABR box fraction %v must be in [0, 1) (0: off, the whole ball)", o.SABR)
 	}
+	if !(o.Distill >= 0 && o.Distill <= 1) {
+		bad("distillation weight %v must be in [0, 1]", o.Distill)
+	}
+	if o.Distill > 0 && (!(o.DistillTemp > 0) || !finite(o.DistillTemp)) {
+		bad("distillation temperature %v must be positive and finite", o.DistillTemp)
+	}
 	if o.IBP == 0 && (o.bound() != model.BoundInterval || o.IBPAttack || o.SABR > 0) {
 		bad("the IBP bound and attack shape the certified loss, which is off (IBP weight 0)")
 	}
@@ -246,6 +270,11 @@ func (o Options) ValidateFor(d model.Decoder[float32]) error {
 			errs = append(errs, fmt.Errorf("architecture %s: %w", arch, err))
 		}
 	}
+	if o.distilling() {
+		if err := CheckTeacher(o.Teacher, d); err != nil {
+			errs = append(errs, fmt.Errorf("teacher %s: %w", o.TeacherID, err))
+		}
+	}
 	in := d.Input()
 	if in.Kind == model.Continuous {
 		if err := spec.CheckRadius(o.StabilityEps, in.Min, in.Max); err != nil {
@@ -256,6 +285,18 @@ func (o Options) ValidateFor(d model.Decoder[float32]) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// CheckTeacher refuses a teacher that does not read the inputs d reads
+// or write the tokens it writes: its distributions would not be targets
+// for d's.
+func CheckTeacher(teacher, d model.Decoder[float32]) error {
+	ti, di := teacher.Input(), d.Input()
+	if teacher.Vocab() != d.Vocab() || teacher.EOS() != d.EOS() || ti.Size() != di.Size() || ti.Kind != di.Kind {
+		return fmt.Errorf("vocabulary %d, eos %d, input %d: not those of the model trained (%d, %d, %d)",
+			teacher.Vocab(), teacher.EOS(), ti.Size(), d.Vocab(), d.EOS(), di.Size())
+	}
+	return nil
 }
 
 // Fit trains d on src in place and returns the mean loss of the last
@@ -421,6 +462,12 @@ func settings(d model.Decoder[float32], src Source[float32], opt Options) map[st
 	}
 	if opt.SABR > 0 {
 		s["ibp_sabr"] = fmt.Sprint(opt.SABR)
+	}
+	if opt.distilling() {
+		s["distill"], s["distill_temp"], s["teacher"] = fmt.Sprint(opt.Distill), fmt.Sprint(opt.DistillTemp), opt.TeacherID
+		if opt.DistillHardEOS {
+			s["distill_hard_eos"] = "true"
+		}
 	}
 	return s
 }

@@ -241,6 +241,10 @@ func TestOptionsValidate(t *testing.T) {
 		{func(o *Options) { o.IBP, o.IBPEps, o.SABR = 0.5, 0.1, 1 }, "SABR box fraction 1"},
 		{func(o *Options) { o.IBP, o.IBPEps, o.SABR = 0.5, 0.1, -0.1 }, "SABR box fraction -0.1"},
 		{func(o *Options) { o.IBP, o.IBPEps, o.SABR = 0.5, 0.1, math.NaN() }, "SABR box fraction NaN"},
+		{func(o *Options) { o.Distill = 1.5 }, "distillation weight 1.5"},
+		{func(o *Options) { o.Distill = math.NaN() }, "distillation weight NaN"},
+		{func(o *Options) { o.DistillTemp = 0 }, "distillation temperature 0"},
+		{func(o *Options) { o.DistillTemp = math.Inf(1) }, "distillation temperature +Inf"},
 		{func(o *Options) { o.Shards = -1 }, "shards"},
 		{func(o *Options) { o.Shards = 1000 }, "shards"},
 	} {
@@ -368,7 +372,7 @@ func TestShardedStep(t *testing.T) {
 		m := newModel(t, model.CellReLU, 4)
 		opt := Options{Seed: 1, Epochs: 1, BatchSize: 32, LR: 1e-3, Shards: shards,
 			Stability: loss.Stability, StabilityEps: loss.StabilityEps, IBP: loss.IBP, IBPEps: loss.IBPEps,
-			IBPBound: loss.IBPBound, IBPAttack: loss.IBPAttack, SABR: loss.SABR}
+			IBPBound: loss.IBPBound, IBPAttack: loss.IBPAttack, SABR: loss.SABR, Teacher: loss.Teacher, Distill: loss.Distill, DistillTemp: loss.DistillTemp, DistillHardEOS: loss.DistillHardEOS}
 		tr, err := NewTrainer(m, opt)
 		if err != nil {
 			t.Fatal(err)
@@ -385,7 +389,8 @@ func TestShardedStep(t *testing.T) {
 	}
 	for _, loss := range []Options{{}, {Stability: 0.5, StabilityEps: 0.1}, {IBP: 0.5, IBPEps: 0.05},
 		{IBP: 0.5, IBPEps: 0.05, IBPBound: model.BoundCROWNIBP}, {IBP: 0.5, IBPEps: 0.05, IBPAttack: true},
-		{IBP: 0.5, IBPEps: 0.05, SABR: 0.3, IBPBound: model.BoundCROWNIBP}} {
+		{IBP: 0.5, IBPEps: 0.05, SABR: 0.3, IBPBound: model.BoundCROWNIBP},
+		{IBP: 0.5, IBPEps: 0.05, IBPAttack: true, Teacher: newModel(t, model.CellLSTM, 9), Distill: 0.5, DistillTemp: 2, DistillHardEOS: true}} {
 		g1, l1 := grads(1, loss)
 		for _, shards := range []int{2, 3} {
 			gs, ls := grads(shards, loss)
@@ -436,5 +441,60 @@ func TestTokenRate(t *testing.T) {
 		if got := r.Add(Progress{Tokens: toks, Elapsed: time.Duration(i) * time.Second}); got != want {
 			t.Errorf("step %d: rate %v, want %v", i, got, want)
 		}
+	}
+}
+
+// TestDistillation: training on the soft term alone brings the model's
+// distributions toward the teacher's (their KL divergence along the
+// labels falls by more than half), a teacher that reads other tokens is
+// refused, and a checkpoint written with another teacher is not resumed.
+func TestDistillation(t *testing.T) {
+	ds := synthetic(t, 256, 13)
+	src := source[float32](t, ds, false)
+	x, _, labels := src.Batch(rand.New(rand.NewPCG(3, 3)).Perm(ds.N)[:64], nil)
+	teacher := newModel(t, model.CellLSTM, 9)
+	const temp = 2
+	// kl is T²·Σ_t mean_r KL(teacher ‖ m) at temp along the labels: the
+	// soft term of m less the teacher's own.
+	soft := func(m model.Decoder[float32]) float64 {
+		tp := ad.NewTape[float32](false)
+		in := model.Input[float32]{X: tp.Const(ad.FromSlice(x, len(labels), len(x)/len(labels)))}
+		st, err := model.TeacherSoftTargets(tp, teacher, in, labels, temp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := model.DistilledLoss(tp, m, in, labels, st, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return float64(l.Value.Data[0])
+	}
+	kl := func(m model.Decoder[float32]) float64 { return soft(m) - soft(teacher) }
+	m := newModel(t, model.CellReLU, 4)
+	before := kl(m)
+	dir := t.TempDir()
+	opt := Options{Seed: 1, Epochs: 2, BatchSize: 32, LR: 3e-3, ClipNorm: 5, Teacher: teacher, TeacherID: "teacher-a", Distill: 1, DistillTemp: temp, CheckpointDir: dir}
+	if _, err := Fit(context.Background(), m, src, opt); err != nil {
+		t.Fatal(err)
+	}
+	after := kl(m)
+	t.Logf("KL divergence from the teacher: %v before, %v after", before, after)
+	if !(before > 0.01 && after < before/2) {
+		t.Fatalf("KL divergence from the teacher %v before, %v after two epochs of distillation: not following it", before, after)
+	}
+	opt.TeacherID, opt.Epochs = "teacher-b", 3
+	if _, err := Fit(context.Background(), m, src, opt); err == nil || !strings.Contains(err.Error(), "teacher") {
+		t.Fatalf("a checkpoint written with another teacher resumed: %v", err)
+	}
+	other := tinyCfg(model.CellReLU)
+	other.Vocab = append(slices.Clone(other.Vocab[:len(other.Vocab)-1]), "x", other.Vocab[len(other.Vocab)-1])
+	other.EOS = len(other.Vocab) - 1
+	wide, err := model.New[float32](other, rand.New(rand.NewPCG(1, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Seed: 1, Epochs: 1, BatchSize: 32, LR: 1e-3, Teacher: wide, TeacherID: "wide", Distill: 0.5, DistillTemp: 1}
+	if err := o.ValidateFor(newModel(t, model.CellReLU, 4)); err == nil || !strings.Contains(err.Error(), "teacher wide: vocabulary 12") {
+		t.Fatalf("a teacher with another vocabulary: %v", err)
 	}
 }

@@ -46,7 +46,10 @@ decoder on top of the intervals), and the count is taken on that bound;
 ball instead of at the image itself (MTL-IBP); --ibp-sabr λ takes the
 certified loss over a box of radius λ·--ibp-eps around such an attack point,
 inside the ball, instead of over the whole ball (SABR), and the count is then
-the small boxes'. --ibp-ramp is the fraction of
+the small boxes'. --distill-from DIR mixes a more accurate teacher's
+distributions into the cross-entropy term (knowledge distillation: --distill
+is their weight, --distill-temp the temperature; --distill-hard-eos keeps the
+label alone where it is eos, whose margin the verifier proves). --ibp-ramp is the fraction of
 the run over which the certified loss's weight and radius grow: a longer ramp
 (and more epochs) gives the model time to keep its accuracy.
 
