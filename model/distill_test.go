@@ -117,27 +117,9 @@ func TestDistilledLossGradient(t *testing.T) {
 				t.Fatal(err)
 			}
 			soft.HardEOS = cell == CellLSTM // one cell each way
-			loss := func() float64 {
-				tp := ad.NewTape[float64](false)
-				l, err := DistilledLoss[float64](tp, m, Input[float64]{X: tp.Const(ad.FromSlice(x, b, size(m)))}, labels, soft, weight)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return l.Value.Data[0]
-			}
-			tp := ad.NewTrainingTape[float64]()
-			xn := tp.Var(ad.FromSlice(x, b, size(m)))
-			l, err := DistilledLoss[float64](tp, m, Input[float64]{X: xn}, labels, soft, weight)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := tp.Backward(l); err != nil {
-				t.Fatal(err)
-			}
-			checkFD(t, "input", x, xn.Grad.Data, loss)
-			for _, p := range m.Params() {
-				checkFD(t, p.Name, p.W.Data, p.G.Data, loss)
-			}
+			checkLossGradient(t, m, x, b, func(tp *ad.Tape[float64], in Input[float64]) (*ad.Node[float64], error) {
+				return DistilledLoss[float64](tp, m, in, labels, soft, weight)
+			})
 		})
 	}
 }

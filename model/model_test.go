@@ -50,9 +50,6 @@ func randInput(rng *rand.Rand, n int) []float64 {
 
 func size(d interface{ Input() InputSpec }) int { return d.Input().Size() }
 
-// TestLossGradient checks the teacher-forced loss gradient with respect to
-// the input and every parameter against central finite differences, for
-// both cells.
 // checkFD compares the analytic gradient grad of loss with respect to vals
 // with central finite differences, value by value.
 func checkFD(t *testing.T, name string, vals, grad []float64, loss func() float64) {
@@ -72,6 +69,40 @@ func checkFD(t *testing.T, name string, vals, grad []float64, loss func() float6
 	}
 }
 
+// checkLossGradient checks the gradient of loss at the b-row input batch
+// x, with respect to x and to every parameter of m, against central
+// finite differences: the check every training loss gets.
+func checkLossGradient(t *testing.T, m interface {
+	Params() []*ad.Param[float64]
+	Input() InputSpec
+}, x []float64, b int, loss func(*ad.Tape[float64], Input[float64]) (*ad.Node[float64], error)) {
+	t.Helper()
+	value := func() float64 {
+		tp := ad.NewTape[float64](false)
+		l, err := loss(tp, Input[float64]{X: tp.Const(ad.FromSlice(x, b, size(m)))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Value.Data[0]
+	}
+	tp := ad.NewTrainingTape[float64]()
+	xn := tp.Var(ad.FromSlice(x, b, size(m)))
+	l, err := loss(tp, Input[float64]{X: xn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Backward(l); err != nil {
+		t.Fatal(err)
+	}
+	checkFD(t, "input", x, xn.Grad.Data, value)
+	for _, p := range m.Params() {
+		checkFD(t, p.Name, p.W.Data, p.G.Data, value)
+	}
+}
+
+// TestLossGradient checks the teacher-forced loss gradient with respect to
+// the input and every parameter against central finite differences, for
+// both cells.
 func TestLossGradient(t *testing.T) {
 	for _, cell := range cells {
 		t.Run(cell, func(t *testing.T) {
@@ -80,27 +111,9 @@ func TestLossGradient(t *testing.T) {
 			const b = 3
 			x := randInput(rng, b*size(m))
 			labels := [][]int{{0, 2}, {1}, {}}
-			loss := func() float64 {
-				tp := ad.NewTape[float64](false)
-				l, err := TeacherForcedLoss[float64](tp, m, Input[float64]{X: tp.Const(ad.FromSlice(x, b, size(m)))}, labels)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return l.Value.Data[0]
-			}
-			tp := ad.NewTrainingTape[float64]()
-			xn := tp.Var(ad.FromSlice(x, b, size(m)))
-			l, err := TeacherForcedLoss[float64](tp, m, Input[float64]{X: xn}, labels)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := tp.Backward(l); err != nil {
-				t.Fatal(err)
-			}
-			checkFD(t, "input", x, xn.Grad.Data, loss)
-			for _, p := range m.Params() {
-				checkFD(t, p.Name, p.W.Data, p.G.Data, loss)
-			}
+			checkLossGradient(t, m, x, b, func(tp *ad.Tape[float64], in Input[float64]) (*ad.Node[float64], error) {
+				return TeacherForcedLoss[float64](tp, m, in, labels)
+			})
 		})
 	}
 }

@@ -150,27 +150,9 @@ func TestShowTellLossGradient(t *testing.T) {
 	const b = 3
 	x := randInput(rng, b*size(m))
 	labels := [][]int{{0, 2}, {1}, {}}
-	loss := func() float64 {
-		tp := ad.NewTape[float64](false)
-		l, err := TeacherForcedLoss[float64](tp, m, Input[float64]{X: tp.Const(ad.FromSlice(x, b, size(m)))}, labels)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l.Value.Data[0]
-	}
-	tp := ad.NewTrainingTape[float64]()
-	xn := tp.Var(ad.FromSlice(x, b, size(m)))
-	l, err := TeacherForcedLoss[float64](tp, m, Input[float64]{X: xn}, labels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tp.Backward(l); err != nil {
-		t.Fatal(err)
-	}
-	checkFD(t, "input", x, xn.Grad.Data, loss)
-	for _, p := range m.Params() {
-		checkFD(t, p.Name, p.W.Data, p.G.Data, loss)
-	}
+	checkLossGradient(t, m, x, b, func(tp *ad.Tape[float64], in Input[float64]) (*ad.Node[float64], error) {
+		return TeacherForcedLoss[float64](tp, m, in, labels)
+	})
 }
 
 func TestShowTellSaveLoad(t *testing.T) {
