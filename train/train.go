@@ -162,7 +162,8 @@ type Progress struct {
 }
 
 // DefaultOptions are the settings that produced models/mmnist-rnn, on two
-// shards.
+// shards. Distill and DistillTemp are distillation's defaults, read only
+// when a Teacher is set.
 func DefaultOptions() Options {
 	return Options{Seed: 1, Epochs: 20, BatchSize: 64, LR: 3e-3, FinalLR: 1e-4, WeightDecay: 0.01, ClipNorm: 5, Shards: 2, Distill: 0.5, DistillTemp: 2}
 }
