@@ -79,7 +79,7 @@ func TestLimitsHoldInBaB(t *testing.T) {
 	worst := time.Duration(math.MinInt64)
 	maxSlow := 1.0
 	var worstWhat string
-	runs := 0
+	runs, retries := 0, 0
 	for seed := uint64(1); seed <= 4; seed++ {
 		m, n := randomNet(t, limitConfig(), seed)
 		rng := rand.New(rand.NewPCG(seed, 5))
@@ -97,19 +97,33 @@ func TestLimitsHoldInBaB(t *testing.T) {
 				for _, limit := range limits {
 					opt := p.opt(verifyOpts(), m)
 					opt.TimeLimit = limit
-					t0 := time.Now()
-					r, err := Verify(context.Background(), n, m, Sample{Name: "t", Set: ball, K: K}, opt)
-					took := time.Since(t0)
-					if err != nil {
-						t.Fatal(err)
+					run := func() (*Result, time.Duration, float64, time.Duration) {
+						t0 := time.Now()
+						r, err := Verify(context.Background(), n, m, Sample{Name: "t", Set: ball, K: K}, opt)
+						took := time.Since(t0)
+						if err != nil {
+							t.Fatal(err)
+						}
+						runs++
+						// What 50 ms of work takes now: a loaded machine gives
+						// this process a share of a core, and the work between
+						// two looks at the clock slows by the same factor.
+						slow := min(slowdown(), maxSlowdown)
+						allow := limit/20 + time.Duration(float64(50*time.Millisecond)*slow)
+						return r, took, slow, took - limit - allow
 					}
-					runs++
-					// What 50 ms of work takes now: a loaded machine gives
-					// this process a share of a core, and the work between
-					// two looks at the clock slows by the same factor.
-					slow := min(slowdown(), maxSlowdown)
-					allow := limit/20 + time.Duration(float64(50*time.Millisecond)*slow)
-					if over := took - limit - allow; over > worst {
+					r, took, slow, over := run()
+					if over > 0 {
+						// The slowdown is sampled after the run, so a stall
+						// of the whole process during it (other test
+						// binaries on the 2 vCPUs) can go unseen: a run late
+						// once is run again, and only a second late run
+						// counts: a limit the code does not enforce is late
+						// every time.
+						retries++
+						r, took, slow, over = run()
+					}
+					if over > worst {
 						worst, worstWhat = over, fmt.Sprintf("seed %d δ %g %s, %v limit: %v, slowdown %.1f× (%s: %s; bounds %.3f s, phases %+v)", seed, delta, p.name, limit, took, slow, r.Verdict, r.Reason, r.BoundSeconds, r.Phases)
 					}
 					maxSlow = max(maxSlow, slow)
@@ -117,7 +131,7 @@ func TestLimitsHoldInBaB(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d runs; the machine slowed work by up to %.1f×; closest to the allowance: %v beyond it (%s)", runs, maxSlow, worst, worstWhat)
+	t.Logf("%d runs (%d again after a late one); the machine slowed work by up to %.1f×; closest to the allowance: %v beyond it (%s)", runs, retries, maxSlow, worst, worstWhat)
 	if worst > 0 {
 		t.Fatalf("a sample ran %v past its limit + 5 %% + 50 ms × the slowdown: %s", worst, worstWhat)
 	}
