@@ -32,23 +32,12 @@ func TeacherSoftTargets[T ad.Float](tp *ad.Tape[T], teacher Decoder[T], in Input
 	}
 	st := SoftTargets[T]{Temp: temp}
 	err := forceTeacher(tp, teacher, in, labels, func(_ int, logits *ad.Node[T], _ []int, _ []T) {
-		cols, rows := logits.Value.Cols(), logits.Value.Rows()
-		p := make([]T, rows*cols)
-		for r := range rows {
-			row := logits.Value.Data[r*cols : (r+1)*cols]
-			m := math.Inf(-1)
-			for _, v := range row {
-				m = math.Max(m, float64(v)/temp)
-			}
-			var z float64
-			for j, v := range row {
-				e := math.Exp(float64(v)/temp - m)
-				p[r*cols+j] = T(e)
-				z += e
-			}
-			for j := range row {
-				p[r*cols+j] = T(float64(p[r*cols+j]) / z)
-			}
+		// The same log-softmax at the same temperature as the model's side
+		// of DistilledLoss.
+		lp := tp.LogSoftmax(tp.Scale(logits, T(1/temp))).Value.Data
+		p := make([]T, len(lp))
+		for i, v := range lp {
+			p[i] = T(math.Exp(float64(v)))
 		}
 		st.Probs = append(st.Probs, p)
 	})

@@ -360,6 +360,8 @@ func TeacherForcedLoss[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], la
 // forceTeacher runs d over the batch in, each row fed its own label
 // tokens, and calls each with every step's logits, targets (stepTargets)
 // and row weights (1/B each): the loop every teacher-forced loss shares.
+// targets and weights are reused from step to step, so each must not keep
+// them (the tape's losses copy what they keep).
 func forceTeacher[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], labels [][]int, each func(t int, logits *ad.Node[T], targets []int, weights []T)) error {
 	b := len(labels)
 	if in.Rows() != b {
@@ -377,11 +379,11 @@ func forceTeacher[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], labels 
 	for i := range weights {
 		weights[i] = T(1) / T(b)
 	}
+	targets := make([]int, b)
 	var prev []int
 	for t := 0; t < steps; t++ {
 		var logits *ad.Node[T]
 		logits, s = d.Step(tp, s, prev)
-		targets := make([]int, b)
 		stepTargets(targets, labels, t, d.EOS())
 		next := make([]int, b)
 		for r, y := range targets {

@@ -263,12 +263,12 @@ func newReluCut(c, pi float64, iv Interval, alpha float64) reluCut {
 // air when padded; the relaxed network's h to sr, dr when recorded). It
 // returns the row's constant and, padded, its magnitude.
 func relaxCutRow(cr, pir []float64, pre []Interval, alr, ar, ir, air, sr, dr []float64) (k, kabs float64) {
+	al := make([]float64, 1) // initParams's out, one slope
 	for i, pi := range pir {
 		if pi == 0 {
 			continue
 		}
 		iv := pre[i]
-		al := []float64{0}
 		if alr != nil {
 			al[0] = alr[i]
 		} else {

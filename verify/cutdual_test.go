@@ -132,11 +132,14 @@ func randomCuts(rng *rand.Rand, g *graph, b *Bounds, L, rows int) []rowCut {
 // cuts remove.
 func excluded(g *graph, val [][]float64, cuts []rowCut, r int) bool {
 	for _, ct := range cuts {
+		if ct.row != r {
+			continue
+		}
 		region := splitSet{}
 		for _, l := range ct.lits {
 			region[neuron{l.node, l.index}] = uncut.side(0, l.up)
 		}
-		if ct.row == r && inDomain(g, val, region) {
+		if inDomain(g, val, region) {
 			return true
 		}
 	}
