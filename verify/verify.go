@@ -592,7 +592,10 @@ func solvePhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 		return true, nil
 	}
 	if res.Reason == "" || !r.HasSolution {
-		res.Reason = fmt.Sprintf("solver stopped: %v, proven margin ≤ %.3g", r.Status, phaseBound)
+		// The sample's bound, not this solve's: a solve stopped before its
+		// root has none (+Inf), and the reason would hide what the earlier
+		// stages proved and the record's proven_bound says.
+		res.Reason = fmt.Sprintf("solver stopped: %v, proven margin ≤ %.3g", r.Status, res.Bound)
 		if r.Message != "" {
 			res.Reason += " (" + r.Message + ")"
 		}

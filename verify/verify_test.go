@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -711,6 +712,35 @@ func TestLimitHoldsWhenSolverDoesNot(t *testing.T) {
 		t.Fatalf("the sample took %v of a 1 s limit: it waited for the solver", took)
 	}
 	t.Logf("%v of a 1 s limit (phases %+v)", took, r.Phases)
+}
+
+// boundlessSolver stops at once without a bound, as CBC does when the
+// deadline falls inside its root LP.
+type boundlessSolver struct{}
+
+func (boundlessSolver) Solve(context.Context, *mip.Model, mip.Options) (*mip.Result, error) {
+	return &mip.Result{Status: mip.Cancelled, Bound: math.Inf(-1)}, nil
+}
+
+// TestSolverReasonNamesSampleBound: a solve that stops before its root has
+// no bound of its own, and the reason must still name the margin the
+// sample's earlier stages proved (its Bound), not +Inf. Broken (the solve's
+// own bound), the reason reads "proven margin ≤ +Inf".
+func TestSolverReasonNamesSampleBound(t *testing.T) {
+	m, ball := fiveTokens(t)
+	opt := verifyOpts()
+	opt.Solver, opt.NewLP = boundlessSolver{}, nil
+	opt.TimeLimit = time.Second
+	r := verifyOne(t, m, ball, 2, opt)
+	if r.Verdict != Unknown || !strings.Contains(r.Reason, "solver stopped") {
+		t.Fatalf("%s (%s), want unknown from the solver", r.Verdict, r.Reason)
+	}
+	if math.IsInf(r.Bound, 0) || math.IsNaN(r.Bound) {
+		t.Fatalf("bound %v: the bounds stage proved no finite margin, the test needs one", r.Bound)
+	}
+	if want := fmt.Sprintf("proven margin ≤ %.3g", r.Bound); !strings.Contains(r.Reason, want) {
+		t.Fatalf("reason %q does not name the sample's bound (%q)", r.Reason, want)
+	}
 }
 
 // babProblem is a brute-forced branch-and-bound problem: a random pixel
