@@ -48,6 +48,23 @@ func smallModel(t *testing.T) string {
 	return dir
 }
 
+// lstmModel writes a randomly initialised LSTM captioner, a model of
+// another configuration than smallModel's, to a temp dir.
+func lstmModel(t *testing.T) string {
+	t.Helper()
+	cfg := model.DefaultCaptionerConfig()
+	cfg.Arch.(*model.CaptionerConfig).Cell = model.CellLSTM
+	m, err := model.New[float32](&cfg, rand.New(rand.NewPCG(2, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := model.Save(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // TestExitCodesAndErrors: every bad input gets a one-line error naming the
 // problem and the documented exit code: 2 for how lenspec was called
 // (flags, arguments, settings out of range), 1 for everything else.
@@ -153,6 +170,17 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{"multi30k not imported", []string{"train", "nmt", "--corpus", "multi30k", "--multi30k-dir", filepath.Join(tmp, "none"), "--out", t.TempDir()}, 1, "lenspec data multi30k --from DIR imports it"},
 		{"out is /dev/null", []string{"attack", "--model", dir, "--eps", "0.1", "--index", "0", "--budget", "2", "--out", "/dev/null"}, 1, "not a regular file"},
 		{"out is /dev/full", ver("--out", "/dev/full"), 1, "not a regular file"},
+		{"average without --out", []string{"train", "average", dir, dir}, 2, "--out is required"},
+		{"average of one model", []string{"train", "average", "--out", filepath.Join(tmp, "avg"), dir}, 2, "give two model directories or more to average (got 1)"},
+		{"average weights short", []string{"train", "average", "--out", filepath.Join(tmp, "avg"), "--weights", "1", dir, dir}, 2, "--weights: 1 weights for 2 models"},
+		{"average weight NaN", []string{"train", "average", "--out", filepath.Join(tmp, "avg"), "--weights", "1,NaN", dir, dir}, 2, "--weights: weight 2 is NaN"},
+		{"average weight negative", []string{"train", "average", "--out", filepath.Join(tmp, "avg"), "--weights", "-1,2", dir, dir}, 2, "--weights: weight 1 is -1"},
+		{"average weights zero", []string{"train", "average", "--out", filepath.Join(tmp, "avg"), "--weights", "0,0", dir, dir}, 2, "--weights: the weights sum to 0"},
+		{"average weights not numbers", []string{"train", "average", "--out", filepath.Join(tmp, "avg"), "--weights", "a,b", dir, dir}, 2, "--weights"},
+		{"average into an input", []string{"train", "average", "--out", dir, dir, fifo}, 2, "is one of the models averaged"},
+		{"average into a non-empty directory", []string{"train", "average", "--out", tmp, dir, dir}, 2, "is not empty: write the average to a new directory"},
+		{"average a missing model", []string{"train", "average", "--out", filepath.Join(tmp, "avg"), dir, "/nonexistent/m"}, 1, "/nonexistent/m/config.json"},
+		{"average models of two configurations", []string{"train", "average", "--out", filepath.Join(tmp, "avg"), dir, lstmModel(t)}, 1, "model 2's configuration differs from model 1's"},
 		{"retry without files", []string{"results", "retry"}, 2, "give the results files"},
 		{"retry a missing file", []string{"results", "retry", filepath.Join(tmp, "missing.jsonl")}, 1, "missing.jsonl"},
 		{"retry /dev/null", []string{"results", "retry", "/dev/null"}, 1, "not a regular file"},

@@ -21,7 +21,7 @@ func newTrainCmd(a *app) *cobra.Command {
 		},
 	}
 	t.RegisterFlags(c.Flags())
-	return group("train", "Train models", c, newTrainNMTCmd(a), newTrainShowTellCmd(a))
+	return group("train", "Train models", c, newTrainNMTCmd(a), newTrainShowTellCmd(a), newTrainAverageCmd(a))
 }
 
 // trainCaptionerHelp is lenspec train captioner's long help.
@@ -60,3 +60,29 @@ experiment mmnist-verify's draw, verified at --certify-eps (default --ibp-eps)
 with its bounds and branch and bound, --certify-timeout an image, without the
 MIP solver or the falsifiers; the model's training record keeps the last
 count.`
+
+func newTrainAverageCmd(a *app) *cobra.Command {
+	var avg experiment.Averaging
+	c := &cobra.Command{
+		Use:   "average --out DIR [--weights w1,w2,...] MODEL MODEL...",
+		Short: "Average the weights of models of one configuration (fine-tunes of one model) into a new model",
+		Long: `Average the weights of two models or more of one architecture and configuration
+(config.json equal but for its training record) into --out: each weight is
+the weighted mean of the models' (--weights, normalised to sum to 1; default
+equal). Between fine-tunes of one model this moves along the path between
+them — weight averaging, or "model soups" (Wortsman et al. 2022) — and trades
+what each was trained for, a certified model's verifiability against a
+distilled fine-tune's accuracy, without another training run. Models trained
+from different starting points share no such path: evaluate the average
+(lenspec eval) before using it. The new model's config.json names every input
+by directory, model_sha256 and weight. --out must be new or empty. Exit status
+2 for bad settings (weights, --out), 1 for a model that cannot be loaded or
+does not match the others.`,
+		RunE: func(c *cobra.Command, args []string) error {
+			avg.Models = args
+			return a.report(avg.Average())
+		},
+	}
+	avg.RegisterFlags(c.Flags())
+	return c
+}

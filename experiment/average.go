@@ -1,0 +1,152 @@
+package experiment
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/lenspec/lenspec/model"
+	"github.com/spf13/pflag"
+)
+
+// Averaging is lenspec train average: the model directories whose weights
+// are averaged (model.Average), the weights (none: equal), and the
+// directory the average is written to.
+type Averaging struct {
+	Out     string
+	Models  []string
+	Weights []float64
+}
+
+// RegisterFlags adds --out and --weights to fs; the models are the
+// command's arguments.
+func (a *Averaging) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&a.Out, "out", "", "directory to write the averaged model to (new, or empty)")
+	fs.Float64SliceVar(&a.Weights, "weights", nil, "one weight per model, finite and non-negative, normalised to sum to 1 (default: equal)")
+}
+
+// AveragedModel is one input of an average: its directory, content digest
+// (model.Digest) and normalised weight.
+type AveragedModel struct {
+	Dir    string  `json:"model"`
+	Digest string  `json:"model_sha256"`
+	Weight float64 `json:"weight"`
+}
+
+// AverageSummary is what Average wrote: the new model's directory and
+// digest, and its inputs.
+type AverageSummary struct {
+	Out    string          `json:"out"`
+	Digest string          `json:"model_sha256"`
+	Models []AveragedModel `json:"models"`
+}
+
+// WriteText prints the summary as lenspec train average does.
+func (s AverageSummary) WriteText(w io.Writer) {
+	parts := make([]string, len(s.Models))
+	for i, m := range s.Models {
+		parts[i] = fmt.Sprintf("%g × %s", m.Weight, m.Dir)
+	}
+	fmt.Fprintf(w, "averaged %s into %s (model_sha256 %s)\n", strings.Join(parts, " + "), s.Out, s.Digest)
+}
+
+// Validate checks the settings: an output directory that holds no model
+// and is none of the inputs, two models or more, and finite,
+// non-negative weights, one a model, with a positive sum.
+func (a *Averaging) Validate() error {
+	if a.Out == "" {
+		return SettingsError{errors.New("--out is required")}
+	}
+	if len(a.Models) < 2 {
+		return SettingsError{fmt.Errorf("give two model directories or more to average (got %d)", len(a.Models))}
+	}
+	if len(a.Weights) > 0 && len(a.Weights) != len(a.Models) {
+		return SettingsError{fmt.Errorf("--weights: %d weights for %d models", len(a.Weights), len(a.Models))}
+	}
+	sum := 0.0
+	for i, w := range a.Weights {
+		if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
+			return SettingsError{fmt.Errorf("--weights: weight %d is %v; weights are finite and non-negative", i+1, w)}
+		}
+		sum += w
+	}
+	if len(a.Weights) > 0 && sum <= 0 {
+		return SettingsError{errors.New("--weights: the weights sum to 0")}
+	}
+	out, err := filepath.Abs(a.Out)
+	if err != nil {
+		return SettingsError{fmt.Errorf("--out %s: %w", a.Out, err)}
+	}
+	for _, dir := range a.Models {
+		if d, err := filepath.Abs(dir); err == nil && d == out {
+			return SettingsError{fmt.Errorf("--out %s is one of the models averaged", a.Out)}
+		}
+	}
+	if entries, err := os.ReadDir(a.Out); err == nil && len(entries) > 0 {
+		return SettingsError{fmt.Errorf("--out %s is not empty: write the average to a new directory", a.Out)}
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("--out %s: %w", a.Out, err)
+	}
+	return nil
+}
+
+// Average loads the models, averages them and writes the average to Out,
+// with a training record naming each input by directory, digest and
+// weight, and the command that reproduces it.
+func (a *Averaging) Average() (AverageSummary, error) {
+	if err := a.Validate(); err != nil {
+		return AverageSummary{}, err
+	}
+	weights := a.Weights
+	if len(weights) == 0 {
+		weights = make([]float64, len(a.Models))
+		for i := range weights {
+			weights[i] = 1
+		}
+	}
+	sum := 0.0
+	for _, w := range weights {
+		sum += w
+	}
+	ds := make([]model.Decoder[float64], len(a.Models))
+	s := AverageSummary{Out: a.Out}
+	record := make([]map[string]any, len(a.Models))
+	ws := make([]string, len(a.Models))
+	for i, dir := range a.Models {
+		d, err := model.Load[float64](dir)
+		if err != nil {
+			return AverageSummary{}, err
+		}
+		digest, err := model.Digest(dir)
+		if err != nil {
+			return AverageSummary{}, err
+		}
+		ds[i] = d
+		m := AveragedModel{Dir: dir, Digest: digest, Weight: weights[i] / sum}
+		s.Models = append(s.Models, m)
+		record[i] = map[string]any{"model": m.Dir, "model_sha256": m.Digest, "weight": m.Weight}
+		ws[i] = strconv.FormatFloat(weights[i], 'g', -1, 64)
+	}
+	avg, err := model.Average(ds, weights)
+	if err != nil {
+		return AverageSummary{}, fmt.Errorf("%s: %w", strings.Join(a.Models, ", "), err)
+	}
+	avg.Config().Training = map[string]any{
+		"average": record,
+		"command": fmt.Sprintf("lenspec train average --out DIR --weights %s %s", strings.Join(ws, ","), strings.Join(a.Models, " ")),
+	}
+	if err := model.Save(a.Out, avg); err != nil {
+		return AverageSummary{}, err
+	}
+	digest, err := model.Digest(a.Out)
+	if err != nil {
+		return AverageSummary{}, err
+	}
+	s.Digest = digest
+	return s, nil
+}
