@@ -34,27 +34,21 @@ func runCLIEnv(t *testing.T, env map[string]string, args ...string) (code int, s
 
 // smallModel writes a randomly initialised captioner with the default
 // architecture (so it reads 28x112 canvases) to a temp dir.
-func smallModel(t *testing.T) string {
-	t.Helper()
-	cfg := model.DefaultCaptionerConfig()
-	m, err := model.New[float32](&cfg, rand.New(rand.NewPCG(1, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := model.Save(dir, m); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
+func smallModel(t *testing.T) string { return savedCaptioner(t, "", 1) }
 
 // lstmModel writes a randomly initialised LSTM captioner, a model of
 // another configuration than smallModel's, to a temp dir.
-func lstmModel(t *testing.T) string {
+func lstmModel(t *testing.T) string { return savedCaptioner(t, model.CellLSTM, 2) }
+
+// savedCaptioner writes a default captioner with cell (empty: the
+// default's) and weights drawn from seed to a temp dir.
+func savedCaptioner(t *testing.T, cell string, seed uint64) string {
 	t.Helper()
 	cfg := model.DefaultCaptionerConfig()
-	cfg.Arch.(*model.CaptionerConfig).Cell = model.CellLSTM
-	m, err := model.New[float32](&cfg, rand.New(rand.NewPCG(2, 1)))
+	if cell != "" {
+		cfg.Arch.(*model.CaptionerConfig).Cell = cell
+	}
+	m, err := model.New[float32](&cfg, rand.New(rand.NewPCG(seed, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
