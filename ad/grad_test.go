@@ -117,6 +117,13 @@ func TestGradients(t *testing.T) {
 		}},
 		{name: "AddBias", shapes: [][]int{{3, 4}, {4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.AddBias(in[0], in[1]) }},
 		{name: "Add", shapes: [][]int{{3, 4}, {3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.Add(in[0], in[1]) }},
+		{name: "AddTo", shapes: [][]int{{3, 4}, {3, 4}, {3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			var sum *Node[float64]
+			for _, x := range in {
+				sum = tp.AddTo(sum, x)
+			}
+			return sum
+		}},
 		{name: "Sub", shapes: [][]int{{3, 4}, {3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.Sub(in[0], in[1]) }},
 		{name: "Mul", shapes: [][]int{{3, 4}, {3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.Mul(in[0], in[1]) }},
 		{name: "MulSelf", shapes: [][]int{{3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.Mul(in[0], in[0]) }},

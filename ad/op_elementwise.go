@@ -24,6 +24,17 @@ func (tp *Tape[T]) Add(a, b *Node[T]) *Node[T] {
 	}, a, b)
 }
 
+// AddTo returns sum + x, or x itself when sum is nil: the running sum of
+// a loop's terms (losses over steps, bound terms over layers), which
+// starts at its first term rather than at a zero node of a shape the loop
+// does not know in advance.
+func (tp *Tape[T]) AddTo(sum, x *Node[T]) *Node[T] {
+	if sum == nil {
+		return x
+	}
+	return tp.Add(sum, x)
+}
+
 // Sub returns a − b (same shapes).
 func (tp *Tape[T]) Sub(a, b *Node[T]) *Node[T] {
 	mustSame("Sub", a, b)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -65,18 +64,8 @@ func (a *Averaging) Validate() error {
 	if len(a.Models) < 2 {
 		return SettingsError{fmt.Errorf("give two model directories or more to average (got %d)", len(a.Models))}
 	}
-	if len(a.Weights) > 0 && len(a.Weights) != len(a.Models) {
-		return SettingsError{fmt.Errorf("--weights: %d weights for %d models", len(a.Weights), len(a.Models))}
-	}
-	sum := 0.0
-	for i, w := range a.Weights {
-		if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
-			return SettingsError{fmt.Errorf("--weights: weight %d is %v; weights are finite and non-negative", i+1, w)}
-		}
-		sum += w
-	}
-	if len(a.Weights) > 0 && sum <= 0 {
-		return SettingsError{errors.New("--weights: the weights sum to 0")}
+	if _, _, err := a.weights(); err != nil {
+		return err
 	}
 	out, err := filepath.Abs(a.Out)
 	if err != nil {
@@ -95,6 +84,23 @@ func (a *Averaging) Validate() error {
 	return nil
 }
 
+// weights are the weights given, or equal ones, and the same divided by
+// their sum (model.AverageWeights), or a SettingsError.
+func (a *Averaging) weights() (given, norm []float64, err error) {
+	given = a.Weights
+	if len(given) == 0 {
+		given = make([]float64, len(a.Models))
+		for i := range given {
+			given[i] = 1
+		}
+	}
+	norm, err = model.AverageWeights(given, len(a.Models))
+	if err != nil {
+		return nil, nil, SettingsError{fmt.Errorf("--weights: %w", err)}
+	}
+	return given, norm, nil
+}
+
 // Average loads the models, averages them and writes the average to Out,
 // with a training record naming each input by directory, digest and
 // weight, and the command that reproduces it.
@@ -102,20 +108,12 @@ func (a *Averaging) Average() (AverageSummary, error) {
 	if err := a.Validate(); err != nil {
 		return AverageSummary{}, err
 	}
-	weights := a.Weights
-	if len(weights) == 0 {
-		weights = make([]float64, len(a.Models))
-		for i := range weights {
-			weights[i] = 1
-		}
-	}
-	sum := 0.0
-	for _, w := range weights {
-		sum += w
+	weights, norm, err := a.weights()
+	if err != nil {
+		return AverageSummary{}, err
 	}
 	ds := make([]model.Decoder[float64], len(a.Models))
 	s := AverageSummary{Out: a.Out}
-	record := make([]map[string]any, len(a.Models))
 	ws := make([]string, len(a.Models))
 	for i, dir := range a.Models {
 		d, err := model.Load[float64](dir)
@@ -127,9 +125,7 @@ func (a *Averaging) Average() (AverageSummary, error) {
 			return AverageSummary{}, err
 		}
 		ds[i] = d
-		m := AveragedModel{Dir: dir, Digest: digest, Weight: weights[i] / sum}
-		s.Models = append(s.Models, m)
-		record[i] = map[string]any{"model": m.Dir, "model_sha256": m.Digest, "weight": m.Weight}
+		s.Models = append(s.Models, AveragedModel{Dir: dir, Digest: digest, Weight: norm[i]})
 		ws[i] = strconv.FormatFloat(weights[i], 'g', -1, 64)
 	}
 	avg, err := model.Average(ds, weights)
@@ -137,7 +133,7 @@ func (a *Averaging) Average() (AverageSummary, error) {
 		return AverageSummary{}, fmt.Errorf("%s: %w", strings.Join(a.Models, ", "), err)
 	}
 	avg.Config().Training = map[string]any{
-		"average": record,
+		"average": s.Models,
 		"command": fmt.Sprintf("lenspec train average --out DIR --weights %s %s", strings.Join(ws, ","), strings.Join(a.Models, " ")),
 	}
 	if err := model.Save(a.Out, avg); err != nil {

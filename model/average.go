@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/lenspec/lenspec/ad"
 )
@@ -28,18 +27,9 @@ func Average[T ad.Float](ds []Decoder[T], weights []float64) (Decoder[T], error)
 	if len(ds) == 0 {
 		return nil, errors.New("average: no models")
 	}
-	if len(weights) != len(ds) {
-		return nil, fmt.Errorf("average: %d weights for %d models", len(weights), len(ds))
-	}
-	sum := 0.0
-	for i, w := range weights {
-		if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
-			return nil, fmt.Errorf("average: weight %d is %v; weights are finite and non-negative", i+1, w)
-		}
-		sum += w
-	}
-	if sum <= 0 {
-		return nil, errors.New("average: the weights sum to 0")
+	weights, err := AverageWeights(weights, len(ds))
+	if err != nil {
+		return nil, fmt.Errorf("average: %w", err)
 	}
 	first, err := archJSON(ds[0].Config())
 	if err != nil {
@@ -60,16 +50,13 @@ func Average[T ad.Float](ds []Decoder[T], weights []float64) (Decoder[T], error)
 	if err != nil {
 		return nil, fmt.Errorf("average: %w", err)
 	}
+	// One configuration builds one parameter list: the j-th parameter of
+	// every model has the j-th's name and shape.
 	for j, p := range out.Params() {
 		acc := make([]float64, p.W.Len())
 		for i, d := range ds {
-			q := d.Params()[j]
-			if q.Name != p.Name || !slices.Equal(q.W.Shape, p.W.Shape) {
-				return nil, fmt.Errorf("average: model %d's parameter %q %v is not %q %v", i+1, q.Name, q.W.Shape, p.Name, p.W.Shape)
-			}
-			w := weights[i] / sum
-			for k, v := range q.W.Data {
-				acc[k] += w * float64(v)
+			for k, v := range d.Params()[j].W.Data {
+				acc[k] += weights[i] * float64(v)
 			}
 		}
 		for k, v := range acc {
@@ -77,6 +64,30 @@ func Average[T ad.Float](ds []Decoder[T], weights []float64) (Decoder[T], error)
 		}
 	}
 	return out, nil
+}
+
+// AverageWeights checks an average's weights, one a model for n models,
+// finite and non-negative with a positive sum, and returns them divided
+// by their sum.
+func AverageWeights(weights []float64, n int) ([]float64, error) {
+	if len(weights) != n {
+		return nil, fmt.Errorf("%d weights for %d models", len(weights), n)
+	}
+	sum := 0.0
+	for i, w := range weights {
+		if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
+			return nil, fmt.Errorf("weight %d is %v; weights are finite and non-negative", i+1, w)
+		}
+		sum += w
+	}
+	if sum <= 0 {
+		return nil, errors.New("the weights sum to 0")
+	}
+	norm := make([]float64, n)
+	for i, w := range weights {
+		norm[i] = w / sum
+	}
+	return norm, nil
 }
 
 // sameTokens reports whether two configurations' tokenizers, if they

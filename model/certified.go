@@ -92,12 +92,7 @@ func (m *Captioner[T]) CertifiedLoss(tp *ad.Tape[T], x *ad.Node[T], labels [][]i
 	var total *ad.Node[T]
 	for t, wt := range worst {
 		stepTargets(targets, labels, t, m.EOS())
-		ce := tp.CrossEntropy(wt, targets, weights)
-		if total == nil {
-			total = ce
-		} else {
-			total = tp.Add(total, ce)
-		}
+		total = tp.AddTo(total, tp.CrossEntropy(wt, targets, weights))
 		v := wt.Value
 		w := v.Shape[1]
 		for i, y := range targets {

@@ -82,28 +82,21 @@ func (hd *crownHead[T]) back(tp *ad.Tape[T], lam *ad.Node[T], t int) *ad.Node[T]
 	m := hd.m
 	cell := m.RNN
 	var k *ad.Node[T]
-	add := func(x *ad.Node[T]) {
-		if k == nil {
-			k = x
-		} else {
-			k = tp.Add(k, x)
-		}
-	}
 	for s := t; ; s-- {
-		add(tp.RowDot(lam, hd.in[s]))
+		k = tp.AddTo(k, tp.RowDot(lam, hd.in[s]))
 		if s == 0 {
 			break
 		}
 		var kk *ad.Node[T]
 		lam, kk = tp.RelaxReLU(tp.MatMul(lam, tp.Param(cell.Whh)), hd.lo[s-1], hd.hi[s-1])
-		add(kk)
+		k = tp.AddTo(k, kk)
 	}
 	lam = tp.MatMul(lam, tp.Param(cell.Wih)) // on i₀ = fc2(ReLU(z)) + b
-	add(tp.RowDot(lam, tp.Reshape(tp.Param(m.FC2.B), 1, m.FC2.Out)))
+	k = tp.AddTo(k, tp.RowDot(lam, tp.Reshape(tp.Param(m.FC2.B), 1, m.FC2.Out)))
 	lam, kk := tp.RelaxReLU(tp.MatMul(lam, tp.Param(m.FC2.W)), hd.zlo, hd.zhi)
-	add(kk)
-	add(tp.RowDot(lam, hd.zc))
-	add(tp.RowDot(tp.Abs(lam), hd.zr))
+	k = tp.AddTo(k, kk)
+	k = tp.AddTo(k, tp.RowDot(lam, hd.zc))
+	k = tp.AddTo(k, tp.RowDot(tp.Abs(lam), hd.zr))
 	return k
 }
 

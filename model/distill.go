@@ -58,13 +58,6 @@ func DistilledLoss[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], labels
 		return nil, fmt.Errorf("distillation weight %v must be in [0, 1]", weight)
 	}
 	var total *ad.Node[T]
-	add := func(n *ad.Node[T]) {
-		if total == nil {
-			total = n
-		} else {
-			total = tp.Add(total, n)
-		}
-	}
 	var bad error
 	err := forceTeacher(tp, d, in, labels, func(t int, logits *ad.Node[T], targets []int, weights []T) {
 		cols, rows := logits.Value.Cols(), logits.Value.Rows()
@@ -82,7 +75,7 @@ func DistilledLoss[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], labels
 				hard[r] = weights[r]
 			}
 		}
-		add(tp.SmoothedCrossEntropy(logits, targets, hard, in.LabelSmoothing))
+		total = tp.AddTo(total, tp.SmoothedCrossEntropy(logits, targets, hard, in.LabelSmoothing))
 		if weight == 0 {
 			return
 		}
@@ -98,7 +91,7 @@ func DistilledLoss[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], labels
 				w[r*cols+j] = T(-scale * float64(weights[r]) * float64(soft.Probs[t][r*cols+j]))
 			}
 		}
-		add(tp.WeightedSum(tp.LogSoftmax(tp.Scale(logits, T(1/soft.Temp))), w))
+		total = tp.AddTo(total, tp.WeightedSum(tp.LogSoftmax(tp.Scale(logits, T(1/soft.Temp))), w))
 	})
 	if err == nil {
 		err = bad

@@ -347,12 +347,7 @@ func argmaxSkip[T ad.Float](row []T, skip int) (idx int, gap, rel float64) {
 func TeacherForcedLoss[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], labels [][]int) (*ad.Node[T], error) {
 	var total *ad.Node[T]
 	err := forceTeacher(tp, d, in, labels, func(_ int, logits *ad.Node[T], targets []int, weights []T) {
-		ce := tp.SmoothedCrossEntropy(logits, targets, weights, in.LabelSmoothing)
-		if total == nil {
-			total = ce
-		} else {
-			total = tp.Add(total, ce)
-		}
+		total = tp.AddTo(total, tp.SmoothedCrossEntropy(logits, targets, weights, in.LabelSmoothing))
 	})
 	return total, err
 }

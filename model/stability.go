@@ -34,11 +34,7 @@ func (m *Captioner[T]) StabilityLoss(tp *ad.Tape[T], x *ad.Node[T], eps float64)
 		}
 		n := l.Value.Len()
 		t := tp.Scale(tp.Sum(tp.Tanh(tp.Add(tp.Mul(l, u), tp.Const(ad.Full[T](1, l.Value.Shape...))))), T(-1)/T(n))
-		if loss == nil {
-			loss = t
-		} else {
-			loss = tp.Add(loss, t)
-		}
+		loss = tp.AddTo(loss, t)
 	}
 	for _, cv := range m.Conv {
 		c, r = cv.Interval(tp, c, r)

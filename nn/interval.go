@@ -21,21 +21,14 @@ func MonotoneInterval[T ad.Float](tp *ad.Tape[T], f func(*ad.Node[T]) *ad.Node[T
 func MulInterval[T ad.Float](tp *ad.Tape[T], cx, rx, cy, ry *ad.Node[T]) (*ad.Node[T], *ad.Node[T]) {
 	mid := tp.Mul(cx, cy)
 	var rad *ad.Node[T]
-	add := func(v *ad.Node[T]) {
-		if rad == nil {
-			rad = v
-		} else {
-			rad = tp.Add(rad, v)
-		}
-	}
 	if ry != nil {
-		add(tp.Mul(tp.Abs(cx), ry))
+		rad = tp.AddTo(rad, tp.Mul(tp.Abs(cx), ry))
 	}
 	if rx != nil {
-		add(tp.Mul(tp.Abs(cy), rx))
+		rad = tp.AddTo(rad, tp.Mul(tp.Abs(cy), rx))
 	}
 	if rx != nil && ry != nil {
-		add(tp.Mul(rx, ry))
+		rad = tp.AddTo(rad, tp.Mul(rx, ry))
 	}
 	if rad == nil {
 		rad = tp.Scale(mid, 0)
