@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,14 +83,22 @@ func (c *AttackConfig) Validate() error {
 	s := &c.Settings
 	if text {
 		checkTextEps(bad, c.Eps)
+	} else if err := CheckRadii("eps", c.Eps); err != nil {
+		errs = append(errs, err)
 	} else if err := checkEps(c.Eps, c.Model.D64.Input()); err != nil {
 		errs = append(errs, err)
 	}
 	checkRun(bad, c.Model.D32, &s.MaxSteps, s.MaxLen, c.Batch)
+	if err := CheckBudget("budget", s.Budget); err != nil {
+		errs = append(errs, err)
+	}
 	if text {
 		checkTextSettings(bad, s)
-	} else if s.Budget < 0 || s.Budget > 1e9 {
-		bad("budget %d must be in 0..1e9", s.Budget)
+	}
+	if slices.Contains(m.Reads, "restarts") {
+		if err := CheckRestarts("restarts", s.Restarts); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if m.Validate != nil {
 		if err := m.Validate(*s); err != nil {

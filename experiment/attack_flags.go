@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -13,6 +14,45 @@ import (
 // 100 tokens the paper counts as a success, so a row far past that stops
 // costing a forward and backward pass per token.
 const DefaultHorizon = 200
+
+// MaxBudget is the largest search budget: samples, iterations or
+// evaluations per input.
+const MaxBudget = 1_000_000_000
+
+// CheckBudget refuses, as a SettingsError naming flag, a search budget
+// outside 1..MaxBudget: a search given none never runs, and its records
+// would still say their inputs were not lengthened. Every attack command
+// checks its budgets with it (lenspec attack's --budget through
+// AttackConfig.Validate, the experiments' --samples and --steps).
+func CheckBudget(flag string, n int) error {
+	if n < 1 || n > MaxBudget {
+		return SettingsError{fmt.Errorf("--%s %d: want 1..%d", flag, n, MaxBudget)}
+	}
+	return nil
+}
+
+// CheckRestarts refuses, as a SettingsError naming flag, fewer than one
+// PGD run per input, which PGD would otherwise run as one under another
+// key.
+func CheckRestarts(flag string, n int) error {
+	if n < 1 {
+		return SettingsError{fmt.Errorf("--%s %d: want at least 1 (the first run starts from the input itself)", flag, n)}
+	}
+	return nil
+}
+
+// CheckRadii refuses, as a SettingsError naming flag, an image attack's
+// radius that is not positive and finite: at δ = 0 there is nothing to
+// search. Its width against the model's input range is checked once the
+// model is known (AttackConfig.Validate).
+func CheckRadii(flag string, eps []float64) error {
+	for _, e := range eps {
+		if !(e > 0) || math.IsInf(e, 0) {
+			return SettingsError{fmt.Errorf("--%s %v: want positive, finite radii", flag, e)}
+		}
+	}
+	return nil
+}
 
 // RegisterFlags adds the PGD settings every attack command shares to fs
 // (learning rate, J̃'s ε, loss, runs per image, early stop), starting at

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/lenspec/lenspec/model"
 	"github.com/spf13/pflag"
@@ -76,9 +77,14 @@ func (a *Averaging) Validate() error {
 			return SettingsError{fmt.Errorf("--out %s is one of the models averaged", a.Out)}
 		}
 	}
-	if entries, err := os.ReadDir(a.Out); err == nil && len(entries) > 0 {
+	entries, err := os.ReadDir(a.Out)
+	switch {
+	case err == nil && len(entries) > 0:
 		return SettingsError{fmt.Errorf("--out %s is not empty: write the average to a new directory", a.Out)}
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+	case errors.Is(err, syscall.ENOTDIR):
+		// --out, or a directory it would be made in, is a file.
+		return SettingsError{fmt.Errorf("--out %s: not a directory (a file is in its path): write the average to a new directory", a.Out)}
+	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("--out %s: %w", a.Out, err)
 	}
 	return nil

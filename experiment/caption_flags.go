@@ -67,8 +67,16 @@ func (e *CaptionExperiment) Validate() error {
 	if len(e.Models) == 0 || e.Out == "" {
 		return SettingsError{errors.New("--model and --out are required")}
 	}
-	if e.Images <= 0 || e.Samples < 0 || e.Steps < 0 || e.Cap < 0 || e.First < 0 {
-		return SettingsError{errors.New("--images must be positive, --first, --samples, --steps and --cap non-negative")}
+	if e.Images <= 0 || e.Cap < 0 || e.First < 0 {
+		return SettingsError{errors.New("--images must be positive, --first and --cap non-negative")}
+	}
+	// The checks lenspec attack's runs get (AttackConfig.Validate), here
+	// before any model is loaded, naming this command's flags.
+	for _, err := range []error{CheckBudget("samples", e.Samples), CheckBudget("steps", e.Steps), CheckRestarts("restarts", e.Restarts),
+		CheckMaxSteps(e.MaxSteps, true), CheckRadii("eps", e.Eps)} {
+		if err != nil {
+			return err
+		}
 	}
 	names := map[string]bool{}
 	for _, m := range e.Models {

@@ -43,11 +43,18 @@ func TestCaptionExperimentFlags(t *testing.T) {
 	}{
 		{[]string{"--out", "o"}, "--model and --out are required"},
 		{[]string{"--model", "m"}, "--model and --out are required"},
-		{[]string{"--model", "m", "--out", "o", "--images", "0"}, "--images must be positive, --first, --samples, --steps and --cap non-negative"},
-		{[]string{"--model", "m", "--out", "o", "--first", "-1"}, "--images must be positive, --first, --samples, --steps and --cap non-negative"},
-		{[]string{"--model", "m", "--out", "o", "--samples", "-1"}, "--images must be positive, --first, --samples, --steps and --cap non-negative"},
-		{[]string{"--model", "m", "--out", "o", "--steps", "-1"}, "--images must be positive, --first, --samples, --steps and --cap non-negative"},
-		{[]string{"--model", "m", "--out", "o", "--cap", "-1"}, "--images must be positive, --first, --samples, --steps and --cap non-negative"},
+		{[]string{"--model", "m", "--out", "o", "--images", "0"}, "--images must be positive, --first and --cap non-negative"},
+		{[]string{"--model", "m", "--out", "o", "--first", "-1"}, "--images must be positive, --first and --cap non-negative"},
+		// What lenspec attack refuses, refused before any model is loaded:
+		// a search that would not search, a step cap the model's would
+		// silently replace.
+		{[]string{"--model", "m", "--out", "o", "--samples", "-1"}, "--samples -1: want 1..1000000000"},
+		{[]string{"--model", "m", "--out", "o", "--samples", "0"}, "--samples 0: want 1..1000000000"},
+		{[]string{"--model", "m", "--out", "o", "--steps", "0"}, "--steps 0: want 1..1000000000"},
+		{[]string{"--model", "m", "--out", "o", "--restarts", "0"}, "--restarts 0: want at least 1 (the first run starts from the input itself)"},
+		{[]string{"--model", "m", "--out", "o", "--max-steps", "0"}, "--max-steps 0: want 1..10000"},
+		{[]string{"--model", "m", "--out", "o", "--eps", "0.5,0"}, "--eps 0: want positive, finite radii"},
+		{[]string{"--model", "m", "--out", "o", "--cap", "-1"}, "--images must be positive, --first and --cap non-negative"},
 		{[]string{"--model", "a/m", "--model", "b/m/", "--out", "o"}, "--model b/m/: two models named m (their records would share OUT/m)"},
 		{[]string{"--model", "m", "--out", "o", "--losses", "margin,hinge"}, func() string { _, err := attack.ParseLoss("hinge"); return err.Error() }()},
 	} {

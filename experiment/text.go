@@ -87,13 +87,10 @@ func checkTextEps(bad func(string, ...any), eps []float64) {
 	}
 }
 
-// checkTextSettings checks the settings of a text attack of any method:
-// the budget, the gradient horizon (the step cap's is 0: one key) and the
-// loss.
+// checkTextSettings checks the settings of a text attack of any method
+// besides the budget: the gradient horizon (the step cap's is 0: one
+// key) and the loss.
 func checkTextSettings(bad func(string, ...any), s *AttackSettings) {
-	if s.Budget < 1 || s.Budget > 1e9 {
-		bad("budget %d must be in 1..1e9", s.Budget)
-	}
 	if s.Horizon < 0 || s.Horizon > s.MaxSteps {
 		bad("gradient horizon %d must be in 0..%d (the step cap)", s.Horizon, s.MaxSteps)
 	}

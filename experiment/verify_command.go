@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lenspec/lenspec/train"
 	"github.com/lenspec/lenspec/verify"
 	"github.com/spf13/pflag"
 )
@@ -42,7 +43,12 @@ func (f *VerifyFlags) RegisterFlags(fs *pflag.FlagSet, samples bool) {
 
 // Config is the verification of model m on shard, checked (Validate) as
 // a SettingsError; the data and samples come later (RunSettings.Data).
+// Branch and bound's own flags given with --bab=false are refused: they
+// would do nothing.
 func (f *VerifyFlags) Config(env Env, shard Shard, m *Model) (VerifyConfig, error) {
+	if err := train.SwitchedBy(env.Changed, "bab", f.Settings.BaB, "cuts", "cut-multipliers", "clip-input"); err != nil {
+		return VerifyConfig{}, SettingsError{err}
+	}
 	k, err := f.K(env.Changed)
 	if err != nil {
 		return VerifyConfig{}, err

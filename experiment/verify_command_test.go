@@ -31,6 +31,9 @@ func TestVerifyFlags(t *testing.T) {
 		{[]string{"--max-len", "-1"}, nil, "--max-len -1"},
 		{[]string{"--timeout", "-1s"}, nil, "timeout"},
 		{[]string{"--eps", "NaN"}, nil, "eps"},
+		{[]string{"--bab=false", "--cut-multipliers"}, nil, "--cut-multipliers is read only with --bab, which is off: set --bab, or drop --cut-multipliers"},
+		{[]string{"--bab=false", "--clip-input"}, nil, "--clip-input is read only with --bab, which is off: set --bab, or drop --clip-input"},
+		{[]string{"--bab=false", "--cuts"}, nil, "--cuts is read only with --bab, which is off: set --bab, or drop --cuts"},
 	} {
 		f := &VerifyFlags{}
 		fs := pflag.NewFlagSet("verify", pflag.ContinueOnError)

@@ -38,8 +38,11 @@ experiment's records. Results go to OUT/attacks.jsonl as they are produced (with
 			if outDir == "" {
 				return usagef("--out is required")
 			}
-			if samples < 0 || steps < 0 {
-				return usagef("--samples and --steps must be non-negative")
+			if err := experiment.CheckBudget("samples", samples); err != nil {
+				return err
+			}
+			if err := experiment.CheckBudget("steps", steps); err != nil {
+				return err
 			}
 			f.Out, f.WitnessDir = filepath.Join(outDir, "attacks.jsonl"), filepath.Join(outDir, "witnesses")
 			shard, m, err := f.Load(a.env(c))

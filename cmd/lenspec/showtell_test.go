@@ -47,6 +47,17 @@ func TestShowTellCommands(t *testing.T) {
 		{[]string{"experiment", "caption-attack", "--out", t.TempDir()}, 2, "--model and --out"},
 		{[]string{"experiment", "caption-attack", "--model", dir, "--model", dir, "--out", t.TempDir()}, 2, "two models named"},
 		{[]string{"experiment", "caption-attack", "--model", dir, "--out", t.TempDir(), "--losses", "nope"}, 2, "unknown loss"},
+		// lenspec attack's checks, before any work.
+		{[]string{"experiment", "caption-attack", "--model", dir, "--out", t.TempDir(), "--samples", "0"}, 2, "lenspec: --samples 0: want 1..1000000000\n"},
+		{[]string{"experiment", "caption-attack", "--model", dir, "--out", t.TempDir(), "--restarts", "0"}, 2, "lenspec: --restarts 0: want at least 1 (the first run starts from the input itself)\n"},
+		{[]string{"experiment", "caption-attack", "--model", dir, "--out", t.TempDir(), "--max-steps", "0"}, 2, "lenspec: --max-steps 0: want 1..10000\n"},
+		{[]string{"experiment", "caption-attack", "--model", dir, "--out", t.TempDir(), "--eps", "0"}, 2, "lenspec: --eps 0: want positive, finite radii\n"},
+		{[]string{"experiment", "mmnist-attack", "--model", smallModel(t), "--out", t.TempDir(), "--samples", "0"}, 2, "lenspec: --samples 0: want 1..1000000000\n"},
+		{[]string{"experiment", "mmnist-attack", "--model", smallModel(t), "--out", t.TempDir(), "--restarts", "0"}, 2, "lenspec: --restarts 0: want at least 1 (the first run starts from the input itself)\n"},
+		{[]string{"experiment", "mmnist-attack", "--model", smallModel(t), "--out", t.TempDir(), "--eps", "0"}, 2, "lenspec: --eps 0: want positive, finite radii\n"},
+		{[]string{"attack", "--model", smallModel(t), "--out", filepath.Join(t.TempDir(), "a.jsonl"), "--index", "0", "--eps", "0.1", "--method", "random", "--budget", "0"}, 2, "lenspec: --budget 0: want 1..1000000000\n"},
+		{[]string{"attack", "--model", smallModel(t), "--out", filepath.Join(t.TempDir(), "a.jsonl"), "--index", "0", "--eps", "0.1", "--restarts", "0"}, 2, "lenspec: --restarts 0: want at least 1 (the first run starts from the input itself)\n"},
+		{[]string{"attack", "--model", smallModel(t), "--out", filepath.Join(t.TempDir(), "a.jsonl"), "--index", "0", "--eps", "0"}, 2, "lenspec: --eps 0: want positive, finite radii\n"},
 	} {
 		code, stdout, stderr := runCLI(t, tc.args...)
 		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
