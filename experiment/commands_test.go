@@ -40,8 +40,14 @@ func TestCommandSettings(t *testing.T) {
 		{"captions", func() command { return &CaptionPreviewing{} }, []string{"--out", out, "--scale", "17"}, "--scale in 1..16"},
 		{"captions", func() command { return &CaptionPreviewing{} }, []string{"--out", out, "--lengths", "long"}, `--lengths "long"`},
 		{"captions", func() command { return &CaptionPreviewing{} }, []string{"--out", out}, ""},
+		{"captions", func() command { return &CaptionPreviewing{} }, []string{"--out", out, "--count", "100000000"}, "--count 100000000: want at most 10000, the test split's canvases"},
+		{"captions", func() command { return &CaptionPreviewing{} }, []string{"--histogram"}, ""},
+		{"captions", func() command { return &CaptionPreviewing{} }, []string{"--histogram", "--split", "dev"}, `--split "dev": want train or test`},
+		{"captions", func() command { return &CaptionPreviewing{} }, []string{"--histogram", "--count", "3"}, "--count is read only with --out: --histogram without it writes no previews"},
+		{"captions", func() command { return &CaptionPreviewing{} }, []string{"--histogram", "--model", dir}, "--model is read only with --out: --histogram without it writes no previews"},
 		{"multimnist", func() command { return &MultiMNISTPreviewing{} }, []string{"--out", out, "--count", "0"}, "--count must be positive"},
 		{"multimnist", func() command { return &MultiMNISTPreviewing{} }, []string{"--out", out, "--split", "dev"}, `--split "dev"`},
+		{"multimnist", func() command { return &MultiMNISTPreviewing{} }, []string{"--out", out, "--split", "train", "--count", "50001"}, "--count 50001: want at most 50000, the train split's canvases"},
 		{"multimnist", func() command { return &MultiMNISTPreviewing{} }, []string{"--out", out}, ""},
 	} {
 		c := tc.cmd()

@@ -27,22 +27,30 @@ type PreviewSettings struct {
 func (p *PreviewSettings) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&p.Out, "out", "", "output directory for PNG files")
 	fs.StringVar(&p.Split, "split", "test", "train or test")
-	fs.IntVar(&p.Count, "count", 8, "number of canvases")
+	fs.IntVar(&p.Count, "count", 8, "number of canvases, at most the split's (50,000 train, 10,000 test)")
 	fs.IntVar(&p.Scale, "scale", 4, "integer upscaling of the PNG (nearest neighbour; decode --image undoes it)")
 }
 
 // Validate checks the settings before any work, as SettingsErrors naming
 // the flags: an output directory, a positive count, a scale in
-// 1..maxScale (each command's own: the larger a canvas, the smaller) and
-// the split (CheckSplit).
-func (p PreviewSettings) Validate(maxScale int) error {
+// 1..maxScale (each command's own: the larger a canvas, the smaller), the
+// split (CheckSplit), and a count no larger than the split's canvases,
+// trainN or testN (each data set's own), rather than building the split
+// and writing fewer than asked for.
+func (p PreviewSettings) Validate(maxScale, trainN, testN int) error {
 	if p.Out == "" {
 		return SettingsError{errors.New("--out is required")}
 	}
 	if p.Count <= 0 || p.Scale <= 0 || p.Scale > maxScale {
 		return SettingsError{fmt.Errorf("--count must be positive and --scale in 1..%d", maxScale)}
 	}
-	return CheckSplit(p.Split)
+	if err := CheckSplit(p.Split); err != nil {
+		return err
+	}
+	if n := map[string]int{"train": trainN, "test": testN}[p.Split]; p.Count > n {
+		return SettingsError{fmt.Errorf("--count %d: want at most %d, the %s split's canvases", p.Count, n, p.Split)}
+	}
+	return nil
 }
 
 // CaptionPreview is one canvas WriteCaptionPreviews wrote: its caption, the
@@ -131,17 +139,39 @@ func (c *CaptionPreviewing) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Lengths, "lengths", "skewed", "caption-length distribution: skewed (short captions most, as COCO) or flat")
 	fs.StringVar(&c.Model, "model", "", "also decode the canvases with this model and print its captions")
 	fs.Uint64Var(&c.DataSeed, "data-seed", DefaultDataSeed, "generation seed")
-	fs.BoolVar(&c.Histogram, "histogram", false, "print the split's caption-length histogram")
+	fs.BoolVar(&c.Histogram, "histogram", false, "print the split's caption-length histogram (without --out, only that: no PNG files)")
 }
 
-// Write checks the settings (as SettingsErrors), loads the model if one
-// is named, builds the split from env's sources and writes its previews
-// (WriteCaptionPreviews).
-func (c *CaptionPreviewing) Write(ctx context.Context, env Env) (CaptionPreviewReport, error) {
-	if err := c.Validate(16); err != nil {
-		return CaptionPreviewReport{}, err
+// previewFlags are the flags of the previews, which --histogram without
+// --out writes none of.
+var previewFlags = []string{"count", "scale", "model"}
+
+// Validate checks the settings before any work, as SettingsErrors naming
+// the flags (changed reports those given): the previews' (PreviewSettings)
+// unless the histogram alone is asked for (Histogram without Out), when
+// no preview flag may be given, and the caption lengths.
+func (c *CaptionPreviewing) Validate(changed func(flag string) bool) error {
+	if c.Out == "" && c.Histogram {
+		for _, f := range previewFlags {
+			if changed(f) {
+				return SettingsError{fmt.Errorf("--%s is read only with --out: --histogram without it writes no previews", f)}
+			}
+		}
+		if err := CheckSplit(c.Split); err != nil {
+			return err
+		}
+	} else if err := c.PreviewSettings.Validate(16, captions.DefaultTrain, captions.DefaultTest); err != nil {
+		return err
 	}
-	if err := CheckCaptionLengths(c.Lengths); err != nil {
+	return CheckCaptionLengths(c.Lengths)
+}
+
+// Write checks the settings (Validate; env.Changed reports the flags
+// given), loads the model if one is named, builds the split from env's
+// sources and writes its previews (WriteCaptionPreviews), none with the
+// histogram alone.
+func (c *CaptionPreviewing) Write(ctx context.Context, env Env) (CaptionPreviewReport, error) {
+	if err := c.Validate(env.Changed); err != nil {
 		return CaptionPreviewReport{}, err
 	}
 	var d model.Decoder[float64]
@@ -162,9 +192,11 @@ func (c *CaptionPreviewing) Write(ctx context.Context, env Env) (CaptionPreviewR
 	if err != nil {
 		return CaptionPreviewReport{}, err
 	}
-	items, err := WriteCaptionPreviews(ctx, ds, d, c.Split, c.Out, c.Count, c.Scale)
-	if err != nil {
-		return CaptionPreviewReport{}, err
+	items := []CaptionPreview{}
+	if c.Out != "" {
+		if items, err = WriteCaptionPreviews(ctx, ds, d, c.Split, c.Out, c.Count, c.Scale); err != nil {
+			return CaptionPreviewReport{}, err
+		}
 	}
 	return CaptionPreviewReport{Items: items, LengthHistogram: ds.LengthHistogram(), Split: c.Split, N: ds.N, Histogram: c.Histogram}, nil
 }
@@ -196,7 +228,7 @@ func (m *MultiMNISTPreviewing) RegisterFlags(fs *pflag.FlagSet) {
 // Write checks the settings (as SettingsErrors), builds Multi-MNIST from
 // env's sources and writes the split's previews (multimnist.WritePreviews).
 func (m *MultiMNISTPreviewing) Write(ctx context.Context, env Env) (MultiMNISTPreviews, error) {
-	if err := m.Validate(64); err != nil {
+	if err := m.Validate(64, multimnist.DefaultTrain, multimnist.DefaultTest); err != nil {
 		return nil, err
 	}
 	src, err := env.Sources()

@@ -93,10 +93,13 @@ func TestPreviewSettings(t *testing.T) {
 		{[]string{"--out", "d", "--scale", "0"}, 64, "--count must be positive and --scale in 1..64"},
 		{[]string{"--out", "d", "--count", "0", "--split", "dev"}, 64, "--count must be positive and --scale in 1..64"},
 		{[]string{"--out", "d", "--split", "dev"}, 64, `--split "dev": want train or test`},
+		{[]string{"--out", "d", "--count", "10000"}, 16, ""},
+		{[]string{"--out", "d", "--count", "10001"}, 16, "--count 10001: want at most 10000, the test split's canvases"},
+		{[]string{"--out", "d", "--split", "train", "--count", "100000000"}, 16, "--count 100000000: want at most 50000, the train split's canvases"},
 	} {
 		var p PreviewSettings
 		parseFlags(t, p.RegisterFlags, tc.args)
-		check(t, tc.args, p.Validate(tc.maxScale), tc.want)
+		check(t, tc.args, p.Validate(tc.maxScale, 50000, 10000), tc.want)
 	}
 	var p PreviewSettings
 	parseFlags(t, p.RegisterFlags, []string{"--out", "d", "--split", "train", "--count", "3", "--scale", "2"})

@@ -15,8 +15,9 @@ const captionsDataHelp = `Build the captions data set (MNIST digits and Fashion-
 first --count canvases of --split to --out: NAME.png, the canvas enlarged
 --scale times (lenspec decode --image reads it), and NAME-caption.png, the
 same with its caption printed under it, and with --model the model's greedy
-caption too. --histogram prints the split's caption-length histogram.
-Fashion-MNIST comes from Debian's dataset-fashion-mnist (make setup
+caption too. --histogram prints the split's caption-length histogram; without
+--out, only that. --count is at most the split's canvases (50,000 train,
+10,000 test). Fashion-MNIST comes from Debian's dataset-fashion-mnist (make setup
 installs it; --fashion-dir points elsewhere).`
 
 func newCaptionsDataCmd(a *app) *cobra.Command {
