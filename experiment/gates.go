@@ -77,22 +77,44 @@ func ReadInputs(m *Model, paths []string) ([]float64, error) {
 
 // LengthenedInputs reads the witnesses of the outputs that attacks
 // lengthened, recorded for m (by its digest) in the attack results files,
-// concatenated.
-func LengthenedInputs(m *Model, files []string) ([]float64, error) {
+// concatenated. A file holding records of other models only is refused,
+// as a SettingsError naming both models; one holding some is read for
+// m's, and logf (if not nil) says how many records it left out.
+func LengthenedInputs(m *Model, files []string, logf func(format string, args ...any)) ([]float64, error) {
 	var paths []string
 	for _, p := range files {
 		recs, err := ReadAttackRecords(p)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range recs {
-			if r.ModelSHA256 == m.Digest && r.Success && r.Witness != "" {
+		var other *AttackRecord
+		others := 0
+		for i, r := range recs {
+			if r.ModelSHA256 != m.Digest {
+				if others++; other == nil {
+					other = &recs[i]
+				}
+				continue
+			}
+			if r.Success && r.Witness != "" {
 				paths = append(paths, r.Witness)
 			}
+		}
+		switch {
+		case others > 0 && others == len(recs):
+			return nil, SettingsError{fmt.Errorf("--attacks %s: its records are of model %s (model_sha256 %s), not of --model %s (%s)",
+				p, other.Model, shortDigest(other.ModelSHA256), m.Dir, shortDigest(m.Digest))}
+		case others > 0 && logf != nil:
+			logf("--attacks %s: %d of %d records are of another model (%s, model_sha256 %s), not of --model %s: left out",
+				p, others, len(recs), other.Model, shortDigest(other.ModelSHA256), m.Dir)
 		}
 	}
 	return ReadInputs(m, paths)
 }
+
+// shortDigest is a digest's first 12 hex digits, enough to tell models apart
+// in a message.
+func shortDigest(digest string) string { return digest[:min(len(digest), 12)] }
 
 // GateInputs names the decoding paths lenspec gates measures: clean ones,
 // the user's Inputs (safetensors files) or else Images random test images
@@ -118,9 +140,10 @@ func (g *GateInputs) RegisterFlags(fs *pflag.FlagSet) {
 }
 
 // Read reads the clean and attacked inputs g names for m, each set
-// concatenated; sources is asked for the data set only when it is read.
-// Naming no input at all is a SettingsError.
-func (g GateInputs) Read(ctx context.Context, m *Model, sources func() (Sources, error)) (clean, attacked []float64, err error) {
+// concatenated; sources is asked for the data set only when it is read,
+// and logf (if not nil) is told of attack records of other models left
+// out (LengthenedInputs). Naming no input at all is a SettingsError.
+func (g GateInputs) Read(ctx context.Context, m *Model, sources func() (Sources, error), logf func(format string, args ...any)) (clean, attacked []float64, err error) {
 	switch {
 	case len(g.Inputs) > 0:
 		if clean, err = ReadInputs(m, g.Inputs); err != nil {
@@ -137,7 +160,7 @@ func (g GateInputs) Read(ctx context.Context, m *Model, sources func() (Sources,
 		}
 		clean, _, _ = data.Source.Batch(picked, nil)
 	}
-	if attacked, err = LengthenedInputs(m, g.Attacks); err != nil {
+	if attacked, err = LengthenedInputs(m, g.Attacks, logf); err != nil {
 		return nil, nil, err
 	}
 	if len(clean) == 0 && len(attacked) == 0 {

@@ -67,7 +67,7 @@ func (s *GateSettings) Measure(ctx context.Context, env Env) (GateReport, error)
 	if _, ok := m.D64.(model.GateStepper[float64]); !ok {
 		return GateReport{}, fmt.Errorf("%s: a %s has no LSTM gates to measure", s.Model, m.D64.Config().Architecture)
 	}
-	clean, attacked, err := s.Inputs.Read(ctx, m, env.Sources)
+	clean, attacked, err := s.Inputs.Read(ctx, m, env.Sources, env.Logf)
 	if err != nil {
 		return GateReport{}, err
 	}

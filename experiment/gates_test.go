@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
@@ -71,12 +72,30 @@ func TestGatesOfLengthenedInputs(t *testing.T) {
 	if len(want) == 0 {
 		t.Fatal("no lengthened output to test with")
 	}
-	got, err := LengthenedInputs(m, []string{out})
+	var logged []string
+	logf := func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	got, err := LengthenedInputs(m, []string{out}, logf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%d attacked input values, want %d", len(got), len(want))
+	}
+	// The other model's records are left out with a word, not silently.
+	if w := fmt.Sprintf("--attacks %s: 3 of 11 records are of another model (%s, model_sha256 %s), not of --model %s: left out",
+		out, other.Model.Dir, other.Model.Digest[:12], m.Dir); !reflect.DeepEqual(logged, []string{w}) {
+		t.Errorf("logged %q, want %q", logged, w)
+	}
+	// A file of another model's records only is refused, naming both.
+	alien := filepath.Join(t.TempDir(), "other.jsonl")
+	other.Out, other.WitnessDir = alien, ""
+	if err := RunAttack(ctx, other, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LengthenedInputs(m, []string{alien}, logf)
+	if w := fmt.Sprintf("--attacks %s: its records are of model %s (model_sha256 %s), not of --model %s (%s)",
+		alien, other.Model.Dir, other.Model.Digest[:12], m.Dir, m.Digest[:12]); err == nil || err.Error() != w || !errors.As(err, new(SettingsError)) {
+		t.Errorf("a file of another model's records: %v, want the SettingsError %q", err, w)
 	}
 	clean, _, _ := testData(20).Source.Batch([]int{0, 1, 2}, nil)
 	sets, err := Gates(ctx, m, clean, nil, 0, model.DefaultSaturation)
@@ -146,7 +165,7 @@ func TestGateInputs(t *testing.T) {
 		{GateInputs{Attacks: []string{filepath.Join(t.TempDir(), "absent.jsonl")}}, nil, false, "absent.jsonl"},
 	} {
 		asked := false
-		clean, attacked, err := tc.g.Read(ctx, m, func() (Sources, error) { asked = true; return src, nil })
+		clean, attacked, err := tc.g.Read(ctx, m, func() (Sources, error) { asked = true; return src, nil }, nil)
 		switch {
 		case asked != tc.asked:
 			t.Errorf("%+v: data set read %v, want %v", tc.g, asked, tc.asked)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -32,12 +33,26 @@ func TestShowTellCommands(t *testing.T) {
 	if err := safetensors.WriteFile(in, &safetensors.File{Tensors: []safetensors.Tensor{safetensors.F64("input", []int{1, captions.Height, captions.Width}, x)}}); err != nil {
 		t.Fatal(err)
 	}
+	// Another model's attack records.
+	mm := smallModel(t)
+	attacks := filepath.Join(t.TempDir(), "a.jsonl")
+	if code, _, stderr := runCLI(t, "attack", "--model", mm, "--method", "random", "--budget", "2", "--index", "0", "--eps", "0.1", "--out", attacks, "-q"); code != 0 {
+		t.Fatalf("attack: exit %d: %s", code, stderr)
+	}
+	digest := func(dir string) string {
+		d, err := model.Digest(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d[:12]
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
 		want string
 	}{
 		{[]string{"gates", "--model", dir, "--input", in, "--max-steps", "5"}, 0, "clean paths: 1"},
+		{[]string{"gates", "--model", dir, "--input", in, "--attacks", attacks}, 2, fmt.Sprintf("lenspec: --attacks %s: its records are of model %s (model_sha256 %s), not of --model %s (%s)\n", attacks, mm, digest(mm), dir, digest(dir))},
 		{[]string{"gates", "--model", smallModel(t), "--index", "0"}, 1, "no LSTM gates"},
 		{[]string{"gates", "--model", dir, "--input", in, "--threshold", "0"}, 2, "--threshold"},
 		{[]string{"gates", "--model", dir}, 2, "give inputs"},
