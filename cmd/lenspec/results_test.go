@@ -90,3 +90,27 @@ func TestResultsSummaryJoins(t *testing.T) {
 		t.Fatalf("two models: exit %d: %s", code, stderr)
 	}
 }
+
+// TestResultsRetrySymlink: retry on a symbolic link to a results file
+// rewrites the file it points to and keeps the link.
+func TestResultsRetrySymlink(t *testing.T) {
+	dir := t.TempDir()
+	crashed := pgdRecord("abc", 2, 1)
+	crashed.Error, crashed.Crashed = "the process died 2 times in this unit", true
+	target := writeAttacks(t, filepath.Join(dir, "attacks.jsonl"), pgdRecord("abc", 1, 3), crashed)
+	link := filepath.Join(t.TempDir(), "link.jsonl")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "results", "retry", link)
+	if want := link + ": 1 records removed; rerun its command to redo them\n"; code != 0 || stdout != want || stderr != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 0 and %q", code, stdout, stderr, want)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced by a file: %v, %v", fi.Mode(), err)
+	}
+	recs, err := experiment.ReadAttackRecords(target)
+	if err != nil || len(recs) != 1 || recs[0].Sample != 1 {
+		t.Fatalf("the target holds %+v, %v; want sample 1's record alone", recs, err)
+	}
+}

@@ -110,12 +110,19 @@ func ReadRegular(path string, max int64) ([]byte, error) {
 // temporary file in the same directory, synced, made world-readable like
 // any file a user saves, then renamed over path, so a reader never sees a
 // partial file and an interrupted write leaves the old one. An existing
-// path that is not a regular file is refused before any work.
+// path that is not a regular file is refused before any work. A symbolic
+// link to a file is written through, as a plain write would: its target
+// is replaced (the temporary file in the target's directory) and the link
+// kept.
 func WriteAtomic(path string, write func(w io.Writer) error) (err error) {
 	if err := CheckRegular(path); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	dst := path
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		dst = target
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -138,7 +145,7 @@ func WriteAtomic(path string, write func(w io.Writer) error) (err error) {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	return os.Rename(tmp.Name(), dst)
 }
 
 // WriteFileAtomic is WriteAtomic for bytes already in memory.
