@@ -121,13 +121,17 @@ func RegisterBudgetFlags(fs *pflag.FlagSet) Budgets {
 
 // Apply sets the budget of each of cfgs to its method's --METHOD-budget
 // where that flag was given (changed reports which), and refuses, as a
-// SettingsError, a budget given for a method none of cfgs runs.
+// SettingsError, a budget given for a method none of cfgs runs, or out of
+// range (CheckBudget).
 func (b Budgets) Apply(cfgs []AttackConfig, changed func(flag string) bool) error {
 	var methods []string
 	for i := range cfgs {
 		methods = append(methods, cfgs[i].Method)
-		if v := b[cfgs[i].Method]; v != nil && changed(cfgs[i].Method+"-budget") {
-			cfgs[i].Settings.Budget = *v
+		if flag := cfgs[i].Method + "-budget"; b[cfgs[i].Method] != nil && changed(flag) {
+			if err := CheckBudget(flag, *b[cfgs[i].Method]); err != nil {
+				return err
+			}
+			cfgs[i].Settings.Budget = *b[cfgs[i].Method]
 		}
 	}
 	for _, m := range TextMethods {

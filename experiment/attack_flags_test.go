@@ -118,4 +118,13 @@ func TestBudgets(t *testing.T) {
 	if err == nil || err.Error() != want || !errors.As(err, new(SettingsError)) {
 		t.Fatalf("a budget for a method not run: %v, want the SettingsError %q", err, want)
 	}
+	// A budget of no search is refused naming its flag, as every
+	// attack's (CheckBudget).
+	if err := fs.Parse([]string{"--" + MethodRandom + "-budget", "0"}); err != nil {
+		t.Fatal(err)
+	}
+	err = b.Apply(cfgs, fs.Changed)
+	if want := "--random-budget 0: want 1..1000000000"; err == nil || err.Error() != want || !errors.As(err, new(SettingsError)) {
+		t.Fatalf("a budget of 0: %v, want the SettingsError %q", err, want)
+	}
 }

@@ -251,6 +251,7 @@ func TestTrainNMTAndEval(t *testing.T) {
 		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "gumbel", "--eps", "0.5", "--sentences", "1", "--loop=false", "--out", res}, 2, "--loop is read by flip only"},
 		{[]string{"experiment", "nmt-attack", "--model", out, "--corpus", tsv, "--sentences", "1", "--methods", "random,embedding", "--beam", "3", "--out", t.TempDir()}, 2, "not by random or embedding"},
 		{[]string{"experiment", "nmt-attack", "--model", out, "--corpus", tsv, "--sentences", "1", "--methods", "random", "--flip-budget", "3", "--out", t.TempDir()}, 2, "--flip-budget"},
+		{[]string{"experiment", "nmt-attack", "--model", out, "--corpus", tsv, "--sentences", "1", "--methods", "random", "--random-budget", "0", "--out", t.TempDir()}, 2, "lenspec: --random-budget 0: want 1..1000000000\n"},
 		{[]string{"attack", "--model", out, "--corpus", tsv, "--method", "flip", "--eps", "0.5", "--sentences", "1", "--split", "train", "--out", res}, 2, "dev or test"},
 		{[]string{"translate", "x"}, 2, "--model"},
 		{[]string{"translate", "--model", smallModel(t), "x"}, 2, "does not read text"},
