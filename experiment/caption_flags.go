@@ -73,7 +73,7 @@ func (e *CaptionExperiment) Validate() error {
 	// The checks lenspec attack's runs get (AttackConfig.Validate), here
 	// before any model is loaded, naming this command's flags.
 	for _, err := range []error{CheckBudget("samples", e.Samples), CheckBudget("steps", e.Steps), CheckRestarts("restarts", e.Restarts),
-		CheckMaxSteps(e.MaxSteps, true), CheckRadii("eps", e.Eps)} {
+		CheckMaxSteps(e.MaxSteps, true), CheckRadii("eps", e.Eps), settingsErr(validPGD(AttackSettings{LR: e.LR, Clip: e.Clip, Restarts: e.Restarts}))} {
 		if err != nil {
 			return err
 		}

@@ -54,6 +54,8 @@ func TestCaptionExperimentFlags(t *testing.T) {
 		{[]string{"--model", "m", "--out", "o", "--restarts", "0"}, "--restarts 0: want at least 1 (the first run starts from the input itself)"},
 		{[]string{"--model", "m", "--out", "o", "--max-steps", "0"}, "--max-steps 0: want 1..10000"},
 		{[]string{"--model", "m", "--out", "o", "--eps", "0.5,0"}, "--eps 0: want positive, finite radii"},
+		{[]string{"--model", "m", "--out", "o", "--lr", "0"}, "PGD learning rate 0 must be positive and finite"},
+		{[]string{"--model", "m", "--out", "o", "--clip", "NaN"}, "PGD clip ε NaN must be positive and finite"},
 		{[]string{"--model", "m", "--out", "o", "--cap", "-1"}, "--images must be positive, --first and --cap non-negative"},
 		{[]string{"--model", "a/m", "--model", "b/m/", "--out", "o"}, "--model b/m/: two models named m (their records would share OUT/m)"},
 		{[]string{"--model", "m", "--out", "o", "--losses", "margin,hinge"}, func() string { _, err := attack.ParseLoss("hinge"); return err.Error() }()},
