@@ -2,7 +2,9 @@
 // run long, and proves where it can that none exist.
 //
 // Exit status: 0 success, 1 failure (standard output that cannot be
-// written included: a full disk, a closed pipe), 2 bad usage (flags,
+// written included: a full disk, a closed pipe; and a run ending with
+// units recorded as crashed, experiment.CrashedError, which names them
+// and the command that retries them), 2 bad usage (flags,
 // arguments, or settings out of range), 130 or 143 interrupted by SIGINT
 // or SIGTERM (work finished before the signal is kept; a rerun resumes;
 // translate says which lines it wrote).

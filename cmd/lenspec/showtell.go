@@ -118,10 +118,7 @@ func newCaptionAttackCmd(a *app) *cobra.Command {
 			}
 			rows, table, err := e.Run(c.Context())
 			finish()
-			if err != nil {
-				return err
-			}
-			return a.emit(rows, func(w io.Writer) { fmt.Fprint(w, table) })
+			return a.summary(rows, func(w io.Writer) { fmt.Fprint(w, table) }, err)
 		},
 	}
 	e.RegisterFlags(c.Flags())
