@@ -34,6 +34,9 @@ type CaptionRow struct {
 	OrigOverCap int `json:"orig_over_cap"`
 	Ties        int `json:"ties"`
 	Failed      int `json:"failed"`
+	// NoRatio counts the completed images whose original output is empty:
+	// they have no length ratio, so MeanRatio is over the others.
+	NoRatio int `json:"no_ratio,omitempty"`
 	// Witnesses counts the lengthened outputs; Replayed those whose saved
 	// witness decodes again, in float64, to the recorded tokens with no
 	// tie (−1: not checked).
@@ -108,7 +111,7 @@ func SummariseCaptionAttacks(ctx context.Context, recs []AttackRecord, m *Model,
 func captionRow(ctx context.Context, g []AttackRecord, m *Model, name string, eps float64, method string, capLen int) (CaptionRow, error) {
 	t := tallyAttacks(g)
 	row := CaptionRow{Model: name, Eps: eps, Method: method, Images: t.completed, Replayed: -1, Lengthened: t.lengthened, MeanRatio: t.meanRatio,
-		Longest: t.longest, Unstopped: t.unstopped, Ties: t.ties, Failed: t.failed, Evals: t.evals, Seconds: t.seconds}
+		Longest: t.longest, Unstopped: t.unstopped, Ties: t.ties, Failed: t.failed, NoRatio: t.noRatio, Evals: t.evals, Seconds: t.seconds}
 	if m != nil {
 		row.Replayed = 0
 	}
@@ -166,7 +169,9 @@ var errUnreadable = errors.New("witness unreadable")
 // or several side by side.
 func CaptionTable(rows []CaptionRow, capLen int) string {
 	var cells [][]string
+	noRatio := 0
 	for _, r := range rows {
+		noRatio += r.NoRatio
 		longest := fmt.Sprint(r.Longest)
 		if r.Unstopped > 0 {
 			longest = fmt.Sprintf("≥%d (%d without eos)", r.Longest, r.Unstopped)
@@ -188,5 +193,5 @@ func CaptionTable(rows []CaptionRow, capLen int) string {
 	}
 	header := []string{"model", "δ", "method", "images", "lengthened", "mean length ratio", "longest",
 		fmt.Sprintf("outputs > %d", capLen), fmt.Sprintf("sampled outputs > %d", capLen), "ties", "witnesses replayed", "evaluations", "seconds"}
-	return failedTable(header, cells, func(i int) int { return rows[i].Failed })
+	return failedTable(header, cells, func(i int) int { return rows[i].Failed }) + ratioNote(noRatio)
 }

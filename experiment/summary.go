@@ -38,8 +38,11 @@ type SummaryRow struct {
 	Unstopped   int     `json:"unstopped"`
 	Ties        int     `json:"ties"`
 	Failed      int     `json:"failed"`
-	Evals       int64   `json:"evals"`
-	Seconds     float64 `json:"seconds"`
+	// NoRatio counts the completed units whose original output is empty:
+	// they have no length ratio, so MeanRatio is over the others.
+	NoRatio int     `json:"no_ratio,omitempty"`
+	Evals   int64   `json:"evals"`
+	Seconds float64 `json:"seconds"`
 }
 
 // Text is the summary for a terminal.
@@ -119,7 +122,7 @@ func SummariseAttacks(recs []AttackRecord, outDir, title string) (*AttackSummary
 		g := groups[k]
 		t := tallyAttacks(g)
 		row := SummaryRow{Eps: k.eps, Method: k.method, Samples: t.completed, MeanRatio: t.meanRatio, SuccessRate: t.lengthened,
-			Longest: t.longest, Unstopped: t.unstopped, Ties: t.ties, Failed: t.failed, Evals: t.evals, Seconds: t.seconds}
+			Longest: t.longest, Unstopped: t.unstopped, Ties: t.ties, Failed: t.failed, NoRatio: t.noRatio, Evals: t.evals, Seconds: t.seconds}
 		sum.Rows = append(sum.Rows, row)
 		longest := fmt.Sprint(row.Longest)
 		if row.Unstopped > 0 {
@@ -130,7 +133,11 @@ func SummariseAttacks(recs []AttackRecord, outDir, title string) (*AttackSummary
 		rows = append(rows, cells)
 	}
 	header := []string{"δ", "method", "images", "mean length ratio", "success (> original)", "longest", "ties", "evaluations", "seconds"}
-	sum.Table = failedTable(header, rows, func(i int) int { return sum.Rows[i].Failed })
+	noRatio := 0
+	for _, r := range sum.Rows {
+		noRatio += r.NoRatio
+	}
+	sum.Table = failedTable(header, rows, func(i int) int { return sum.Rows[i].Failed }) + ratioNote(noRatio)
 	if err := fileio.WriteFileAtomic(sum.TableFile, []byte(sum.Table)); err != nil {
 		return nil, err
 	}
@@ -184,8 +191,11 @@ func groupAttacks(recs []AttackRecord, label func(AttackRecord) string, less fun
 // failed units only as failed, everything else over the completed ones.
 type attackTally struct {
 	completed, failed, ties, unstopped, longest int
-	evals                                       int64
-	seconds                                     float64
+	// noRatio counts the completed units whose original output is empty
+	// (no length ratio).
+	noRatio int
+	evals   int64
+	seconds float64
 	// meanRatio is the mean of adversarial over original length (of the
 	// completed units whose original output is not empty); lengthened the
 	// fraction of the completed units made longer with no tie: an image's
@@ -216,6 +226,8 @@ func tallyAttacks(g []AttackRecord) attackTally {
 		}
 		if r.OrigLength > 0 {
 			ratios = append(ratios, float64(r.AdvLength)/float64(r.OrigLength))
+		} else {
+			t.noRatio++
 		}
 		evals = append(evals, float64(r.Evals))
 		tie := r.MinRelMargin < model.RelTieMargin
@@ -293,6 +305,16 @@ func failedTable(header []string, rows [][]string, failed func(i int) int) strin
 
 // failedRule says under a table with failed units how they are counted.
 const failedRule = "Failed units (an error or a crash; their records say why) count only under \"failed\": every other count, rate, mean and time is over the units that completed."
+
+// ratioNote says under an attack table that n completed units, whose
+// original output is empty, are left out of the mean length ratio (an
+// empty line if none are).
+func ratioNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n%d completed units have an empty original output, hence no length ratio: the mean length ratio is over the others.\n", n)
+}
 
 // number formats v, or "–" where it is undefined (NaN: no unit to take it
 // over).

@@ -121,3 +121,20 @@ func TestSummariesOneDenominator(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryEmptyOriginals: a completed unit whose original output is
+// empty has no length ratio; the mean is over the others, and the table
+// says so.
+func TestSummaryEmptyOriginals(t *testing.T) {
+	recs := []AttackRecord{
+		{Sample: 1, Eps: 0.1, Method: MethodPGD, OrigLength: 2, AdvLength: 3, Stopped: true, MinRelMargin: 0.1},
+		{Sample: 2, Eps: 0.1, Method: MethodPGD, OrigLength: 0, AdvLength: 4, Stopped: true, MinRelMargin: 0.1},
+	}
+	sum, err := SummariseAttacks(recs, t.TempDir(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := sum.Rows[0]; r.Samples != 2 || r.MeanRatio != 1.5 || r.NoRatio != 1 || !strings.Contains(sum.Table, "1 completed units have an empty original output") {
+		t.Fatalf("row %+v, table:\n%s", r, sum.Table)
+	}
+}

@@ -42,14 +42,17 @@ type TextRow struct {
 	// Long counts sentences whose best output is longer than LongOutput
 	// tokens; SampledLong the sampled outputs longer than that among all
 	// of random search's draws (SampledTotal).
-	Long         int     `json:"long"`
-	SampledLong  int64   `json:"sampled_long,omitempty"`
-	SampledTotal int64   `json:"sampled_total,omitempty"`
-	Longest      int     `json:"longest"`
-	Unstopped    int     `json:"unstopped"`
-	Ties         int     `json:"ties"`
-	Failed       int     `json:"failed"`
-	Seconds      float64 `json:"seconds"`
+	Long         int   `json:"long"`
+	SampledLong  int64 `json:"sampled_long,omitempty"`
+	SampledTotal int64 `json:"sampled_total,omitempty"`
+	Longest      int   `json:"longest"`
+	Unstopped    int   `json:"unstopped"`
+	Ties         int   `json:"ties"`
+	Failed       int   `json:"failed"`
+	// NoRatio counts the completed sentences whose original output is
+	// empty: they have no length ratio, so MeanRatio is over the others.
+	NoRatio int     `json:"no_ratio,omitempty"`
+	Seconds float64 `json:"seconds"`
 	// PickSample and PickArgmax count which final sentence of the Gumbel
 	// attack won.
 	PickSample int `json:"pick_sample,omitempty"`
@@ -176,7 +179,7 @@ func SummariseTextAttacks(recs []AttackRecord, outDir, title string) (*TextSumma
 		t := tallyAttacks(g)
 		row := TextRow{Eps: k.eps, Method: k.method, Sentences: t.completed, EvalsPerSentence: t.medianEvals, MeanRatio: t.meanRatio,
 			SuccessRate: t.lengthened, Long: t.long, SampledLong: t.sampledLong, SampledTotal: t.sampledTotal, Longest: t.longest,
-			Unstopped: t.unstopped, Ties: t.ties, Failed: t.failed, Seconds: t.seconds, PickSample: t.pickSample, PickArgmax: t.pickArgmax}
+			Unstopped: t.unstopped, Ties: t.ties, Failed: t.failed, NoRatio: t.noRatio, Seconds: t.seconds, PickSample: t.pickSample, PickArgmax: t.pickArgmax}
 		sum.Rows = append(sum.Rows, row)
 		longest := fmt.Sprint(row.Longest)
 		if row.Unstopped > 0 {
@@ -193,7 +196,11 @@ func SummariseTextAttacks(recs []AttackRecord, outDir, title string) (*TextSumma
 	header := []string{"δ", "method", "sentences", "evaluations / sentence", "mean length ratio", "success (> original)",
 		fmt.Sprintf("outputs > %d", LongOutput), fmt.Sprintf("sampled outputs > %d", LongOutput), "longest", "ties", "seconds"}
 	var b strings.Builder
-	b.WriteString(failedTable(header, rows, func(i int) int { return sum.Rows[i].Failed }))
+	noRatio := 0
+	for _, r := range sum.Rows {
+		noRatio += r.NoRatio
+	}
+	b.WriteString(failedTable(header, rows, func(i int) int { return sum.Rows[i].Failed }) + ratioNote(noRatio))
 	for _, r := range sum.Rows {
 		if r.PickSample+r.PickArgmax > 0 {
 			fmt.Fprintf(&b, "\nGumbel PGD at δ = %g: the final sentence drawn from softmax(π) won %d times, the argmax %d times.", r.Eps, r.PickSample, r.PickArgmax)
