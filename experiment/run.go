@@ -281,6 +281,7 @@ type CrashedUnit struct {
 	Method string  `json:"method,omitempty"` // an attack's, with its loss; empty for verification
 }
 
+// String names the unit as the error lists it.
 func (u CrashedUnit) String() string {
 	s := fmt.Sprintf("sample %d at δ %g", u.Sample, u.Eps)
 	if u.Method != "" {
@@ -293,6 +294,8 @@ func (u CrashedUnit) String() string {
 // counted.
 const namedCrashes = 10
 
+// Error names the file, the units (the first namedCrashes) and the
+// command that retries them, on one line.
 func (e *CrashedError) Error() string {
 	var names []string
 	for i, u := range e.Units {
