@@ -106,6 +106,30 @@ func TestVerifyExperimentShards(t *testing.T) {
 	if recs, err := experiment.ReadVerifyRecords(merged); err != nil || len(recs) != 6 {
 		t.Fatalf("merged %d records (%v), want 6", len(recs), err)
 	}
+	// A unit of shard 1 recorded as crashed: a rerun of the shard prints
+	// the summary, where it counts as failed, then names the unit and the
+	// command that retries it, and exits 1.
+	raw, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(raw), "\n")
+	var rec experiment.VerifyRecord
+	if err := json.Unmarshal([]byte(first), &rec); err != nil {
+		t.Fatal(err)
+	}
+	// Edited as text: the key is the record's own JSON text.
+	verdict := fmt.Sprintf(`"verdict":%q`, rec.Verdict)
+	crashed := `"verdict":"unknown","error":"the process died 2 times while running this sample","crashed":true`
+	if err := os.WriteFile(files[0], []byte(strings.Replace(string(raw), verdict, crashed, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runCLI(t, append(base, "--shard", "1/2")...)
+	want := fmt.Sprintf("%s: 1 unit recorded as crashed, not run again (sample %d at δ %g); `lenspec results retry %s`, then this command again, redoes them",
+		files[0], rec.Sample, rec.Eps, files[0])
+	if code != 1 || !strings.Contains(stdout, "| failed |") || !strings.Contains(stderr, want) {
+		t.Fatalf("rerun with a crashed unit: exit %d, stdout %s, stderr %q; want 1, the summary, and %q", code, stdout, stderr, want)
+	}
 	for _, bad := range []string{"0/2", "3/2", "1/0", "a/b", "1/2/3"} {
 		if code, _, _ := runCLI(t, "experiment", "mmnist-verify", "--model", dir, "--out", out, "--shard", bad); code != 2 {
 			t.Fatalf("--shard %s: exit %d, want 2", bad, code)
