@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -66,6 +67,12 @@ func (e *SourceTooLongError) Error() string {
 // translated exactly as they would be alone. The error is for what fails
 // the whole call (no tokenizer, a step cap out of range, ctx's end).
 // maxSteps ≤ 0 means the model's cap.
+//
+// When ctx ends, Translate stops within a decoding step and returns ctx's
+// error with the translations: those finished (blank or too long texts,
+// and those decoded to their end) as they would be otherwise, the others
+// with ctx's error as their Err (Unfinished), so that a caller can keep
+// what was done.
 func Translate[T ad.Float](ctx context.Context, d Decoder[T], texts []string, maxSteps int) ([]Translation, error) {
 	tok := d.Config().Tokenizer
 	if tok == nil {
@@ -105,22 +112,36 @@ func Translate[T ad.Float](ctx context.Context, d Decoder[T], texts []string, ma
 	for k, i := range order {
 		batch[k] = out[i].Source
 	}
-	res, err := Decode(ctx, d, Batch[T]{Tokens: batch}, maxSteps)
-	if err != nil {
-		return nil, fmt.Errorf("translate: %w", err)
+	res, done, stop := decode(ctx, d, Batch[T]{Tokens: batch}, maxSteps)
+	if res == nil {
+		return nil, fmt.Errorf("translate: %w", stop)
 	}
 	for k, i := range order {
 		r := res[k]
 		t := &out[i]
+		if !done[k] {
+			t.Err = stop
+			continue
+		}
 		t.IDs, t.Length, t.Stopped, t.MinRelMargin = append(t.IDs, r.Tokens...), len(r.Tokens), r.Stopped, r.MinRelMargin
 		for _, id := range r.Tokens {
 			t.Tokens = append(t.Tokens, tok.Token(id))
 		}
+		var err error
 		if t.Text, err = DecodeText(tok, r.Tokens); err != nil {
 			return nil, fmt.Errorf("translate: text %d: %w", i, err)
 		}
 	}
+	if stop != nil {
+		return out, fmt.Errorf("translate: %w", stop)
+	}
 	return out, nil
+}
+
+// Unfinished reports whether t is a translation Translate did not finish
+// because its context ended.
+func Unfinished(t Translation) bool {
+	return errors.Is(t.Err, context.Canceled) || errors.Is(t.Err, context.DeadlineExceeded)
 }
 
 // Blank reports whether s holds nothing to translate: it is empty or

@@ -40,9 +40,10 @@ read and translated. See docs/models.md, "The translator's tokenizer".
 
 Output that cannot be written (a full disk, a closed pipe, a FIFO whose
 reader is gone) stops translate with exit 1. SIGINT or SIGTERM stops it at
-once if it is waiting for input, or when the chunk of lines it is decoding
-ends: it writes nothing more, says on stderr which lines it translated, and
-exits 130 or 143. Nothing is saved but the output already written.`,
+once if it is waiting for input, or within a decoding step, whatever
+--batch: it writes the lines it finished before the first it did not (in
+order, as always), says on stderr which lines it translated, and exits 130
+or 143. Nothing is saved but the output written.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if modelDir == "" {
 				return usagef("--model is required")
