@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/lenspec/lenspec/ad"
@@ -35,6 +36,13 @@ type Translation struct {
 	// but what it says is unknown, so the caller should say so
 	// (translate warns on stderr).
 	InvalidUTF8 bool `json:"invalid_utf8,omitempty"`
+	// ControlChars is set when the text holds control characters other
+	// than white space (NUL, ESC, DEL, the C1 controls…): no text is
+	// written with them, and the corpora the models learn from read them
+	// as spaces, so Translate reads each as a space (a text of nothing
+	// else is then blank), and the caller should say so (translate warns
+	// on stderr).
+	ControlChars bool `json:"control_chars,omitempty"`
 	// Err, if not nil, is why this text was not translated (a
 	// *SourceTooLongError); only Source is then set. One text the model
 	// cannot read must not cost the others their translations, so
@@ -61,7 +69,9 @@ func (e *SourceTooLongError) Error() string {
 // text, in order. A blank text (empty, or white space alone: Blank) has
 // an empty translation (Stopped, Length 0, no source ids) and is not run:
 // a model given only spaces invents a sentence. A text that is not valid
-// UTF-8 is translated, with InvalidUTF8 set. A text whose
+// UTF-8 is translated, with InvalidUTF8 set; one holding control
+// characters other than white space is translated with each read as a
+// space, with ControlChars set. A text whose
 // source is longer than the model reads (InputSpec.MaxLen) is not run
 // either: its Translation's Err says so, and the other texts are
 // translated exactly as they would be alone. The error is for what fails
@@ -90,6 +100,7 @@ func Translate[T ad.Float](ctx context.Context, d Decoder[T], texts []string, ma
 	for i, s := range texts {
 		t := &out[i]
 		t.IDs, t.Tokens, t.InvalidUTF8 = []int{}, []string{}, !utf8.ValidString(s)
+		s, t.ControlChars = controlsAsSpaces(s)
 		if Blank(s) {
 			t.Source, t.Stopped = []int{}, true
 			continue
@@ -142,6 +153,31 @@ func Translate[T ad.Float](ctx context.Context, d Decoder[T], texts []string, ma
 // because its context ended.
 func Unfinished(t Translation) bool {
 	return errors.Is(t.Err, context.Canceled) || errors.Is(t.Err, context.DeadlineExceeded)
+}
+
+// controlsAsSpaces returns s with each control character that is not
+// white space (unicode.IsControl, not unicode.IsSpace: NUL, ESC, DEL, the
+// C1 controls…) replaced by a space, and whether there was any. Invalid
+// UTF-8 bytes pass through, for the tokenizer's byte tokens.
+func controlsAsSpaces(s string) (string, bool) {
+	var b []byte // nil until the first control character
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case unicode.IsControl(r) && !unicode.IsSpace(r): // utf8.RuneError is neither
+			if b == nil {
+				b = append(make([]byte, 0, len(s)), s[:i]...)
+			}
+			b = append(b, ' ')
+		case b != nil:
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	if b == nil {
+		return s, false
+	}
+	return string(b), true
 }
 
 // Blank reports whether s holds nothing to translate: it is empty or

@@ -212,6 +212,40 @@ func TestTranslateRefuses(t *testing.T) {
 	}
 }
 
+// TestTranslateControlCharacters: a text holding control characters
+// other than white space is translated as the text with a space for each
+// (invalid bytes kept), with ControlChars set; a text of nothing else is
+// blank, not run; white space alone is not a control character here.
+func TestTranslateControlCharacters(t *testing.T) {
+	m := textTranslator(t)
+	empty := Translation{Source: []int{}, IDs: []int{}, Tokens: []string{}, Stopped: true}
+	for _, c := range []struct {
+		text, as string // as: the text it is translated as; "" for blank
+		control  bool
+	}{
+		{"\x00\x00\x00", "", true},
+		{"\x00 \x1b\x7f\u0085\u0080\t", "", true},
+		{"das\x00haus", "das haus", true},
+		{"das haus\x1b[0m", "das haus [0m", true},
+		{"das\u009fhaus\xff", "das haus\xff", true},
+		{"das\thaus\u0085", "das\thaus\u0085", false},
+		{"das haus", "das haus", false},
+	} {
+		ts, err := Translate(context.Background(), Decoder[float64](m), []string{c.text, c.as}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := ts[0], ts[1]
+		if c.as == "" {
+			want = empty
+		}
+		want.InvalidUTF8, want.ControlChars = !utf8.ValidString(c.text), c.control
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: %+v, want %+v (%q's)", c.text, got, want, c.as)
+		}
+	}
+}
+
 // stepCounter is a decoder that counts its steps and calls onStep with
 // each step's number (from 1) before taking it.
 type stepCounter struct {

@@ -30,8 +30,12 @@ stopped within the step cap.
 A blank text (empty, or white space alone) gives an empty line without
 running the model. A text that is not valid UTF-8 is translated (its invalid
 bytes read as byte tokens) with a warning on stderr naming its line or
-argument (with --json, "invalid_utf8": true in its object); the exit status
-stays 0. A text the model cannot read (more source tokens than its
+argument (with --json, "invalid_utf8": true in its object). Control
+characters other than white space (NUL, ESC, DEL, the C1 controls) are not
+text: each is read as a space, as the training corpora read them, with a
+warning naming the line or argument (with --json, "control_chars": true), so
+a line of NUL bytes gives an empty line without running the model. In both
+cases the exit status stays 0. A text the model cannot read (more source tokens than its
 max_source_len, or a stdin line over 16 MiB) is reported on stderr by its
 line or argument number, and its place in the output is an empty line (with
 --json, an object with an "error" field); every other text is translated as

@@ -429,6 +429,39 @@ func TestTranslateBlankAndInvalidUTF8(t *testing.T) {
 	}
 }
 
+// TestTranslateControlCharacters: a line of NUL bytes gives an empty
+// line without running the model, as a blank line does, not a sentence
+// the model invents; a line with control characters among its words is
+// translated with a space for each; both are warned about on stderr by
+// their line number (with --json, "control_chars": true), and the exit
+// status stays 0.
+func TestTranslateControlCharacters(t *testing.T) {
+	dir := tinyTranslatorDir(t)
+	in := "\x00\x00\x00\ndas\x00haus\ndas haus\n"
+	code, stdout, stderr := runCLIStdin(t, in, "translate", "--model", dir)
+	lines := strings.Split(stdout, "\n")
+	if code != 0 || len(lines) != 4 || lines[0] != "" || lines[2] == "" || lines[1] != lines[2] {
+		t.Fatalf("exit %d, output %q (%s)", code, stdout, stderr)
+	}
+	warn := "lenspec: warning: translate: stdin line %d holds control characters (NUL, ESC, DEL…), which are not text; each was read as a space\n"
+	if want := fmt.Sprintf(warn, 1) + fmt.Sprintf(warn, 2); stderr != want {
+		t.Fatalf("stderr %q, want %q", stderr, want)
+	}
+	code, stdout, stderr = runCLIStdin(t, in, "translate", "--model", dir, "--json")
+	var recs []map[string]any
+	for _, l := range nonEmptyLines(stdout) {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	if code != 0 || len(recs) != 3 || recs[0]["length"] != 0.0 || len(recs[0]["source_ids"].([]any)) != 0 || recs[0]["source"] != "\x00\x00\x00" ||
+		recs[0]["control_chars"] != true || recs[1]["control_chars"] != true || recs[2]["control_chars"] != nil || !reflect.DeepEqual(recs[1]["ids"], recs[2]["ids"]) {
+		t.Fatalf("exit %d, records %v, stderr %q", code, recs, stderr)
+	}
+}
+
 // germanLines are n made-up German sentences of about 40 source tokens
 // for the shipped Multi30k translator, drawn from seed.
 func germanLines(n int, seed uint64) []string {
