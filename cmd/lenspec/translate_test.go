@@ -416,17 +416,24 @@ func TestTranslateBlankAndInvalidUTF8(t *testing.T) {
 		t.Fatalf("stderr %q, want one line %q…", stderr, want)
 	}
 	code, stdout, stderr = runCLIStdin(t, " \nklein\xff\n", "translate", "--model", dir, "--json")
+	recs := jsonLines(t, stdout)
+	if code != 0 || len(recs) != 2 || recs[0]["length"] != 0.0 || recs[0]["invalid_utf8"] != nil || recs[1]["invalid_utf8"] != true || !strings.Contains(stderr, "stdin line 2") {
+		t.Fatalf("exit %d, records %v, stderr %q", code, recs, stderr)
+	}
+}
+
+// jsonLines decodes the JSON object on each non-empty line of out.
+func jsonLines(t *testing.T, out string) []map[string]any {
+	t.Helper()
 	var recs []map[string]any
-	for _, l := range nonEmptyLines(stdout) {
+	for _, l := range nonEmptyLines(out) {
 		var r map[string]any
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatal(err)
 		}
 		recs = append(recs, r)
 	}
-	if code != 0 || len(recs) != 2 || recs[0]["length"] != 0.0 || recs[0]["invalid_utf8"] != nil || recs[1]["invalid_utf8"] != true || !strings.Contains(stderr, "stdin line 2") {
-		t.Fatalf("exit %d, records %v, stderr %q", code, recs, stderr)
-	}
+	return recs
 }
 
 // TestTranslateControlCharacters: a line of NUL bytes gives an empty
@@ -448,14 +455,7 @@ func TestTranslateControlCharacters(t *testing.T) {
 		t.Fatalf("stderr %q, want %q", stderr, want)
 	}
 	code, stdout, stderr = runCLIStdin(t, in, "translate", "--model", dir, "--json")
-	var recs []map[string]any
-	for _, l := range nonEmptyLines(stdout) {
-		var r map[string]any
-		if err := json.Unmarshal([]byte(l), &r); err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, r)
-	}
+	recs := jsonLines(t, stdout)
 	if code != 0 || len(recs) != 3 || recs[0]["length"] != 0.0 || len(recs[0]["source_ids"].([]any)) != 0 || recs[0]["source"] != "\x00\x00\x00" ||
 		recs[0]["control_chars"] != true || recs[1]["control_chars"] != true || recs[2]["control_chars"] != nil || !reflect.DeepEqual(recs[1]["ids"], recs[2]["ids"]) {
 		t.Fatalf("exit %d, records %v, stderr %q", code, recs, stderr)
