@@ -375,3 +375,29 @@ func TestVerifyOwnInput(t *testing.T) {
 		t.Fatalf("--input with --index: exit %d: %s", code, stderr)
 	}
 }
+
+// TestVerifyRefusesTranslator: verify and bound (from flags or a spec
+// file) on a translator, a model that reads tokens, are refused at once
+// with exit 2 and one line naming the model directory and saying that
+// verification takes image models, not an error about its input range.
+func TestVerifyRefusesTranslator(t *testing.T) {
+	dir, err := filepath.Abs("../../models/nmt-m30k-de-en")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(t.TempDir(), "spec.json")
+	if err := os.WriteFile(spec, []byte(fmt.Sprintf(`{"model": %q, "values": [5, 6, 7], "eps": 0.1, "max_len": 3}`, dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "lenspec: " + dir + " is a bilstm-attention-translator, which reads text: verification takes image (continuous-input) models only\n"
+	for _, args := range [][]string{
+		{"verify", "--model", dir, "--eps", "0.1", "--index", "0", "--out", filepath.Join(t.TempDir(), "v.jsonl")},
+		{"bound", "--model", dir, "--eps", "0.1", "--index", "0"},
+		{"verify", "--spec", spec},
+		{"bound", "--spec", spec},
+	} {
+		if code, stdout, stderr := runCLI(t, append(args, "-q")...); code != 2 || stdout != "" || stderr != want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, %q", args, code, stdout, stderr, want)
+		}
+	}
+}
