@@ -25,6 +25,7 @@ import (
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/internal/oneline"
+	"github.com/lenspec/lenspec/mip/external"
 	"github.com/spf13/cobra"
 )
 
@@ -245,7 +246,13 @@ func main() {
 		signal.Stop(sigs) // a second signal kills at once
 	}()
 	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
-	os.Exit(run(ctx, a, os.Args[1:]))
+	code := run(ctx, a, os.Args[1:])
+	// os.Exit runs no deferred cleanup: an external solve the verifier
+	// stopped waiting for (one that overran its time limit, or was
+	// interrupted by the signal) would leave its solver's temporary
+	// directory behind.
+	external.RemoveOwn()
+	os.Exit(code)
 }
 
 // run executes one command line and returns the exit status.
