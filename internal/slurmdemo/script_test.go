@@ -56,6 +56,45 @@ func daemons(t *testing.T, dir string) map[string][]int {
 	return found
 }
 
+// newTestCluster is a cluster in dir run by repo's
+// scripts/slurm-local.sh on free ports, logging to the buffer returned.
+func newTestCluster(t *testing.T, repo, dir string) (*Cluster, *bytes.Buffer) {
+	t.Helper()
+	port, err := FreePorts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := new(bytes.Buffer)
+	return &Cluster{Script: filepath.Join(repo, "scripts", "slurm-local.sh"), Dir: dir, Port: port, Log: log}, log
+}
+
+// startTestCluster starts cl (logging to log) for t: t is skipped where
+// Slurm cannot run at all. When t ends cl is stopped, even after a failed
+// start, which may have left daemons up, and a daemon of its directory
+// still running then fails t and is killed, so that no test leaves one
+// behind.
+func startTestCluster(ctx context.Context, t *testing.T, cl *Cluster, log *bytes.Buffer) {
+	t.Helper()
+	err := cl.Start(ctx)
+	if errors.Is(err, ErrCannotRun) {
+		t.Skipf("%v\n%s", err, log.String())
+	}
+	t.Cleanup(func() {
+		if err := cl.Stop(context.Background()); err != nil {
+			t.Errorf("%v\n%s", err, log.String())
+		}
+		for name, pids := range daemons(t, cl.Dir) {
+			t.Errorf("%s %v still running after stop: killing them", name, pids)
+			for _, pid := range pids {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("start: %v\n%s", err, log.String())
+	}
+}
+
 // TestSlurmLocalScript runs scripts/slurm-local.sh's lifecycle on a
 // directory with a space in its name: a start, a stop that cancels its
 // jobs without waiting out its 45 s for them, two starts at once on the
@@ -67,35 +106,11 @@ func TestSlurmLocalScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := FreePorts()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := filepath.Join(t.TempDir(), "lenspec slurm")
-	var log bytes.Buffer
-	cl := &Cluster{Script: filepath.Join(repo, "scripts", "slurm-local.sh"), Dir: dir, Port: port, Log: &log}
+	cl, log := newTestCluster(t, repo, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	err = cl.Start(ctx)
-	if errors.Is(err, ErrCannotRun) {
-		t.Skipf("%v\n%s", err, log.String())
-	}
-	// Whatever the script leaves running is ended, so that a failure
-	// here leaves no daemon behind.
-	t.Cleanup(func() {
-		if err := cl.Stop(context.Background()); err != nil {
-			t.Errorf("%v\n%s", err, log.String())
-		}
-		for name, pids := range daemons(t, dir) {
-			t.Errorf("%s %v still running after stop: killing them", name, pids)
-			for _, pid := range pids {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
-	if err != nil {
-		t.Fatalf("start: %v\n%s", err, log.String())
-	}
+	startTestCluster(ctx, t, cl, log)
 	one := func(when string) map[string][]int {
 		t.Helper()
 		d := daemons(t, dir)
