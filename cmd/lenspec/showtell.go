@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/lenspec/lenspec/experiment"
+	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
 
@@ -62,7 +63,7 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			progress, finish := a.bars()
-			sum, err := t.Train(c.Context(), a.env(c), progress)
+			sum, err := t.Train(c.Context(), a.env(c), train.RebuildCommand("lenspec train showtell", c.Flags()), progress)
 			finish()
 			return a.report(sum, err)
 		},
