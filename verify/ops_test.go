@@ -658,7 +658,7 @@ func testBatchedEqualsAlone(t *testing.T, cell string) {
 		optimised, optimisedPad := paddedRows(g, dom, L, c, k, best)
 		for r := range dom {
 			if cp, x := optimiseCopies(g, dom, L, toks, sp, nil, r, defaultAlpha); cp != ub[r] || !slices.Equal(x, xs.row(r)) {
-				t.Fatalf("seed %d row %d: batched bound %v at %v, in a batch of its copies %v at %v", seed, r, ub[r], xs.row(r), cp, x)
+				t.Fatalf("seed %d row %d: batched bound %v, in a batch of its copies %v (the same vertex: %v)", seed, r, ub[r], cp, slices.Equal(x, xs.row(r)))
 			}
 			cr, kr := g.head.marginRows(toks[r:r+1], 1)
 			if c1, p1 := paddedRows(g, dom[r:r+1], L, cr, kr, nil); !withinRounding(crown[r], c1[0], crownPad[r], p1[0]) {
