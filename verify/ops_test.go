@@ -680,15 +680,17 @@ func testBatchedEqualsAlone(t *testing.T, cell string) {
 // an Intel Xeon, OpenBLAS rounds a row of a batched product unlike the
 // row alone), and the optimiser's normalised (Adam) steps grow a
 // difference in the last bits without bound (issue 53: 1.9e-7 apart after
-// ten steps; one ulp here gave 2e-3). So the tests compare a batch's rows
-// in two ways that hold on every CPU.
+// ten steps; batched products moved by one ulp moved a bound by 2e-3). So
+// the tests compare a batch's rows in two ways that hold on every CPU.
 
 // optimiseCopies returns the optimised bound and vertex of row r of a
 // batch of len(dom) copies of row r's problem (its domain, token, splits
-// sp[r] if sp is set, and the cuts of row r): the products have the
-// batch's shapes and the row its place in them, so the row's arithmetic
-// is the batch's, and the two agree exactly unless a row reads another's
-// data. (Rows of copies read, if wrongly, copies of their own data.)
+// sp[r] if sp is set, and the cuts of row r). The products have the
+// batch's shapes and the row its place in them, and a product's kernel
+// rounds an entry by those, whatever the other rows hold (OpenBLAS's and
+// gonum's do), so the row's arithmetic is the batch's, and the two agree
+// exactly unless a row reads another's data. (Rows of copies read, if
+// wrongly, copies of their own data.)
 func optimiseCopies(g *graph, dom []*Bounds, L int, toks []int, sp []splitSet, cuts []rowCut, r int, opt alphaOptions) (float64, []float64) {
 	R := len(dom)
 	d, tk := make([]*Bounds, R), make([]int, R)
