@@ -127,7 +127,9 @@ func (c *AttackConfig) units() []unit {
 // RunAttack runs every unit of c not yet in its results file, appending a
 // record per unit as it finishes and passing it to emit (which may be
 // nil). A unit that fails is recorded with its error and the run goes on;
-// an interrupted run returns ctx's error and resumes where it stopped.
+// an interrupted run returns ctx's error and resumes where it stopped. A
+// run that ends with units of it recorded as crashed, now or by an
+// earlier run, returns a *CrashedError naming them.
 func RunAttack(ctx context.Context, c AttackConfig, emit func(AttackRecord) error) error {
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("attack: %w", err)
@@ -144,13 +146,15 @@ func RunAttack(ctx context.Context, c AttackConfig, emit func(AttackRecord) erro
 		return err
 	}
 	defer f.Close()
-	logf(c.Logf, f)
+	units, label := c.units(), methodLabel(c.base())
+	if err := resume(c.Logf, f, attackKey, units, label); err != nil {
+		return err
+	}
 	r := &attackRun{c: &c, f: f, emit: emit, m: m}
 	size := 1
 	if m.Batched {
 		size = c.Batch
 	}
-	units := c.units()
 	for i := 0; i < len(units); {
 		// One radius at a time, a batch of samples at a time.
 		j := i
@@ -175,14 +179,7 @@ func RunAttack(ctx context.Context, c AttackConfig, emit func(AttackRecord) erro
 			return err
 		}
 	}
-	return nil
-}
-
-// logf reports a resumed file.
-func logf(l func(string, ...any), f *results.File) {
-	if l != nil && f.Len() > 0 {
-		l("%s: %d records already done; resuming", f.Path(), f.Len())
-	}
+	return checkCrashed(f, attackKey, units, label)
 }
 
 // attackRun is the state of one RunAttack.

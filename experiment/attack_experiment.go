@@ -11,7 +11,9 @@ import (
 // every method and an interrupted run leaves whole radii, then summarises
 // the records of these runs, resumed ones included, into dir: as
 // SummariseTextAttacks does for a text model, as SummariseAttacks does
-// otherwise. Settings out of range are a SettingsError.
+// otherwise. Settings out of range are a SettingsError. Units recorded as
+// crashed do not stop it: it summarises, and returns the summary with a
+// *CrashedError naming them.
 func RunAttackExperiment(ctx context.Context, cfgs []AttackConfig, eps []float64, dir, title string) (Summary, error) {
 	if len(cfgs) == 0 {
 		return nil, errors.New("attack experiment: no methods")
@@ -25,10 +27,11 @@ func RunAttackExperiment(ctx context.Context, cfgs []AttackConfig, eps []float64
 			return nil, SettingsError{err}
 		}
 	}
+	var crashed []*CrashedError
 	for _, e := range eps {
 		for _, cfg := range cfgs {
 			cfg.Eps = []float64{e}
-			if err := RunAttack(ctx, cfg, nil); err != nil {
+			if err := RunAttack(ctx, cfg, nil); !joinCrashed(&crashed, err) {
 				return nil, err
 			}
 		}
@@ -41,28 +44,41 @@ func RunAttackExperiment(ctx context.Context, cfgs []AttackConfig, eps []float64
 	if err != nil {
 		return nil, err
 	}
+	var sum Summary
 	if cfgs[0].text() {
-		return SummariseTextAttacks(recs, dir, title)
+		sum, err = SummariseTextAttacks(recs, dir, title)
+	} else {
+		sum, err = SummariseAttacks(recs, dir, title)
 	}
-	return SummariseAttacks(recs, dir, title)
+	if err != nil {
+		return nil, err
+	}
+	return sum, crashedErr(crashed)
 }
 
 // RunVerifyExperiment runs the verification c (RunVerify, its progress
 // and data set), then summarises the records of this run, resumed ones
 // and other shards' included, into dir as SummariseVerify does. Settings
-// out of range are a SettingsError.
+// out of range are a SettingsError. Units recorded as crashed do not stop
+// it: it summarises, and returns the summary with a *CrashedError naming
+// them.
 func RunVerifyExperiment(ctx context.Context, c VerifyConfig, dir, title string) (*VerifySummary, error) {
 	// Validated, as RunVerify does, so that Match selects the records'
 	// settings (the step cap and K̂ filled in).
 	if err := c.Validate(); err != nil {
 		return nil, SettingsError{err}
 	}
-	if err := RunVerify(ctx, c, nil); err != nil {
+	var crashed []*CrashedError
+	if err := RunVerify(ctx, c, nil); !joinCrashed(&crashed, err) {
 		return nil, err
 	}
 	recs, err := ReadRun(c.Out, c.Match)
 	if err != nil {
 		return nil, err
 	}
-	return SummariseVerify(recs, dir, title)
+	sum, err := SummariseVerify(recs, dir, title)
+	if err != nil {
+		return nil, err
+	}
+	return sum, crashedErr(crashed)
 }

@@ -91,14 +91,17 @@ func (e CaptionExperiment) configs(m *Model, dir string) ([]AttackConfig, error)
 // Run checks the settings (Validate), runs the experiment (unless
 // SummaryOnly), writes each model's summary and Out/comparison.md, and
 // returns every model's rows and the comparison table. A model with no
-// records yet is left out of the summaries.
+// records yet is left out of the summaries. Units recorded as crashed do
+// not stop it: the rows and table come with a *CrashedError per results
+// file naming them (errors.Join'ed).
 func (e CaptionExperiment) Run(ctx context.Context) ([]CaptionRow, string, error) {
 	if err := e.Validate(); err != nil {
 		return nil, "", err
 	}
 	var rows []CaptionRow
+	var crashed []*CrashedError
 	for _, dir := range e.Models {
-		r, err := e.model(ctx, dir)
+		r, err := e.model(ctx, dir, &crashed)
 		if err != nil {
 			return nil, "", err
 		}
@@ -111,11 +114,12 @@ func (e CaptionExperiment) Run(ctx context.Context) ([]CaptionRow, string, error
 	if err := os.WriteFile(filepath.Join(e.Out, "comparison.md"), []byte(table), 0o644); err != nil {
 		return nil, "", err
 	}
-	return rows, table, nil
+	return rows, table, crashedErr(crashed)
 }
 
-// model attacks and summarises the model in dir.
-func (e CaptionExperiment) model(ctx context.Context, dir string) ([]CaptionRow, error) {
+// model attacks and summarises the model in dir, adding the units of its
+// runs recorded as crashed to crashed.
+func (e CaptionExperiment) model(ctx context.Context, dir string, crashed *[]*CrashedError) ([]CaptionRow, error) {
 	name := filepath.Base(filepath.Clean(dir))
 	m, err := LoadModel(dir)
 	if err != nil {
@@ -146,7 +150,7 @@ func (e CaptionExperiment) model(ctx context.Context, dir string) ([]CaptionRow,
 				if e.First > 0 && e.First < len(picked) {
 					cfg.Samples = picked[:e.First]
 				}
-				if err := RunAttack(ctx, cfg, nil); err != nil {
+				if err := RunAttack(ctx, cfg, nil); !joinCrashed(crashed, err) {
 					return nil, err
 				}
 			}

@@ -14,7 +14,9 @@ import (
 
 // CaptionRow is one (model, radius, method) line of the Show-and-Tell
 // experiment's table (paper §5.2): how far the attacks lengthen captions,
-// and how many outputs pass the training cap.
+// and how many outputs pass the training cap. Its counts, rates, means
+// and times are over the images whose unit completed (Images); Failed
+// counts the others, in no other field.
 type CaptionRow struct {
 	Model  string  `json:"model"`
 	Eps    float64 `json:"eps"`
@@ -32,6 +34,9 @@ type CaptionRow struct {
 	OrigOverCap int `json:"orig_over_cap"`
 	Ties        int `json:"ties"`
 	Failed      int `json:"failed"`
+	// NoRatio counts the completed images whose original output is empty:
+	// they have no length ratio, so MeanRatio is over the others.
+	NoRatio int `json:"no_ratio,omitempty"`
 	// Witnesses counts the lengthened outputs; Replayed those whose saved
 	// witness decodes again, in float64, to the recorded tokens with no
 	// tie (−1: not checked).
@@ -105,8 +110,8 @@ func SummariseCaptionAttacks(ctx context.Context, recs []AttackRecord, m *Model,
 // captionRow summarises one group of records.
 func captionRow(ctx context.Context, g []AttackRecord, m *Model, name string, eps float64, method string, capLen int) (CaptionRow, error) {
 	t := tallyAttacks(g)
-	row := CaptionRow{Model: name, Eps: eps, Method: method, Images: len(g), Replayed: -1, Lengthened: t.lengthened, MeanRatio: t.meanRatio,
-		Longest: t.longest, Unstopped: t.unstopped, Ties: t.ties, Failed: t.failed, Evals: t.evals, Seconds: t.seconds}
+	row := CaptionRow{Model: name, Eps: eps, Method: method, Images: t.completed, Replayed: -1, Lengthened: t.lengthened, MeanRatio: t.meanRatio,
+		Longest: t.longest, Unstopped: t.unstopped, Ties: t.ties, Failed: t.failed, NoRatio: t.noRatio, Evals: t.evals, Seconds: t.seconds}
 	if m != nil {
 		row.Replayed = 0
 	}
@@ -164,7 +169,9 @@ var errUnreadable = errors.New("witness unreadable")
 // or several side by side.
 func CaptionTable(rows []CaptionRow, capLen int) string {
 	var cells [][]string
+	noRatio := 0
 	for _, r := range rows {
+		noRatio += r.NoRatio
 		longest := fmt.Sprint(r.Longest)
 		if r.Unstopped > 0 {
 			longest = fmt.Sprintf("≥%d (%d without eos)", r.Longest, r.Unstopped)
@@ -180,12 +187,11 @@ func CaptionTable(rows []CaptionRow, capLen int) string {
 			sampled = fmt.Sprintf("%d of %d", r.SampledOverCap, r.Sampled)
 		}
 		cells = append(cells, []string{r.Model, fmt.Sprint(r.Eps), r.Method, fmt.Sprint(r.Images),
-			fmt.Sprintf("%.1f%%", 100*r.Lengthened), fmt.Sprintf("%.3f", r.MeanRatio), longest,
+			over(r.Images, "%.1f%%", 100*r.Lengthened), over(r.Images, "%.3f", r.MeanRatio), longest,
 			fmt.Sprintf("%d (originals %d)", r.OverCap, r.OrigOverCap), sampled, fmt.Sprint(r.Ties), replayed,
 			fmt.Sprint(r.Evals), fmt.Sprintf("%.0f", r.Seconds)})
 	}
 	header := []string{"model", "δ", "method", "images", "lengthened", "mean length ratio", "longest",
 		fmt.Sprintf("outputs > %d", capLen), fmt.Sprintf("sampled outputs > %d", capLen), "ties", "witnesses replayed", "evaluations", "seconds"}
-	h, c := withFailed(header, cells, func(i int) int { return rows[i].Failed })
-	return report.Markdown(h, c)
+	return failedTable(header, cells, func(i int) int { return rows[i].Failed }) + ratioNote(noRatio)
 }

@@ -80,10 +80,10 @@ func (s *DecodeSettings) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Model, "model", "", "model directory (config.json + model.safetensors)")
 	fs.StringVar(&s.Image, "image", "", "PNG image of the model's input size or an integer multiple of it; 0..255 maps to the input range")
 	fs.StringVar(&s.Input, "input", "", "exact input: a safetensors file with a tensor \"input\" (attack and verification witnesses are saved this way)")
-	fs.IntSliceVar(&s.Indices, "index", nil, "Multi-MNIST canvas index (repeatable, or comma-separated)")
+	fs.IntSliceVar(&s.Indices, "index", nil, "canvas index in the data set the model reads: Multi-MNIST, or the captions data set for a Show-and-Tell model (repeatable, or comma-separated)")
 	fs.StringVar(&s.Split, "split", "test", "train or test, with --index")
 	RegisterMaxSteps(fs, &s.MaxSteps)
-	fs.Uint64Var(&s.DataSeed, "data-seed", DefaultDataSeed, "Multi-MNIST generation seed")
+	fs.Uint64Var(&s.DataSeed, "data-seed", DefaultDataSeed, "generation seed of the data set --index reads (Multi-MNIST or the captions data set)")
 }
 
 // ValidateFlags checks the settings before any work, as SettingsErrors

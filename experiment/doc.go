@@ -25,7 +25,8 @@
 // that never depends on the order of the files. A unit that fails — a
 // solver error, a recovered panic — is recorded with its error and the run
 // goes on; one that killed the process twice (an attempt marker with no
-// record, twice) is recorded as crashed instead of retried forever. Every
+// record, twice) is recorded as crashed instead of retried forever, and
+// every run whose units include it ends with a CrashedError naming it. Every
 // random choice for sample i comes from PCG(seed, i), so a sample's result
 // does not depend on batch size, shard or resume. Witness files are named
 // by their record's key.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -297,9 +298,18 @@ func TestFailuresAreData(t *testing.T) {
 	f.Close()
 	poisoned := testSource{n: 20, size: 24, panicOn: 5}
 	c.Data = Data{Ref: c.Data.Reference(), Source: poisonAfterLabels{poisoned}}
-	if err := RunAttack(context.Background(), c, nil); err != nil {
-		t.Fatal(err)
+	// The run does every other unit, then names the crashed one (not the
+	// failed one: rerunning does not redo either, but only a crash is
+	// worth retrying as it is) and the command that retries it.
+	wantCrashed := func(err error) {
+		t.Helper()
+		var ce *CrashedError
+		if !errors.As(err, &ce) || ce.Results != out || !slices.Equal(ce.Units, []CrashedUnit{{Sample: 6, Eps: 0.3, Method: "pgd margin"}}) ||
+			!strings.Contains(err.Error(), "sample 6 at δ 0.3 (pgd margin)") || !strings.Contains(err.Error(), "`lenspec results retry "+out+"`") {
+			t.Fatalf("got %v, want a CrashedError naming sample 6 and the retry", err)
+		}
 	}
+	wantCrashed(RunAttack(context.Background(), c, nil))
 	recs := readAttacks(t, out)
 	if len(recs) != 4 {
 		t.Fatalf("%d records, want 4", len(recs))
@@ -315,6 +325,15 @@ func TestFailuresAreData(t *testing.T) {
 			t.Fatalf("sample %d did not complete: %+v", s, recs[s])
 		}
 	}
+
+	// A plain rerun runs nothing, says so on resuming, and still fails.
+	var logged []string
+	c.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	wantCrashed(RunAttack(context.Background(), c, func(r AttackRecord) error { t.Fatalf("rerun ran sample %d", r.Sample); return nil }))
+	if len(logged) != 1 || !strings.Contains(logged[0], "4 records already done, 1 of this run's units recorded as crashed") {
+		t.Fatalf("resume log %q", logged)
+	}
+	c.Logf = nil
 
 	// Retry goes by the crashed field, not the message (reworded here).
 	raw, err := os.ReadFile(out)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/lenspec/lenspec/model"
@@ -228,6 +229,20 @@ func isCrash(err error) bool {
 // written before the crashed field existed are recognised by it.
 const crashPrefix = "the process died "
 
+// failure reads whether a raw record is of a failed unit, and whether
+// that unit is recorded as crashed: by its crashed field, or by its
+// error's wording for records written before the field existed.
+func failure(raw json.RawMessage) (failed, crashed bool) {
+	var r struct {
+		Error   string `json:"error"`
+		Crashed bool   `json:"crashed"`
+	}
+	if json.Unmarshal(raw, &r) != nil || r.Error == "" {
+		return false, false
+	}
+	return true, r.Crashed || strings.HasPrefix(r.Error, crashPrefix)
+}
+
 // Retry removes failed records from the results file at path (of any
 // kind: image attack, text attack, verification) so that the next run
 // with the same settings redoes those units, and returns how many it
@@ -241,16 +256,154 @@ func Retry(path string, all bool) (int, error) {
 		return 0, err
 	}
 	dropped, err := results.Drop(path, kindKeys[kind], func(raw json.RawMessage) bool {
-		var r struct {
-			Error   string `json:"error"`
-			Crashed bool   `json:"crashed"`
-		}
-		if json.Unmarshal(raw, &r) != nil || r.Error == "" {
-			return false
-		}
-		return all || r.Crashed || strings.HasPrefix(r.Error, crashPrefix)
+		failed, crashed := failure(raw)
+		return crashed || all && failed
 	})
 	return len(dropped), err
+}
+
+// CrashedError is what a run (RunAttack, RunVerify and the experiments
+// running them) returns when units of it are recorded as crashed in its
+// results file, by this run or an earlier one: a resumed run counts them
+// as done and never runs them again, so without this error they would hide
+// behind "already done". The run did every other unit; Retry (lenspec
+// results retry) and another run redo the crashed ones. The command line
+// prints it on stderr and exits 1.
+type CrashedError struct {
+	Results string        // the results file (a shard's, with --shard)
+	Units   []CrashedUnit // this run's units recorded as crashed, in run order
+}
+
+// CrashedUnit is a unit recorded as crashed.
+type CrashedUnit struct {
+	Sample int     `json:"sample"`
+	Eps    float64 `json:"eps"`
+	Method string  `json:"method,omitempty"` // an attack's, with its loss; empty for verification
+}
+
+// String names the unit as the error lists it.
+func (u CrashedUnit) String() string {
+	s := fmt.Sprintf("sample %d at δ %g", u.Sample, u.Eps)
+	if u.Method != "" {
+		s += " (" + u.Method + ")"
+	}
+	return s
+}
+
+// namedCrashes is how many crashed units an error names; the rest are
+// counted.
+const namedCrashes = 10
+
+// Error names the file, the units (the first namedCrashes) and the
+// command that retries them, on one line.
+func (e *CrashedError) Error() string {
+	var names []string
+	for i, u := range e.Units {
+		if i == namedCrashes {
+			names = append(names, fmt.Sprintf("and %d more", len(e.Units)-i))
+			break
+		}
+		names = append(names, u.String())
+	}
+	units := "units"
+	if len(e.Units) == 1 {
+		units = "unit"
+	}
+	return fmt.Sprintf("%s: %d %s recorded as crashed, not run again (%s); `lenspec results retry %s`, then this command again, redoes them",
+		e.Results, len(e.Units), units, strings.Join(names, ", "), shellWord(e.Results))
+}
+
+// shellWord quotes s for a POSIX shell if it needs quoting, so that the
+// command an error prints can be pasted.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+=:,@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// crashedUnits lists the units of us recorded as crashed in the results
+// file f, whose records key derives the keys of; method labels them.
+func crashedUnits(f *results.File, key func(json.RawMessage) (string, error), us []unit, method string) ([]CrashedUnit, error) {
+	if f.Len() == 0 {
+		return nil, nil
+	}
+	raws, err := results.Read[json.RawMessage](f.Path())
+	if err != nil {
+		return nil, err
+	}
+	crashed := map[string]bool{}
+	for _, raw := range raws {
+		if _, c := failure(raw); c {
+			k, err := key(raw)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f.Path(), err)
+			}
+			crashed[k] = true
+		}
+	}
+	var out []CrashedUnit
+	for _, u := range us {
+		if crashed[u.key] {
+			out = append(out, CrashedUnit{Sample: u.sample, Eps: u.eps, Method: method})
+		}
+	}
+	return out, nil
+}
+
+// resume reports a resumed file, naming how many of the run's units us
+// are recorded as crashed (they are not run again).
+func resume(l func(string, ...any), f *results.File, key func(json.RawMessage) (string, error), us []unit, method string) error {
+	if l == nil || f.Len() == 0 {
+		return nil
+	}
+	crashed, err := crashedUnits(f, key, us, method)
+	if err != nil {
+		return err
+	}
+	if len(crashed) == 0 {
+		l("%s: %d records already done; resuming", f.Path(), f.Len())
+		return nil
+	}
+	l("%s: %d records already done, %d of this run's units recorded as crashed and not run again (`lenspec results retry %s` redoes them); resuming",
+		f.Path(), f.Len(), len(crashed), shellWord(f.Path()))
+	return nil
+}
+
+// checkCrashed is the end of a run: a CrashedError if units of us are
+// recorded as crashed in f, else nil.
+func checkCrashed(f *results.File, key func(json.RawMessage) (string, error), us []unit, method string) error {
+	crashed, err := crashedUnits(f, key, us, method)
+	if err != nil || len(crashed) == 0 {
+		return err
+	}
+	return &CrashedError{Results: f.Path(), Units: crashed}
+}
+
+// joinCrashed adds err to crashed if it is a CrashedError and reports
+// whether it was one (or nil); units of one file join into one error.
+func joinCrashed(crashed *[]*CrashedError, err error) bool {
+	var c *CrashedError
+	if err == nil || !errors.As(err, &c) {
+		return err == nil
+	}
+	for _, o := range *crashed {
+		if o.Results == c.Results {
+			o.Units = append(o.Units, c.Units...)
+			return true
+		}
+	}
+	*crashed = append(*crashed, &CrashedError{Results: c.Results, Units: slices.Clone(c.Units)})
+	return true
+}
+
+// crashedErr is the error of the crashed units joined: nil if none.
+func crashedErr(crashed []*CrashedError) error {
+	var errs []error
+	for _, c := range crashed {
+		errs = append(errs, c)
+	}
+	return errors.Join(errs...)
 }
 
 // saveWitness writes the exact input (safetensors, float64, named by the

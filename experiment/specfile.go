@@ -94,6 +94,9 @@ func LoadSpec(path string, changed func(flag string) bool) (*SpecFile, *Model, e
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := checkVerifiable(sp.Model); err != nil {
+		return nil, nil, err
+	}
 	m, err := LoadModel(sp.Model)
 	if err != nil {
 		return nil, nil, err

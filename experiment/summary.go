@@ -25,7 +25,9 @@ type AttackSummary struct {
 	Rows      []SummaryRow `json:"rows"`
 }
 
-// SummaryRow is one (radius, method) line of an attack summary.
+// SummaryRow is one (radius, method) line of an attack summary. As in
+// every summary, its counts, rates, means and times are over the units
+// that completed (Samples); Failed counts the others, in no other field.
 type SummaryRow struct {
 	Eps         float64 `json:"eps"`
 	Method      string  `json:"method"`
@@ -36,8 +38,11 @@ type SummaryRow struct {
 	Unstopped   int     `json:"unstopped"`
 	Ties        int     `json:"ties"`
 	Failed      int     `json:"failed"`
-	Evals       int64   `json:"evals"`
-	Seconds     float64 `json:"seconds"`
+	// NoRatio counts the completed units whose original output is empty:
+	// they have no length ratio, so MeanRatio is over the others.
+	NoRatio int     `json:"no_ratio,omitempty"`
+	Evals   int64   `json:"evals"`
+	Seconds float64 `json:"seconds"`
 }
 
 // Text is the summary for a terminal.
@@ -116,19 +121,23 @@ func SummariseAttacks(recs []AttackRecord, outDir, title string) (*AttackSummary
 	for _, k := range keys {
 		g := groups[k]
 		t := tallyAttacks(g)
-		row := SummaryRow{Eps: k.eps, Method: k.method, Samples: len(g), MeanRatio: t.meanRatio, SuccessRate: t.lengthened,
-			Longest: t.longest, Unstopped: t.unstopped, Ties: t.ties, Failed: t.failed, Evals: t.evals, Seconds: t.seconds}
+		row := SummaryRow{Eps: k.eps, Method: k.method, Samples: t.completed, MeanRatio: t.meanRatio, SuccessRate: t.lengthened,
+			Longest: t.longest, Unstopped: t.unstopped, Ties: t.ties, Failed: t.failed, NoRatio: t.noRatio, Evals: t.evals, Seconds: t.seconds}
 		sum.Rows = append(sum.Rows, row)
 		longest := fmt.Sprint(row.Longest)
 		if row.Unstopped > 0 {
 			longest = fmt.Sprintf("≥%d (%d without eos)", row.Longest, row.Unstopped)
 		}
-		cells := []string{fmt.Sprint(k.eps), k.method, fmt.Sprint(row.Samples), fmt.Sprintf("%.3f", row.MeanRatio),
-			fmt.Sprintf("%.0f%%", 100*row.SuccessRate), longest, fmt.Sprint(row.Ties), fmt.Sprint(row.Evals), fmt.Sprintf("%.0f", row.Seconds)}
+		cells := []string{fmt.Sprint(k.eps), k.method, fmt.Sprint(row.Samples), over(row.Samples, "%.3f", row.MeanRatio),
+			over(row.Samples, "%.0f%%", 100*row.SuccessRate), longest, fmt.Sprint(row.Ties), fmt.Sprint(row.Evals), fmt.Sprintf("%.0f", row.Seconds)}
 		rows = append(rows, cells)
 	}
 	header := []string{"δ", "method", "images", "mean length ratio", "success (> original)", "longest", "ties", "evaluations", "seconds"}
-	sum.Table = report.Markdown(withFailed(header, rows, func(i int) int { return sum.Rows[i].Failed }))
+	noRatio := 0
+	for _, r := range sum.Rows {
+		noRatio += r.NoRatio
+	}
+	sum.Table = failedTable(header, rows, func(i int) int { return sum.Rows[i].Failed }) + ratioNote(noRatio)
 	if err := fileio.WriteFileAtomic(sum.TableFile, []byte(sum.Table)); err != nil {
 		return nil, err
 	}
@@ -178,15 +187,20 @@ func groupAttacks(recs []AttackRecord, label func(AttackRecord) string, less fun
 	return pts, keys, groups
 }
 
-// attackTally is what the attack tables count in a group of records.
+// attackTally is what the attack tables count in a group of records:
+// failed units only as failed, everything else over the completed ones.
 type attackTally struct {
-	failed, ties, unstopped, longest int
-	evals                            int64
-	seconds                          float64
-	// meanRatio is the mean of adversarial over original length;
-	// lengthened the fraction of the group made longer with no tie: an
-	// image's output longer than the original's, a sentence's a success
-	// (longer than K̂).
+	completed, failed, ties, unstopped, longest int
+	// noRatio counts the completed units whose original output is empty
+	// (no length ratio).
+	noRatio int
+	evals   int64
+	seconds float64
+	// meanRatio is the mean of adversarial over original length (of the
+	// completed units whose original output is not empty); lengthened the
+	// fraction of the completed units made longer with no tie: an image's
+	// output longer than the original's, a sentence's a success (longer
+	// than K̂). Both are 0 where no unit counts.
 	meanRatio, lengthened float64
 	// medianEvals is the median evaluations of a unit; long counts
 	// outputs longer than LongOutput, sampledLong random search's draws
@@ -212,6 +226,8 @@ func tallyAttacks(g []AttackRecord) attackTally {
 		}
 		if r.OrigLength > 0 {
 			ratios = append(ratios, float64(r.AdvLength)/float64(r.OrigLength))
+		} else {
+			t.noRatio++
 		}
 		evals = append(evals, float64(r.Evals))
 		tie := r.MinRelMargin < model.RelTieMargin
@@ -241,8 +257,13 @@ func tallyAttacks(g []AttackRecord) attackTally {
 		t.evals += r.Evals
 		t.seconds += r.Seconds
 	}
-	t.meanRatio = report.Mean(ratios)
-	t.lengthened = float64(succ) / float64(len(g))
+	t.completed = len(g) - t.failed
+	if len(ratios) > 0 {
+		t.meanRatio = report.Mean(ratios)
+	}
+	if t.completed > 0 {
+		t.lengthened = float64(succ) / float64(t.completed)
+	}
 	if len(evals) > 0 {
 		t.medianEvals = int64(report.Quantile(evals, 0.5))
 	}
@@ -261,21 +282,56 @@ func sampledOver(counts []int64, n int) (total, over int64) {
 	return total, over
 }
 
-// withFailed adds a "failed" column (failed(i): row i's units recorded
-// with an error) to a table when any unit failed, so that a failure is
-// never read as a lower success rate.
-func withFailed(header []string, rows [][]string, failed func(i int) int) ([]string, [][]string) {
-	some := false
+// failedTable is the Markdown table of header and rows, with a "failed"
+// column (failed(i): row i's units recorded with an error or as crashed)
+// and the rule every summary follows said under it when any unit failed:
+// a failed unit counts in that column only, and every other count, rate,
+// mean and time is over the units that completed, so that a failure is
+// never read as a lower success rate, nor a rate and a mean of one row
+// taken over different units.
+func failedTable(header []string, rows [][]string, failed func(i int) int) string {
+	n := 0
 	for i := range rows {
-		some = some || failed(i) > 0
+		n += failed(i)
 	}
-	if !some {
-		return header, rows
+	if n == 0 {
+		return report.Markdown(header, rows)
 	}
 	for i := range rows {
 		rows[i] = append(rows[i], fmt.Sprint(failed(i)))
 	}
-	return append(header, "failed"), rows
+	return report.Markdown(append(header, "failed"), rows) + "\n" + failedRule + "\n"
+}
+
+// failedRule says under a table with failed units how they are counted.
+const failedRule = "Failed units (an error or a crash; their records say why) count only under \"failed\": every other count, rate, mean and time is over the units that completed."
+
+// ratioNote says under an attack table that n completed units, whose
+// original output is empty, are left out of the mean length ratio (an
+// empty line if none are).
+func ratioNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n%d completed units have an empty original output, hence no length ratio: the mean length ratio is over the others.\n", n)
+}
+
+// number formats v, or "–" where it is undefined (NaN: no unit to take it
+// over).
+func number(format string, v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+// over formats v, a rate or mean over n units, or "–" if n is 0 (a
+// row's values are then 0, which JSON can hold where NaN cannot).
+func over(n int, format string, v float64) string {
+	if n == 0 {
+		return "–"
+	}
+	return fmt.Sprintf(format, v)
 }
 
 // VerifySummary is the verdict figure and table of a verification
@@ -318,13 +374,17 @@ func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary,
 	var rows [][]string
 	spent := map[float64]map[string][]float64{} // δ → stage → unknowns' seconds
 	var stageNames []string
-	failed := 0
+	failed := map[float64]int{}
 	for _, e := range eps {
 		vc := report.VerdictCount{Delta: e}
 		var secs, unstI, unstC, open []float64
 		decided := map[string]int{}
 		spent[e] = map[string][]float64{}
 		for _, r := range by[e] {
+			if r.Error != "" { // failed: in its own column only
+				failed[e]++
+				continue
+			}
 			switch r.Verdict {
 			case "robust":
 				vc.Robust++
@@ -336,11 +396,8 @@ func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary,
 			if r.Verdict == "robust" || r.Verdict == "vulnerable" {
 				decided[r.Stage]++
 			}
-			if r.Error != "" {
-				failed++
-			}
 			secs = append(secs, r.Seconds)
-			if r.Stage != "attack" && r.Error == "" { // the attack settles it before any bound
+			if r.Stage != "attack" { // the attack settles it before any bound
 				unstI = append(unstI, float64(r.UnstableInterval))
 				unstC = append(unstC, float64(r.Unstable))
 			}
@@ -369,21 +426,22 @@ func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary,
 				spent[e][name] = append(spent[e][name], per[name])
 			}
 		}
-		counts = append(counts, vc)
-		n := len(by[e])
-		med := func(xs []float64) string {
-			if len(xs) == 0 {
-				return "–"
-			}
-			return fmt.Sprintf("%.0f", report.Quantile(xs, 0.5))
+		n := len(by[e]) - failed[e]
+		if n > 0 { // a δ whose every unit failed has no bar
+			counts = append(counts, vc)
+		}
+		med := func(xs []float64) string { return number("%.0f", report.Quantile(xs, 0.5)) }
+		maxSecs := math.NaN()
+		if len(secs) > 0 {
+			maxSecs = slices.Max(secs)
 		}
 		margin := "–"
 		if len(open) > 0 {
 			margin = fmt.Sprintf("%.3g (%.3g–%.3g)", report.Quantile(open, 0.5), slices.Min(open), slices.Max(open))
 		}
 		rows = append(rows, []string{fmt.Sprint(e), fmt.Sprint(n), fmt.Sprint(vc.Robust), fmt.Sprint(vc.Vulnerable), fmt.Sprint(vc.Unknown),
-			fmt.Sprintf("%.0f%%", 100*float64(vc.Unknown)/float64(n)),
-			fmt.Sprintf("%.2f", report.Quantile(secs, 0.5)), fmt.Sprintf("%.2f", report.Quantile(secs, 0.9)), fmt.Sprintf("%.2f", slices.Max(secs)),
+			over(n, "%.0f%%", 100*float64(vc.Unknown)/float64(max(n, 1))),
+			number("%.2f", report.Quantile(secs, 0.5)), number("%.2f", report.Quantile(secs, 0.9)), number("%.2f", maxSecs),
 			med(unstI) + " → " + med(unstC), stageCounts(decided), margin})
 	}
 	sum := &VerifySummary{
@@ -391,14 +449,13 @@ func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary,
 		FigureSVG: filepath.Join(outDir, "verify-verdicts.svg"),
 		TableFile: filepath.Join(outDir, "verify-table.md"),
 	}
-	if err := report.VerdictFigure(counts, title, sum.FigurePNG, sum.FigureSVG); err != nil {
-		return nil, err
+	if len(counts) > 0 {
+		if err := report.VerdictFigure(counts, title, sum.FigurePNG, sum.FigureSVG); err != nil {
+			return nil, err
+		}
 	}
-	sum.Table = report.Markdown([]string{"δ", "samples", "robust", "vulnerable", "unknown", "unknown %", "median s", "p90 s", "max s",
-		"median unstable ReLUs, interval → CROWN", "decided by", "unknowns' margin bound: median (range)"}, rows)
-	if failed > 0 {
-		sum.Table += fmt.Sprintf("\n%d samples failed (solver error, panic or crash); their records say why and count as unknown.\n", failed)
-	}
+	sum.Table = failedTable([]string{"δ", "samples", "robust", "vulnerable", "unknown", "unknown %", "median s", "p90 s", "max s",
+		"median unstable ReLUs, interval → CROWN", "decided by", "unknowns' margin bound: median (range)"}, rows, func(i int) int { return failed[eps[i]] })
 	sum.Table += "\n" + timeTable(eps, spent, stageNames)
 	if err := fileio.WriteFileAtomic(sum.TableFile, []byte(sum.Table)); err != nil {
 		return nil, err
@@ -472,14 +529,19 @@ func SummariseBound(recs []VerifyRecord, outDir, title string) (*VerifySummary, 
 		return nil, fmt.Errorf("summary: %w", err)
 	}
 	by := map[float64][]VerifyRecord{}
+	failed := map[float64]int{}
 	for _, r := range recs {
-		if r.Bound == nil {
+		switch {
+		case r.Error != "" && r.Settings.Bound: // failed: in its own column only
+			failed[r.Eps]++
+		case r.Bound == nil:
 			return nil, fmt.Errorf("sample %d at δ %v is a verification record, not a worst-case length search", r.Sample, r.Eps)
+		default:
+			by[r.Eps] = append(by[r.Eps], r)
 		}
-		by[r.Eps] = append(by[r.Eps], r)
 	}
 	if len(by) == 0 {
-		return nil, fmt.Errorf("no worst-case length records to summarise")
+		return nil, fmt.Errorf("no completed worst-case length records to summarise (%d failed)", len(recs))
 	}
 	eps := slices.Sorted(maps.Keys(by))
 	var points []report.BoundPoint
@@ -518,12 +580,29 @@ func SummariseBound(recs []VerifyRecord, outDir, title string) (*VerifySummary, 
 			num(s.MedianUpper), num(s.MaxUpper), num(s.MedianLower), num(s.MaxLower),
 			fmt.Sprintf("%.2f", report.Quantile(secs[i], 0.5)), fmt.Sprintf("%.2f", report.Quantile(secs[i], 0.9))})
 	}
-	sum.Table = report.Markdown([]string{"δ", "images", "certified", "no upper proven", "median proven", "max proven", "median witnessed", "max witnessed", "median s", "p90 s"}, rows)
+	// A δ whose every unit failed has no row: its failures are counted
+	// under the table.
+	var lost []string
+	for _, e := range slices.Sorted(maps.Keys(failed)) {
+		if by[e] == nil {
+			lost = append(lost, fmt.Sprintf("%d at δ %g", failed[e], e))
+		}
+	}
+	sum.Table = failedTable([]string{"δ", "images", "certified", "no upper proven", "median proven", "max proven", "median witnessed", "max witnessed", "median s", "p90 s"}, rows, func(i int) int { return failed[stats[i].Delta] })
+	if len(lost) > 0 {
+		sum.Table += fmt.Sprintf("\nEvery unit failed at some radii, which have no row: %s.\n", strings.Join(lost, ", "))
+		if !strings.Contains(sum.Table, failedRule) {
+			sum.Table += failedRule + "\n"
+		}
+	}
 	if err := fileio.WriteFileAtomic(sum.TableFile, []byte(sum.Table)); err != nil {
 		return nil, err
 	}
 	return sum, nil
 }
 
-// IsBound reports whether recs are a worst-case length search's records.
-func IsBound(recs []VerifyRecord) bool { return len(recs) > 0 && recs[0].Bound != nil }
+// IsBound reports whether recs are a worst-case length search's records
+// (by their settings: a failed unit's record has no Bound).
+func IsBound(recs []VerifyRecord) bool {
+	return len(recs) > 0 && (recs[0].Bound != nil || recs[0].Settings.Bound)
+}

@@ -28,7 +28,9 @@ type TextSummary struct {
 	Examples  []TextExample `json:"examples"`
 }
 
-// TextRow is one (δ, method) line of a text attack summary.
+// TextRow is one (δ, method) line of a text attack summary: its counts,
+// rates, means and times are over the sentences that completed
+// (Sentences); Failed counts the others, in no other field.
 type TextRow struct {
 	Eps       float64 `json:"eps"`
 	Method    string  `json:"method"`
@@ -40,14 +42,17 @@ type TextRow struct {
 	// Long counts sentences whose best output is longer than LongOutput
 	// tokens; SampledLong the sampled outputs longer than that among all
 	// of random search's draws (SampledTotal).
-	Long         int     `json:"long"`
-	SampledLong  int64   `json:"sampled_long,omitempty"`
-	SampledTotal int64   `json:"sampled_total,omitempty"`
-	Longest      int     `json:"longest"`
-	Unstopped    int     `json:"unstopped"`
-	Ties         int     `json:"ties"`
-	Failed       int     `json:"failed"`
-	Seconds      float64 `json:"seconds"`
+	Long         int   `json:"long"`
+	SampledLong  int64 `json:"sampled_long,omitempty"`
+	SampledTotal int64 `json:"sampled_total,omitempty"`
+	Longest      int   `json:"longest"`
+	Unstopped    int   `json:"unstopped"`
+	Ties         int   `json:"ties"`
+	Failed       int   `json:"failed"`
+	// NoRatio counts the completed sentences whose original output is
+	// empty: they have no length ratio, so MeanRatio is over the others.
+	NoRatio int     `json:"no_ratio,omitempty"`
+	Seconds float64 `json:"seconds"`
 	// PickSample and PickArgmax count which final sentence of the Gumbel
 	// attack won.
 	PickSample int `json:"pick_sample,omitempty"`
@@ -172,9 +177,9 @@ func SummariseTextAttacks(recs []AttackRecord, outDir, title string) (*TextSumma
 	for _, k := range keys {
 		g := groups[k]
 		t := tallyAttacks(g)
-		row := TextRow{Eps: k.eps, Method: k.method, Sentences: len(g), EvalsPerSentence: t.medianEvals, MeanRatio: t.meanRatio,
+		row := TextRow{Eps: k.eps, Method: k.method, Sentences: t.completed, EvalsPerSentence: t.medianEvals, MeanRatio: t.meanRatio,
 			SuccessRate: t.lengthened, Long: t.long, SampledLong: t.sampledLong, SampledTotal: t.sampledTotal, Longest: t.longest,
-			Unstopped: t.unstopped, Ties: t.ties, Failed: t.failed, Seconds: t.seconds, PickSample: t.pickSample, PickArgmax: t.pickArgmax}
+			Unstopped: t.unstopped, Ties: t.ties, Failed: t.failed, NoRatio: t.noRatio, Seconds: t.seconds, PickSample: t.pickSample, PickArgmax: t.pickArgmax}
 		sum.Rows = append(sum.Rows, row)
 		longest := fmt.Sprint(row.Longest)
 		if row.Unstopped > 0 {
@@ -185,13 +190,17 @@ func SummariseTextAttacks(recs []AttackRecord, outDir, title string) (*TextSumma
 			sampled = fmt.Sprintf("%d of %d", row.SampledLong, row.SampledTotal)
 		}
 		rows = append(rows, []string{fmt.Sprint(k.eps), k.method, fmt.Sprint(row.Sentences), fmt.Sprint(row.EvalsPerSentence),
-			fmt.Sprintf("%.2f", row.MeanRatio), fmt.Sprintf("%.0f%%", 100*row.SuccessRate), fmt.Sprint(row.Long), sampled,
+			over(row.Sentences, "%.2f", row.MeanRatio), over(row.Sentences, "%.0f%%", 100*row.SuccessRate), fmt.Sprint(row.Long), sampled,
 			longest, fmt.Sprint(row.Ties), fmt.Sprintf("%.0f", row.Seconds)})
 	}
 	header := []string{"δ", "method", "sentences", "evaluations / sentence", "mean length ratio", "success (> original)",
 		fmt.Sprintf("outputs > %d", LongOutput), fmt.Sprintf("sampled outputs > %d", LongOutput), "longest", "ties", "seconds"}
 	var b strings.Builder
-	b.WriteString(report.Markdown(withFailed(header, rows, func(i int) int { return sum.Rows[i].Failed })))
+	noRatio := 0
+	for _, r := range sum.Rows {
+		noRatio += r.NoRatio
+	}
+	b.WriteString(failedTable(header, rows, func(i int) int { return sum.Rows[i].Failed }) + ratioNote(noRatio))
 	for _, r := range sum.Rows {
 		if r.PickSample+r.PickArgmax > 0 {
 			fmt.Fprintf(&b, "\nGumbel PGD at δ = %g: the final sentence drawn from softmax(π) won %d times, the argmax %d times.", r.Eps, r.PickSample, r.PickArgmax)

@@ -46,8 +46,9 @@ func (t *CaptionerTraining) RegisterFlags(fs *pflag.FlagSet) {
 // Train checks the settings (as SettingsErrors, before any data are
 // built), builds the model, trains it on Multi-MNIST from env's sources
 // with the probe attached, following the training and the probe with
-// progress, and writes it to Run.Out.
-func (t *CaptionerTraining) Train(ctx context.Context, env Env, progress Progress) (CaptionerSummary, error) {
+// progress, and writes it to Run.Out recording command, the command line
+// that rebuilds it (train.RebuildCommand).
+func (t *CaptionerTraining) Train(ctx context.Context, env Env, command string, progress Progress) (CaptionerSummary, error) {
 	run, changed := &t.Run, env.Changed
 	if err := run.ValidateFlags(changed); err != nil {
 		return CaptionerSummary{}, SettingsError{err}
@@ -96,7 +97,7 @@ func (t *CaptionerTraining) Train(ctx context.Context, env Env, progress Progres
 		}
 	}
 	run.Progress = func(p train.Progress) { progress("train", p.Step, p.Steps, run.Options.Status(p)+*probed) }
-	run.Record = map[string]any{"data_seed": t.DataSeed, "shift": t.Shift}
+	run.Record = map[string]any{"data_seed": t.DataSeed, "shift": t.Shift, "command": command}
 	res, err := train.Captioner(ctx, d, src, trainEval, test, *run)
 	if err != nil {
 		return CaptionerSummary{}, err
@@ -141,9 +142,9 @@ func (t *ShowTellTraining) RegisterFlags(fs *pflag.FlagSet) {
 
 // Train checks the settings (as SettingsErrors), builds the model,
 // trains it on the captions data set from env's sources, following each
-// stage with progress, and writes it to Options.Out with the command
-// that reproduces it.
-func (t *ShowTellTraining) Train(ctx context.Context, env Env, progress Progress) (train.ShowTellSummary, error) {
+// stage with progress, and writes it to Options.Out recording command,
+// the command line that rebuilds it (train.RebuildCommand).
+func (t *ShowTellTraining) Train(ctx context.Context, env Env, command string, progress Progress) (train.ShowTellSummary, error) {
 	o := &t.Options
 	if err := o.ValidateFlags(); err != nil {
 		return train.ShowTellSummary{}, SettingsError{err}
@@ -166,10 +167,8 @@ func (t *ShowTellTraining) Train(ctx context.Context, env Env, progress Progress
 	if err != nil {
 		return train.ShowTellSummary{}, err
 	}
-	cmd := fmt.Sprintf("lenspec train showtell --out DIR --seed %d --epochs %d --pretrain-epochs %d --batch %d --lr %g --final-lr %g --dropout %g --lengths %s --shards %d",
-		o.Seed, o.Epochs, o.PretrainEpochs, o.BatchSize, o.LR, o.FinalLR, o.Dropout, t.Lengths, o.Shards)
 	o.Data = fmt.Sprintf("captions lengths %s data-seed %d", t.Lengths, t.DataSeed)
-	o.Record = map[string]any{"data_seed": t.DataSeed, "lengths": t.Lengths, "command": cmd}
+	o.Record = map[string]any{"data_seed": t.DataSeed, "lengths": t.Lengths, "command": command}
 	o.Stage = func(stage string, p train.Progress) {
 		progress(stage, p.Step, p.Steps, fmt.Sprintf("epoch %d/%d loss %.3f", p.Epoch, p.Epochs, p.Loss))
 	}
@@ -201,7 +200,7 @@ func (t *NMTTraining) RegisterFlags(fs *pflag.FlagSet) {
 // Train checks the options (as SettingsErrors), reads the corpus, trains
 // the translator following its steps with progress, and writes it to
 // Options.Out recording command, the command line that rebuilds it
-// (nmt.RebuildCommand). A --vocab too small for the corpus's characters,
+// (train.RebuildCommand). A --vocab too small for the corpus's characters,
 // known only once the corpus is read, is a SettingsError too.
 func (t *NMTTraining) Train(ctx context.Context, env Env, command string, progress Progress) (nmt.Summary, error) {
 	o := &t.Options

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/pflag"
 )
 
@@ -29,10 +32,10 @@ func TestTrainingSettings(t *testing.T) {
 		env := Env{Changed: fs.Changed, Sources: func() (Sources, error) { return Sources{}, errNoData }}
 		switch tr := tr.(type) {
 		case *CaptionerTraining:
-			_, err := tr.Train(context.Background(), env, nil)
+			_, err := tr.Train(context.Background(), env, "", nil)
 			return err
 		case *ShowTellTraining:
-			_, err := tr.Train(context.Background(), env, nil)
+			_, err := tr.Train(context.Background(), env, "", nil)
 			return err
 		}
 		panic("unknown trainer")
@@ -109,6 +112,80 @@ func TestNMTTrainingSettings(t *testing.T) {
 		_, err := tr.Train(context.Background(), env, "lenspec train nmt", func(string, int, int, string) {})
 		if !isSettings(err) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want a SettingsError with %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// shellWords is command split into words as bash splits it.
+func shellWords(t *testing.T, command string) []string {
+	t.Helper()
+	out, err := exec.Command("bash", "-c", `printf '%s\0' `+command).Output()
+	if err != nil {
+		t.Fatalf("bash cannot read %q: %v", command, err)
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+}
+
+// TestTrainingCommandRoundTrip: the command a training records
+// (train.RebuildCommand of the flags it was given), read again by the
+// same command, gives back every setting but where the output goes, for
+// the three trainings; a run at --lr 1e-3 and one at the default record
+// different commands.
+func TestTrainingCommandRoundTrip(t *testing.T) {
+	type training interface{ RegisterFlags(*pflag.FlagSet) }
+	trainings := map[string]func() training{
+		"captioner": func() training { return NewCaptionerTraining() },
+		"showtell":  func() training { return NewShowTellTraining() },
+		"nmt":       func() training { return NewNMTTraining() },
+	}
+	// unplaced clears the settings a record leaves out: the output
+	// directory and the checkpoint interval.
+	unplaced := func(tr training) training {
+		switch tr := tr.(type) {
+		case *CaptionerTraining:
+			tr.Run.Out = ""
+		case *ShowTellTraining:
+			tr.Options.Out, tr.Options.CheckpointEvery = "", 0
+		case *NMTTraining:
+			tr.Options.Out, tr.Options.Train.CheckpointEvery = "", 0
+		}
+		return tr
+	}
+	parse := func(t *testing.T, name string, args []string) (training, string) {
+		t.Helper()
+		tr := trainings[name]()
+		fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+		tr.RegisterFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return unplaced(tr), train.RebuildCommand("lenspec train "+name, fs)
+	}
+	dir := filepath.Join(t.TempDir(), "a b's")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"captioner", []string{"--out", dir, "--cell", "gru", "--lr", "1e-3"}},
+		{"captioner", []string{"--out", dir, "--cell", "lstm", "--conv1", "4", "--fc", "16", "--batch", "32", "--weight-decay", "0", "--clip-norm", "1",
+			"--dropout", "0.2", "--final-lr", "0", "--shift=false", "--data-seed", "7", "--init", dir, "--ibp", "0.5", "--ibp-eps", "0.1",
+			"--ibp-attack", "--certify-images", "3", "--certify-timeout", "2s", "--distill-from", dir, "--distill-hard-eos"}},
+		{"showtell", []string{"--out", dir, "--hidden", "8", "--embedding", "8", "--fc", "16", "--weight-decay", "0", "--clip-norm", "1",
+			"--data-seed", "3", "--lengths", "flat", "--pretrain-epochs", "0", "--checkpoint-every", "1m", "--lr", "1e-3"}},
+		{"nmt", []string{"--out", dir, "--corpus", dir, "--split-seed", "9", "--select-dev=false", "--sentences-only", "--lr", "1e-3",
+			"--layers", "2", "--label-smoothing", "0.1", "--checkpoint-every", "1m"}},
+	} {
+		given, command := parse(t, tc.name, tc.args)
+		words := shellWords(t, command)
+		if strings.Join(words[:3], " ") != "lenspec train "+tc.name || words[3] != "--out" || words[4] != "DIR" {
+			t.Fatalf("%s %v: command %q does not start lenspec train %s --out DIR", tc.name, tc.args, command, tc.name)
+		}
+		again, _ := parse(t, tc.name, words[3:])
+		if !reflect.DeepEqual(again, given) {
+			t.Errorf("%s %v: the recorded command %q reads back as\n%+v, was given\n%+v", tc.name, tc.args, command, again, given)
+		}
+		if _, plain := parse(t, tc.name, []string{"--out", dir}); plain == command {
+			t.Errorf("%s %v: records the default run's command %q", tc.name, tc.args, command)
 		}
 	}
 }

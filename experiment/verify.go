@@ -237,7 +237,9 @@ func (c *VerifyConfig) units() []unit {
 // (which may be nil). A sample whose solve fails or panics is recorded as
 // unknown with the error; one that killed the process twice is recorded
 // as crashed. An interrupted run returns ctx's error and records nothing
-// for the sample it was working on.
+// for the sample it was working on. A run that ends with units of it
+// recorded as crashed, now or by an earlier run, returns a *CrashedError
+// naming them.
 func RunVerify(ctx context.Context, c VerifyConfig, emit func(VerifyRecord) error) error {
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("verify: %w", err)
@@ -254,9 +256,11 @@ func RunVerify(ctx context.Context, c VerifyConfig, emit func(VerifyRecord) erro
 		return err
 	}
 	defer f.Close()
-	logf(c.Logf, f)
-	opt := c.options()
 	units := c.units()
+	if err := resume(c.Logf, f, verifyKey, units, ""); err != nil {
+		return err
+	}
+	opt := c.options()
 	counts := map[string]int{}
 	for i, u := range units {
 		if f.Done(u.key) {
@@ -298,7 +302,7 @@ func RunVerify(ctx context.Context, c VerifyConfig, emit func(VerifyRecord) erro
 			}
 		}
 	}
-	return nil
+	return checkCrashed(f, verifyKey, units, "")
 }
 
 // failed is the record of a unit that failed.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/train"
 	"github.com/lenspec/lenspec/verify"
 	"github.com/spf13/pflag"
@@ -67,6 +68,9 @@ func (f *VerifyFlags) Config(env Env, shard Shard, m *Model) (VerifyConfig, erro
 // picked, ready for RunVerify; settings errors come before any data is
 // built.
 func (f *VerifyFlags) Verification(ctx context.Context, env Env) (VerifyConfig, error) {
+	if err := checkVerifiable(f.Model); err != nil {
+		return VerifyConfig{}, err
+	}
 	shard, m, err := f.Load(env)
 	if err != nil {
 		return VerifyConfig{}, err
@@ -92,4 +96,18 @@ func (f *VerifyFlags) Spec(ctx context.Context, env Env) (VerifyRecord, error) {
 		return VerifyRecord{}, err
 	}
 	return RunSpec(ctx, cfg, sp)
+}
+
+// checkVerifiable refuses, as a SettingsError, the model in dir when it
+// reads tokens (a translator): verification and bounds take image
+// (continuous-input) models, and there is no text verification, so it
+// says so from config.json alone rather than fail later on the input
+// range a token model does not have. A directory whose config cannot be
+// read is left for loading the model to report.
+func checkVerifiable(dir string) error {
+	cfg, err := model.ReadConfig(dir)
+	if err != nil || cfg.InputKind() != model.Tokens {
+		return nil
+	}
+	return SettingsError{fmt.Errorf("%s is a %s, which reads text: verification takes image (continuous-input) models only", dir, cfg.Architecture)}
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/mip"
 	"github.com/lenspec/lenspec/mip/cbc"
+	"github.com/lenspec/lenspec/results"
 	"github.com/lenspec/lenspec/verify"
 )
 
@@ -225,5 +227,45 @@ func TestRunVerifyExperiment(t *testing.T) {
 	bad.Eps = []float64{-1}
 	if _, err := RunVerifyExperiment(context.Background(), bad, dir, "toy"); !errors.As(err, new(SettingsError)) {
 		t.Fatalf("δ −1: %v, want a SettingsError", err)
+	}
+}
+
+// TestVerifyExperimentNamesCrashedUnits: a unit that killed its process
+// twice is recorded as crashed, the experiment summarises the rest and
+// returns its summary with a CrashedError naming the unit, and so does a
+// rerun, until Retry removes it.
+func TestVerifyExperimentNamesCrashedUnits(t *testing.T) {
+	m := loadModel(t, tinyModelDir(t, 6))
+	dir := t.TempDir()
+	out := filepath.Join(dir, "v.jsonl")
+	c := verifyConfig(m, out, []int{0, 1})
+	c.solver = failingSolver{}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := results.Open(out, verifyKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range c.units() {
+		if u.sample == 1 {
+			f.BeginAttempt(u.key)
+			f.BeginAttempt(u.key)
+		}
+	}
+	f.Close()
+	for run := 0; run < 2; run++ {
+		sum, err := RunVerifyExperiment(context.Background(), c, dir, "t")
+		var ce *CrashedError
+		if !errors.As(err, &ce) || !slices.Equal(ce.Units, []CrashedUnit{{Sample: 1, Eps: 0.5}}) || sum == nil {
+			t.Fatalf("run %d: %v (summary %v), want the summary and a CrashedError naming sample 1", run, err, sum)
+		}
+		// One sample completed; the crashed one is counted as failed only.
+		if cells := strings.Join(strings.Fields(sum.Table), " "); !strings.Contains(cells, "| 0.5 | 1 |") || !strings.Contains(sum.Table, failedRule) {
+			t.Fatalf("run %d: the table does not show the crashed unit as failed:\n%s", run, sum.Table)
+		}
+	}
+	if n, err := Retry(out, false); err != nil || n != 1 {
+		t.Fatalf("retry: %d, %v", n, err)
 	}
 }

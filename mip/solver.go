@@ -13,6 +13,14 @@ import (
 type Options struct {
 	// TimeLimit is the wall-clock limit of the solve; 0 means none.
 	TimeLimit time.Duration
+	// Grace, if positive, bounds how long past its time limit, or past
+	// its context's end, the solve may take to return. A backend whose
+	// solver runs in another process (mip/external) kills it then,
+	// whatever it is doing, though that may cost an incumbent the solver
+	// had yet to write; the in-process backend cannot stop CBC where it
+	// does not look at its clock and leaves it to the caller. 0: the
+	// backend's own grace.
+	Grace time.Duration
 	// Threads is the number of solver threads; 0 means 1.
 	Threads int
 	// Start is an optional MIP start with one value per variable. A
@@ -58,6 +66,8 @@ func (opt *Options) Validate(m *Model) error {
 		return fmt.Errorf("mip: options: start has %d values, model %q has %d variables", len(opt.Start), m.Name(), m.NumVars())
 	case opt.TimeLimit < 0:
 		return fmt.Errorf("mip: options: negative time limit %v", opt.TimeLimit)
+	case opt.Grace < 0:
+		return fmt.Errorf("mip: options: negative grace %v", opt.Grace)
 	case opt.Threads < 0:
 		return fmt.Errorf("mip: options: negative thread count %d", opt.Threads)
 	case opt.SolutionLimit < 0:

@@ -16,10 +16,11 @@ func TestValidate(t *testing.T) {
 		ok   bool
 	}{
 		{"zero", Options{}, true},
-		{"full", Options{TimeLimit: time.Second, Threads: 2, Start: []float64{1, 0.5}, UseCutoff: true, Cutoff: 3, SolutionLimit: 1, RelGap: 0.1, AbsGap: 1}, true},
+		{"full", Options{TimeLimit: time.Second, Grace: time.Millisecond, Threads: 2, Start: []float64{1, 0.5}, UseCutoff: true, Cutoff: 3, SolutionLimit: 1, RelGap: 0.1, AbsGap: 1}, true},
 		{"start length", Options{Start: []float64{1}}, false},
 		{"start NaN", Options{Start: []float64{1, math.NaN()}}, false},
 		{"time", Options{TimeLimit: -1}, false},
+		{"grace", Options{Grace: -1}, false},
 		{"threads", Options{Threads: -1}, false},
 		{"solutions", Options{SolutionLimit: -2}, false},
 		{"cutoff", Options{UseCutoff: true, Cutoff: math.Inf(1)}, false},

@@ -92,6 +92,15 @@ const compactBelow = 0.75
 // logits and states of the path decoded (the argmax is piecewise
 // constant).
 func Greedy[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], opt GreedyOptions[T]) ([]Result, error) {
+	return greedy(context.Background(), tp, d, in, opt)
+}
+
+// greedy is Greedy stopping between two steps when ctx ends, so that a
+// decode of many long rows stops within a step rather than at its end.
+// It then returns ctx's error with the results so far: a row that
+// stopped (Stopped or NonFinite) is finished, as Greedy would give it;
+// the others are not (the step cap cannot have been reached yet).
+func greedy[T ad.Float](ctx context.Context, tp *ad.Tape[T], d Decoder[T], in Input[T], opt GreedyOptions[T]) ([]Result, error) {
 	maxSteps := opt.MaxSteps
 	if maxSteps <= 0 {
 		maxSteps = d.MaxSteps()
@@ -122,6 +131,9 @@ func Greedy[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], opt GreedyOpt
 	recycle := !tp.Recording() && opt.OnStep == nil
 	var arenas [2]*ad.Arena[T]
 	for t, active := 0, n; t < maxSteps && active > 0; t++ {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
 		if recycle && t > 0 && t%recycleEvery == 0 {
 			k := t / recycleEvery % 2
 			if arenas[k] == nil {
@@ -263,17 +275,30 @@ func putArena[T ad.Float](a *ad.Arena[T]) { arenaPool[T]().Put(a) }
 // Decode greedily decodes a batch of inputs with at most maxSteps steps
 // (≤ 0: the decoder's MaxSteps), in chunks spread over all cores. Each
 // chunk's result does not depend on which worker ran it, so the output is
-// deterministic.
+// deterministic. When ctx ends, Decode returns its error within a
+// decoding step.
 func Decode[T ad.Float](ctx context.Context, d Decoder[T], b Batch[T], maxSteps int) ([]Result, error) {
+	out, _, err := decode(ctx, d, b, maxSteps)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// decode is Decode keeping, when ctx ends, what was finished: it then
+// returns ctx's error with the results so far, done[i] saying whether
+// row i was decoded to its end (its result is then Decode's); the chunks
+// in progress stop at their next step. On any other error out is nil.
+func decode[T ad.Float](ctx context.Context, d Decoder[T], b Batch[T], maxSteps int) (out []Result, done []bool, err error) {
 	spec := d.Input()
 	n, err := b.rows(spec)
 	if err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
+		return nil, nil, fmt.Errorf("decode: %w", err)
 	}
 	if maxSteps > MaxStepCap {
-		return nil, fmt.Errorf("decode: step cap %d exceeds the supported %d", maxSteps, MaxStepCap)
+		return nil, nil, fmt.Errorf("decode: step cap %d exceeds the supported %d", maxSteps, MaxStepCap)
 	}
-	out := make([]Result, n)
+	out, done = make([]Result, n), make([]bool, n)
 	chunks := b.chunks(spec, n)
 	workers := min(runtime.GOMAXPROCS(0), len(chunks))
 	next := make(chan int, len(chunks))
@@ -296,25 +321,28 @@ func Decode[T ad.Float](ctx context.Context, d Decoder[T], b Batch[T], maxSteps 
 				lo, hi := chunks[c][0], chunks[c][1]
 				arena.Reset()
 				tp := ad.NewTape[T](false).Use(arena)
-				res, err := Greedy(tp, d, b.slice(spec, lo, hi).input(tp, spec, hi-lo), GreedyOptions[T]{MaxSteps: maxSteps})
-				if err != nil {
+				res, err := greedy(ctx, tp, d, b.slice(spec, lo, hi).input(tp, spec, hi-lo), GreedyOptions[T]{MaxSteps: maxSteps})
+				if err != nil && (ctx.Err() == nil || res == nil) {
 					errs[c] = err
 					return
 				}
 				copy(out[lo:hi], res)
+				for i, r := range res {
+					done[lo+i] = err == nil || r.Stopped || r.NonFinite
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return out, done, err
 	}
 	for _, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("decode: %w", err)
+			return nil, nil, fmt.Errorf("decode: %w", err)
 		}
 	}
-	return out, nil
+	return out, done, nil
 }
 
 // Argmax returns the index of the largest value (lowest index on ties), the

@@ -94,7 +94,9 @@ func naiveShowTell(m *ShowTell[float64], x []float64, steps int) (toks []int, st
 
 // TestShowTellDecodeMatchesNaive holds batched greedy decoding (with its
 // compaction of finished rows) to the scalar loop in float64, and the
-// float32 path to it where no step is near a tie.
+// float32 path to it where no step is near a tie. The loop runs step −1
+// and then max_steps steps: an output that does not stop has max_steps
+// tokens, step −1 does not count toward the cap (docs/models.md).
 func TestShowTellDecodeMatchesNaive(t *testing.T) {
 	ctx := context.Background()
 	lengths := map[int]int{}
@@ -129,13 +131,16 @@ func TestShowTellDecodeMatchesNaive(t *testing.T) {
 			}
 			l := len(r.Tokens)
 			if !r.Stopped {
+				if l != m.Cfg.MaxSteps {
+					t.Fatalf("seed %d image %d: not stopped after %d tokens, the cap is %d", seed, i, l, m.Cfg.MaxSteps)
+				}
 				l = -1
 			}
 			lengths[l]++
 		}
 	}
-	if len(lengths) < 3 {
-		t.Fatalf("outputs of lengths %v only: the test does not exercise compaction", lengths)
+	if len(lengths) < 3 || lengths[-1] == 0 {
+		t.Fatalf("outputs of lengths %v only (-1: not stopped): the test exercises neither compaction nor the cap", lengths)
 	}
 }
 

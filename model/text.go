@@ -2,9 +2,11 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/lenspec/lenspec/ad"
@@ -34,6 +36,13 @@ type Translation struct {
 	// but what it says is unknown, so the caller should say so
 	// (translate warns on stderr).
 	InvalidUTF8 bool `json:"invalid_utf8,omitempty"`
+	// ControlChars is set when the text holds control characters other
+	// than white space (NUL, ESC, DEL, the C1 controls…): no text is
+	// written with them, and the corpora the models learn from read them
+	// as spaces, so Translate reads each as a space (a text of nothing
+	// else is then blank), and the caller should say so (translate warns
+	// on stderr).
+	ControlChars bool `json:"control_chars,omitempty"`
 	// Err, if not nil, is why this text was not translated (a
 	// *SourceTooLongError); only Source is then set. One text the model
 	// cannot read must not cost the others their translations, so
@@ -60,12 +69,20 @@ func (e *SourceTooLongError) Error() string {
 // text, in order. A blank text (empty, or white space alone: Blank) has
 // an empty translation (Stopped, Length 0, no source ids) and is not run:
 // a model given only spaces invents a sentence. A text that is not valid
-// UTF-8 is translated, with InvalidUTF8 set. A text whose
+// UTF-8 is translated, with InvalidUTF8 set; one holding control
+// characters other than white space is translated with each read as a
+// space, with ControlChars set. A text whose
 // source is longer than the model reads (InputSpec.MaxLen) is not run
 // either: its Translation's Err says so, and the other texts are
 // translated exactly as they would be alone. The error is for what fails
 // the whole call (no tokenizer, a step cap out of range, ctx's end).
 // maxSteps ≤ 0 means the model's cap.
+//
+// When ctx ends, Translate stops within a decoding step and returns ctx's
+// error with the translations: those finished (blank or too long texts,
+// and those decoded to their end) as they would be otherwise, the others
+// with ctx's error as their Err (Unfinished), so that a caller can keep
+// what was done.
 func Translate[T ad.Float](ctx context.Context, d Decoder[T], texts []string, maxSteps int) ([]Translation, error) {
 	tok := d.Config().Tokenizer
 	if tok == nil {
@@ -83,6 +100,7 @@ func Translate[T ad.Float](ctx context.Context, d Decoder[T], texts []string, ma
 	for i, s := range texts {
 		t := &out[i]
 		t.IDs, t.Tokens, t.InvalidUTF8 = []int{}, []string{}, !utf8.ValidString(s)
+		s, t.ControlChars = controlsAsSpaces(s)
 		if Blank(s) {
 			t.Source, t.Stopped = []int{}, true
 			continue
@@ -105,22 +123,61 @@ func Translate[T ad.Float](ctx context.Context, d Decoder[T], texts []string, ma
 	for k, i := range order {
 		batch[k] = out[i].Source
 	}
-	res, err := Decode(ctx, d, Batch[T]{Tokens: batch}, maxSteps)
-	if err != nil {
-		return nil, fmt.Errorf("translate: %w", err)
+	res, done, stop := decode(ctx, d, Batch[T]{Tokens: batch}, maxSteps)
+	if res == nil {
+		return nil, fmt.Errorf("translate: %w", stop)
 	}
 	for k, i := range order {
 		r := res[k]
 		t := &out[i]
+		if !done[k] {
+			t.Err = stop
+			continue
+		}
 		t.IDs, t.Length, t.Stopped, t.MinRelMargin = append(t.IDs, r.Tokens...), len(r.Tokens), r.Stopped, r.MinRelMargin
 		for _, id := range r.Tokens {
 			t.Tokens = append(t.Tokens, tok.Token(id))
 		}
+		var err error
 		if t.Text, err = DecodeText(tok, r.Tokens); err != nil {
 			return nil, fmt.Errorf("translate: text %d: %w", i, err)
 		}
 	}
+	if stop != nil {
+		return out, fmt.Errorf("translate: %w", stop)
+	}
 	return out, nil
+}
+
+// Unfinished reports whether t is a translation Translate did not finish
+// because its context ended.
+func Unfinished(t Translation) bool {
+	return errors.Is(t.Err, context.Canceled) || errors.Is(t.Err, context.DeadlineExceeded)
+}
+
+// controlsAsSpaces returns s with each control character that is not
+// white space (unicode.IsControl, not unicode.IsSpace: NUL, ESC, DEL, the
+// C1 controls…) replaced by a space, and whether there was any. Invalid
+// UTF-8 bytes pass through, for the tokenizer's byte tokens.
+func controlsAsSpaces(s string) (string, bool) {
+	var b []byte // nil until the first control character
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case unicode.IsControl(r) && !unicode.IsSpace(r): // utf8.RuneError is neither
+			if b == nil {
+				b = append(make([]byte, 0, len(s)), s[:i]...)
+			}
+			b = append(b, ' ')
+		case b != nil:
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	if b == nil {
+		return s, false
+	}
+	return string(b), true
 }
 
 // Blank reports whether s holds nothing to translate: it is empty or

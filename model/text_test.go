@@ -8,9 +8,11 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/bpe"
 	"golang.org/x/text/unicode/norm"
 )
@@ -207,6 +209,115 @@ func TestTranslateRefuses(t *testing.T) {
 		if _, err := Translate(c.ctx, c.d, []string{"das haus"}, c.max); err == nil {
 			t.Errorf("%s: no error", c.name)
 		}
+	}
+}
+
+// TestTranslateControlCharacters: a text holding control characters
+// other than white space is translated as the text with a space for each
+// (invalid bytes kept), with ControlChars set; a text of nothing else is
+// blank, not run; white space alone is not a control character here.
+func TestTranslateControlCharacters(t *testing.T) {
+	m := textTranslator(t)
+	empty := Translation{Source: []int{}, IDs: []int{}, Tokens: []string{}, Stopped: true}
+	for _, c := range []struct {
+		text, as string // as: the text it is translated as; "" for blank
+		control  bool
+	}{
+		{"\x00\x00\x00", "", true},
+		{"\x00 \x1b\x7f\u0085\u0080\t", "", true},
+		{"das\x00haus", "das haus", true},
+		{"das haus\x1b[0m", "das haus [0m", true},
+		{"das\u009fhaus\xff", "das haus\xff", true},
+		{"das\thaus\u0085", "das\thaus\u0085", false},
+		{"das haus", "das haus", false},
+	} {
+		ts, err := Translate(context.Background(), Decoder[float64](m), []string{c.text, c.as}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := ts[0], ts[1]
+		if c.as == "" {
+			want = empty
+		}
+		want.InvalidUTF8, want.ControlChars = !utf8.ValidString(c.text), c.control
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: %+v, want %+v (%q's)", c.text, got, want, c.as)
+		}
+	}
+}
+
+// stepCounter is a decoder that counts its steps and calls onStep with
+// each step's number (from 1) before taking it.
+type stepCounter struct {
+	Decoder[float64]
+	steps  atomic.Int32
+	onStep func(n int)
+}
+
+func (s *stepCounter) Step(tp *ad.Tape[float64], st State[float64], prev []int) (*ad.Node[float64], State[float64]) {
+	s.onStep(int(s.steps.Add(1)))
+	return s.Decoder.Step(tp, st, prev)
+}
+
+// TestTranslateStopsWithinAStep: when the context ends during decoding,
+// Translate stops at the next step, not at the end of the batch, and
+// returns the context's error with every text finished by then exactly
+// as an uninterrupted call gives it (blank and too long texts included),
+// the others Unfinished.
+func TestTranslateStopsWithinAStep(t *testing.T) {
+	m := textTranslator(t)
+	for _, p := range m.Params() {
+		if p.Name == "decoder.out.bias" {
+			p.W.Data[m.EOS()] += 3.5 // some outputs end at once, others run to the cap
+		}
+	}
+	texts := []string{"das haus", "", "die straße ist groß", strings.Repeat("haus ", 10), "größer", "für", "ein kleines haus", "ist klein", "the house", "klein"}
+	full, err := Translate(context.Background(), Decoder[float64](m), texts, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cancel during the step after the shortest run output's eos: some
+	// rows are finished then, and others not.
+	var lengths []int
+	for _, tr := range full {
+		if tr.Err == nil && len(tr.Source) > 0 {
+			lengths = append(lengths, tr.Length)
+		}
+	}
+	at := slices.Min(lengths) + 2 // the eos of a Length-L output is step L+1's
+	if slices.Max(lengths) < at {
+		t.Fatalf("output lengths %v: no row is still decoding at step %d", lengths, at)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := &stepCounter{Decoder: m, onStep: func(n int) {
+		if n == at {
+			cancel()
+		}
+	}}
+	ts, err := Translate(ctx, Decoder[float64](d), texts, 0)
+	if !errors.Is(err, context.Canceled) || len(ts) != len(texts) {
+		t.Fatalf("cancelled at step %d: %d translations, error %v", at, len(ts), err)
+	}
+	if n := int(d.steps.Load()); n != at {
+		t.Errorf("%d steps taken after the context ended at step %d", n-at, at)
+	}
+	finished, unfinished := 0, 0
+	for i, tr := range ts {
+		switch {
+		case Unfinished(tr):
+			unfinished++
+			if full[i].Err != nil || full[i].Length < at-1 {
+				t.Errorf("text %d %q: unfinished, yet its output (%d tokens) ends by step %d", i, texts[i], full[i].Length, at-1)
+			}
+		case !reflect.DeepEqual(tr, full[i]):
+			t.Errorf("text %d %q: %+v, uninterrupted %+v", i, texts[i], tr, full[i])
+		default:
+			finished++
+		}
+	}
+	if finished == 0 || unfinished == 0 {
+		t.Errorf("%d texts finished, %d unfinished: want some of each", finished, unfinished)
 	}
 }
 

@@ -3,7 +3,6 @@ package nmt
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/lenspec/lenspec/bpe"
@@ -96,27 +95,4 @@ func (o *Options) ValidateFlags(changed func(flag string) bool) error {
 		arch.Vocab = o.Vocab
 	}
 	return o.Config.Validate()
-}
-
-// RebuildCommand is the lenspec train nmt command fs was parsed from,
-// with every flag set on the command line except where the output goes
-// and how it is reported: what config.json records (Options.Command) so
-// that a model says how to rebuild it.
-func RebuildCommand(fs *pflag.FlagSet) string {
-	var b strings.Builder
-	b.WriteString("lenspec train nmt --out DIR")
-	fs.Visit(func(f *pflag.Flag) {
-		switch f.Name {
-		case "out", "json", "quiet", "blas-threads", "checkpoint-every":
-			return
-		}
-		if f.Value.Type() == "bool" {
-			if f.Value.String() == "true" {
-				fmt.Fprintf(&b, " --%s", f.Name)
-			}
-			return
-		}
-		fmt.Fprintf(&b, " --%s %s", f.Name, f.Value.String())
-	})
-	return b.String()
 }

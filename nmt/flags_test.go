@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/pflag"
 )
 
 // TestOptionsFlags: the flags start at DefaultOptions and set the fields
 // they name; ValidateFlags refuses, naming the flag, what train nmt
-// refuses, in its order; RebuildCommand gives back the flags set.
+// refuses, in its order; train.RebuildCommand gives back the flags set.
 func TestOptionsFlags(t *testing.T) {
 	parse := func(t *testing.T, args ...string) (Options, *pflag.FlagSet) {
 		t.Helper()
@@ -34,7 +35,7 @@ func TestOptionsFlags(t *testing.T) {
 		t.Fatalf("the architecture is validated with vocabulary %d, want --vocab's 300", arch.Vocab)
 	}
 	want := "lenspec train nmt --out DIR --epochs 2 --hidden 16 --lr 0.01 --sentences-only --vocab 300"
-	if got := RebuildCommand(fs); got != want {
+	if got := train.RebuildCommand("lenspec train nmt", fs); got != want {
 		t.Fatalf("command %q, want %q", got, want)
 	}
 	_, fs = parse(t)

@@ -30,8 +30,9 @@ const BatchWait = 20 * time.Millisecond
 // then ""), has the reason in its translation's Err; the others are
 // translated as they would be alone. TranslateLines returns at the end of
 // r (nil), at emit's first error, at a read error (a *ReadError naming
-// the line), or when ctx ends, waiting for input or once the batch being
-// decoded is done (ctx's error).
+// the line), or when ctx ends (ctx's error): at once if it is waiting for
+// input, else within a decoding step, having passed on the lines of the
+// batch finished before the first that was not.
 func TranslateLines(ctx context.Context, d model.Decoder[float32], r io.Reader, batch, maxSteps int, emit func(n int, text string, t model.Translation) error) error {
 	stop := make(chan struct{})
 	defer close(stop)
@@ -45,17 +46,20 @@ func TranslateLines(ctx context.Context, d model.Decoder[float32], r io.Reader, 
 				texts[i] = l.text
 			}
 			ts, err := model.Translate(ctx, d, texts, maxSteps)
-			if err != nil {
+			if ts == nil {
 				return err
 			}
-			for i, t := range ts {
+			for i := range ts {
 				if b[i].long {
-					t = model.Translation{Err: fmt.Errorf("longer than %d MiB, not read", MaxLineBytes>>20)}
+					ts[i] = model.Translation{Err: fmt.Errorf("longer than %d MiB, not read", MaxLineBytes>>20)}
 				}
-				done++
-				if err := emit(done, texts[i], t); err != nil {
-					return err
-				}
+			}
+			n, emitErr := emitFinished(done, texts, ts, emit)
+			if done += n; emitErr != nil {
+				return emitErr
+			}
+			if err != nil {
+				return err
 			}
 		}
 		switch {
@@ -173,16 +177,33 @@ func readLine(r *bufio.Reader, max int) (line string, long bool, err error) {
 // TranslateTexts translates texts together with d (model.Translate),
 // passing each to emit in order as TranslateLines passes lines: its
 // 1-based number, its text and its translation (Err set for a text the
-// model cannot read). It returns at emit's first error.
+// model cannot read). It returns at emit's first error, or within a
+// decoding step when ctx ends (ctx's error), having passed on the texts
+// finished before the first that was not.
 func TranslateTexts(ctx context.Context, d model.Decoder[float32], texts []string, maxSteps int, emit func(n int, text string, t model.Translation) error) error {
 	ts, err := model.Translate(ctx, d, texts, maxSteps)
-	if err != nil {
+	if ts == nil {
 		return err
 	}
+	if _, emitErr := emitFinished(0, texts, ts, emit); emitErr != nil {
+		return emitErr
+	}
+	return err
+}
+
+// emitFinished passes texts and their translations ts to emit in order,
+// numbered from after+1, up to the first that model.Translate left
+// unfinished when its context ended: output stays in input order, so a
+// stopped run writes the texts before the first it did not finish. It
+// returns how many it passed on, and emit's first error.
+func emitFinished(after int, texts []string, ts []model.Translation, emit func(n int, text string, t model.Translation) error) (int, error) {
 	for i, t := range ts {
-		if err := emit(i+1, texts[i], t); err != nil {
-			return err
+		if model.Unfinished(t) {
+			return i, nil
+		}
+		if err := emit(after+i+1, texts[i], t); err != nil {
+			return i, err
 		}
 	}
-	return nil
+	return len(ts), nil
 }

@@ -20,8 +20,8 @@ type Output struct {
 	JSON bool
 	// Stdin says the texts are lines of standard input, not arguments.
 	Stdin bool
-	// Warn reports a text not translated, or not valid UTF-8, in one
-	// line naming it.
+	// Warn reports a text not translated, not valid UTF-8 or holding
+	// control characters, in one line naming it.
 	Warn func(msg string)
 	// Done counts the texts written, Failed those of them not
 	// translated.
@@ -45,7 +45,8 @@ type outputRecord struct {
 var lineBreaks = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
 
 // Write writes text n's translation t and counts it, reporting a text
-// not translated or not valid UTF-8. Its error is the output's.
+// not translated, not valid UTF-8 or holding control characters. Its
+// error is the output's.
 func (o *Output) Write(n int, text string, t model.Translation) error {
 	rec := outputRecord{Source: text, Translation: &t}
 	where := fmt.Sprintf("argument %d", n)
@@ -60,6 +61,9 @@ func (o *Output) Write(n int, text string, t model.Translation) error {
 		rec.Error, rec.Translation = t.Err.Error(), nil
 	} else if t.InvalidUTF8 {
 		o.Warn(fmt.Sprintf("warning: translate: %s is not valid UTF-8; its invalid bytes were translated as byte tokens", where))
+	}
+	if t.Err == nil && t.ControlChars {
+		o.Warn(fmt.Sprintf("warning: translate: %s holds control characters (NUL, ESC, DEL…), which are not text; each was read as a space", where))
 	}
 	var err error
 	if o.JSON {

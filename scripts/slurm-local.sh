@@ -17,13 +17,19 @@
 # value of the daemons and so of every job, default 10: the machine stays
 # usable while jobs run).
 #
+# start, stop and status of one directory take turns (a lock file in it,
+# flock): two starts at once start one set of daemons. The daemons of the
+# directory are found by their command lines (its slurm.conf, its munge
+# key), not by pid files alone.
+#
 # Runs as root (slurmd starts every job as its submitter, which needs root;
 # CI is root). Exit status: 0 done, 1 failed, 2 bad usage, 3 Slurm cannot run
 # on this machine (not Linux, no root and no sudo, no apt-get).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-dir=${SLURM_LOCAL_DIR:-$repo/.slurm}
+# An absolute path: the daemons are told it, and found again by it.
+dir=$(realpath -m -- "${SLURM_LOCAL_DIR:-$repo/.slurm}")
 port=${SLURM_LOCAL_PORT:-6817}
 nice=${SLURM_LOCAL_NICE:-10}
 conf=$dir/etc/slurm.conf
@@ -36,19 +42,52 @@ say() { echo "slurm-local: $*" >&2; }
 die() { say "$*"; exit 1; }
 cannot() { say "cannot run Slurm here: $*"; exit 3; }
 
-# pid_of NAME prints the pid in NAME's pid file if that process is alive
-# and is NAME (a stale file of a reused pid does not count).
-pid_of() {
-  local f pid
+# alive PID: is PID a process that has not exited? A daemon killed a
+# moment ago can stay a zombie until its parent (here init) reaps it, and
+# kill -0 still finds a zombie.
+alive() {
+  local stat
+  { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
+  stat=${stat##*) }
+  [[ ${stat:0:1} != [ZX] ]]
+}
+
+# pids_of NAME prints the pids, one a line, of this directory's NAME
+# daemons (munged, slurmctld or slurmd): live processes named NAME given
+# this directory's munge key (munged) or slurm.conf (-f, the others) on
+# their command line. Fails if there are none. Pid files are not trusted:
+# a daemon that lost a race for one, a zombie and a reused pid are told
+# apart by the command line.
+pids_of() {
+  local want p comm arg found=1
+  local -a args
   case $1 in
-    munged) f=$dir/munge/munged.pid ;;
-    *) f=$dir/run/$1.pid ;;
+    munged) want=--key-file=$dir/munge/munge.key ;;
+    *) want=$conf ;;
   esac
-  [[ -s $f ]] || return 1
-  pid=$(<"$f")
-  [[ $pid =~ ^[0-9]+$ ]] && [[ -r /proc/$pid/comm ]] || return 1
-  [[ $(</proc/"$pid"/comm) == "$1" ]] || return 1
-  echo "$pid"
+  for p in /proc/[0-9]*; do
+    { read -r comm <"$p/comm"; } 2>/dev/null || continue
+    [[ $comm == "$1" ]] || continue
+    { mapfile -d '' args <"$p/cmdline"; } 2>/dev/null || continue
+    for arg in "${args[@]}"; do
+      if [[ $arg == "$want" ]] && alive "${p#/proc/}"; then
+        echo "${p#/proc/}"
+        found=0
+        break
+      fi
+    done
+  done
+  return $found
+}
+
+# lock takes the directory's lock (fd 9) for the rest of the script,
+# waiting for another start, stop or status of it to finish. The daemons
+# are started with fd 9 closed, so that they do not hold it.
+lock() {
+  command -v flock >/dev/null 2>&1 || cannot "flock (util-linux) is missing"
+  mkdir -p "$dir" || die "cannot create $dir"
+  exec 9>>"$dir/lock" || die "cannot open the lock file $dir/lock"
+  flock -w 600 9 || die "another start, stop or status of $dir still runs after 600 s (it holds $dir/lock)"
 }
 
 # port_taken PORT: is anything listening on TCP PORT (IPv4 or IPv6)?
@@ -78,6 +117,12 @@ check_host() {
   [[ $(id -u) -eq 0 ]] || cannot "slurmd starts jobs as their submitter and so must run as root (run this script as root, e.g. with sudo)"
   [[ $port =~ ^[0-9]+$ ]] && ((port > 0 && port < 65535)) || { say "SLURM_LOCAL_PORT=$port: want a TCP port number"; exit 2; }
   [[ $nice =~ ^-?[0-9]+$ ]] && ((nice >= -20 && nice <= 19)) || { say "SLURM_LOCAL_NICE=$nice: want -20..19"; exit 2; }
+  # slurm.conf quotes the paths in it ("..."), and has no escape for a
+  # quote, a line break or a comment's #.
+  if [[ $dir == *[\"#$'\n\r']* ]]; then
+    say "SLURM_LOCAL_DIR=$dir: slurm.conf cannot name a path with a double quote, # or a line break in it; choose another directory"
+    exit 2
+  fi
 }
 
 install() {
@@ -111,6 +156,7 @@ configure() {
   mem=$(awk '/^MemTotal:/ { printf "%d", $2 / 1024 * 0.95 }' /proc/meminfo)
   cat >"$conf" <<EOF
 # Written by scripts/slurm-local.sh: a one-node Slurm cluster on $host.
+# Paths are quoted: the directory may have spaces in its name.
 ClusterName=lenspec-local
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$port
@@ -119,13 +165,13 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$sock,cred_expire=20
-StateSaveLocation=$dir/state/ctld
-SlurmdSpoolDir=$dir/state/slurmd
-SlurmctldPidFile=$dir/run/slurmctld.pid
-SlurmdPidFile=$dir/run/slurmd.pid
-SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd.log
+AuthInfo="socket=$sock,cred_expire=20"
+StateSaveLocation="$dir/state/ctld"
+SlurmdSpoolDir="$dir/state/slurmd"
+SlurmctldPidFile="$dir/run/slurmctld.pid"
+SlurmdPidFile="$dir/run/slurmd.pid"
+SlurmctldLogFile="$dir/log/slurmctld.log"
+SlurmdLogFile="$dir/log/slurmd.log"
 # No cgroups here (containers, CI): processes are tracked by parentage.
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -160,7 +206,7 @@ start() {
   install
   local running=0 name
   for name in munged slurmctld slurmd; do
-    pid_of "$name" >/dev/null && running=$((running + 1))
+    pids_of "$name" >/dev/null && running=$((running + 1))
   done
   if ((running == 3)); then
     say "already running ($dir)"
@@ -177,19 +223,19 @@ start() {
     done
     configure
   fi
-  if ! pid_of munged >/dev/null; then
+  if ! pids_of munged >/dev/null; then
     rm -f "$sock" "$sock.lock"
     munged --key-file="$dir/munge/munge.key" --socket="$sock" --pid-file="$dir/munge/munged.pid" \
-      --log-file="$dir/log/munged.log" --seed-file="$dir/munge/munged.seed" --force ||
+      --log-file="$dir/log/munged.log" --seed-file="$dir/munge/munged.seed" --force 9>&- ||
       { log_tail "$dir/log/munged.log"; die "munged did not start"; }
     wait_for 10 test -S "$sock" || { log_tail "$dir/log/munged.log"; die "munged's socket $sock did not appear"; }
   fi
-  if ! pid_of slurmctld >/dev/null; then
-    nice -n "$nice" slurmctld -f "$conf" || { log_tail "$dir/log/slurmctld.log"; die "slurmctld did not start"; }
+  if ! pids_of slurmctld >/dev/null; then
+    nice -n "$nice" slurmctld -f "$conf" 9>&- || { log_tail "$dir/log/slurmctld.log"; die "slurmctld did not start"; }
     wait_for 30 scontrol ping || { log_tail "$dir/log/slurmctld.log"; die "slurmctld does not answer on port $port"; }
   fi
-  if ! pid_of slurmd >/dev/null; then
-    nice -n "$nice" slurmd -f "$conf" || { log_tail "$dir/log/slurmd.log"; die "slurmd did not start"; }
+  if ! pids_of slurmd >/dev/null; then
+    nice -n "$nice" slurmd -f "$conf" 9>&- || { log_tail "$dir/log/slurmd.log"; die "slurmd did not start"; }
   fi
   # The node comes up idle (ReturnToService=2); one left down or drained by
   # an earlier run is resumed.
@@ -214,23 +260,37 @@ start() {
 # job_ids prints the ids of the cluster's unfinished jobs.
 job_ids() { squeue -h -o %A 2>/dev/null || true; }
 
+# no_jobs: has the cluster no unfinished job left? (Asked anew each time.)
+no_jobs() { [[ -z $(job_ids) ]]; }
+
+# any_alive PID...: is one of them still running?
+any_alive() {
+  local pid
+  for pid; do alive "$pid" && return 0; done
+  return 1
+}
+
 stop() {
   local name pid deadline
-  if pid_of slurmctld >/dev/null && [[ -n $(job_ids) ]]; then
+  local -a pids
+  if pids_of slurmctld >/dev/null && ! no_jobs; then
     say "cancelling $(job_ids | wc -l) unfinished jobs"
     scancel --full $(job_ids) 2>/dev/null || true
     # Let their processes get SIGTERM and exit (KillWait is 30 s).
-    wait_for 45 test -z "$(job_ids)" || say "jobs still ending after 45 s: $(job_ids | tr '\n' ' ')"
+    wait_for 45 no_jobs || say "jobs still ending after 45 s: $(job_ids | tr '\n' ' ')"
   fi
   for name in slurmd slurmctld munged; do
-    pid=$(pid_of "$name") || continue
-    kill -TERM "$pid" 2>/dev/null || true
+    mapfile -t pids < <(pids_of "$name" || true)
+    ((${#pids[@]} > 0)) || continue
+    kill -TERM "${pids[@]}" 2>/dev/null || true
     deadline=$((SECONDS + 30))
-    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
-    if kill -0 "$pid" 2>/dev/null; then
-      say "$name ($pid) still running after 30 s: killing it"
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
+    while any_alive "${pids[@]}" && ((SECONDS < deadline)); do sleep 0.2; done
+    for pid in "${pids[@]}"; do
+      if alive "$pid"; then
+        say "$name ($pid) still running after 30 s: killing it"
+        kill -KILL "$pid" 2>/dev/null || true
+      fi
+    done
   done
   rm -f "$sock" "$sock.lock" "$dir"/run/*.pid
   say "stopped (state and logs kept in $dir)"
@@ -239,8 +299,8 @@ stop() {
 status() {
   local name pid rc=0
   for name in munged slurmctld slurmd; do
-    if pid=$(pid_of "$name"); then
-      echo "$name: running (pid $pid)"
+    if pid=$(pids_of "$name"); then
+      echo "$name: running (pid ${pid//$'\n'/, })"
     else
       echo "$name: stopped"
       rc=1
@@ -255,10 +315,11 @@ status() {
 }
 
 case ${1:-} in
-  start) start ;;
-  stop) stop ;;
-  status) status ;;
-  env) echo "export SLURM_CONF=$conf" ;;
+  start) lock && start ;;
+  # A directory that does not exist has no cluster to stop or show.
+  stop) if [[ -d $dir ]]; then lock; fi && stop ;;
+  status) if [[ -d $dir ]]; then lock; fi && status ;;
+  env) echo "export SLURM_CONF=$(printf %q "$conf")" ;;
   *)
     echo "usage: $0 start|stop|status|env (state and logs in \$SLURM_LOCAL_DIR, default .slurm/)" >&2
     exit 2

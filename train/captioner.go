@@ -2,7 +2,6 @@ package train
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -24,7 +23,8 @@ type CaptionerRun struct {
 	// Options.Teacher); "" distils nothing.
 	DistillFrom string
 	// Record is added to the training record in the model's config.json
-	// (how the data were drawn and augmented).
+	// (how the data were drawn and augmented, and "command", the command
+	// line that reproduces the model: RebuildCommand).
 	Record map[string]any
 	// Probe, if set, measures the model after every epoch (before that
 	// epoch's checkpoint): the verifier's count of images it proves at
@@ -45,8 +45,8 @@ type CaptionerResult struct {
 
 // Captioner trains the Multi-MNIST captioner d on src, evaluates it on
 // test and on the training set (trainEval: src without augmentation),
-// writes it with its training record, including the command that
-// reproduces it, to run.Out and removes the checkpoint.
+// writes it with its training record (its settings and run.Record) to
+// run.Out and removes the checkpoint.
 func Captioner(ctx context.Context, d model.Decoder[float32], src, trainEval, test Source[float32], run CaptionerRun) (CaptionerResult, error) {
 	opt := run.Options
 	opt.CheckpointDir = filepath.Join(run.Out, "checkpoint")
@@ -85,7 +85,7 @@ func Captioner(ctx context.Context, d model.Decoder[float32], src, trainEval, te
 	if res.Train, err = Evaluate(ctx, d, trainEval, 0, nil); err != nil {
 		return res, err
 	}
-	rec := captionerRecord(d, run)
+	rec := captionerRecord(run)
 	rec["seconds"], rec["test_sequence_accuracy"], rec["max_len_train"] = res.Seconds, res.Test.SequenceAccuracy, res.Train.MaxLen
 	if res.Probe != nil {
 		rec["probe"] = res.Probe
@@ -97,14 +97,11 @@ func Captioner(ctx context.Context, d model.Decoder[float32], src, trainEval, te
 	return res, os.RemoveAll(opt.CheckpointDir)
 }
 
-// captionerRecord is a captioner's training record: its settings and the
-// command that reproduces it.
-func captionerRecord(d model.Decoder[float32], run CaptionerRun) map[string]any {
+// captionerRecord is a captioner's training record: its settings, and
+// run.Record's entries (the command that reproduces it, from the command
+// line it was given: train.RebuildCommand).
+func captionerRecord(run CaptionerRun) map[string]any {
 	opt := run.Options
-	cell := ""
-	if a, ok := d.Config().Arch.(*model.CaptionerConfig); ok {
-		cell = a.Cell
-	}
 	rec := map[string]any{
 		"seed": opt.Seed, "epochs": opt.Epochs, "batch_size": opt.BatchSize,
 		"lr": opt.LR, "final_lr": opt.FinalLR, "optimizer": "adamw", "weight_decay": opt.WeightDecay,
@@ -113,39 +110,29 @@ func captionerRecord(d model.Decoder[float32], run CaptionerRun) map[string]any 
 	for k, v := range run.Record {
 		rec[k] = v
 	}
-	cmd := fmt.Sprintf("lenspec train captioner --out DIR --seed %d --epochs %d --cell %s --shards %d", opt.Seed, opt.Epochs, cell, opt.Shards)
 	if run.Init != "" {
 		rec["init"] = run.Init
-		cmd = fmt.Sprintf("%s --init %s --lr %g --final-lr %g", cmd, run.Init, opt.LR, opt.FinalLR)
 	}
 	if opt.Stability > 0 {
 		rec["stability"], rec["stability_eps"], rec["stability_ramp"] = opt.Stability, opt.StabilityEps, opt.StabilityRamp
-		cmd = fmt.Sprintf("%s --stability %g --stability-eps %g --stability-ramp %g", cmd, opt.Stability, opt.StabilityEps, opt.StabilityRamp)
 	}
 	if opt.IBP > 0 {
 		rec["ibp"], rec["ibp_eps"], rec["ibp_ramp"] = opt.IBP, opt.IBPEps, opt.IBPRamp
-		cmd = fmt.Sprintf("%s --ibp %g --ibp-eps %g --ibp-ramp %g", cmd, opt.IBP, opt.IBPEps, opt.IBPRamp)
 		if b := opt.bound(); b != model.BoundInterval {
 			rec["ibp_bound"] = b
-			cmd = fmt.Sprintf("%s --ibp-bound %s", cmd, b)
 		}
 		if opt.IBPAttack {
 			rec["ibp_attack"] = true
-			cmd += " --ibp-attack"
 		}
 		if opt.SABR > 0 {
 			rec["ibp_sabr"] = opt.SABR
-			cmd = fmt.Sprintf("%s --ibp-sabr %g", cmd, opt.SABR)
 		}
 	}
 	if opt.distilling() {
 		rec["distill_from"], rec["distill"], rec["distill_temp"], rec["teacher_sha256"] = run.DistillFrom, opt.Distill, opt.DistillTemp, opt.TeacherID
-		cmd = fmt.Sprintf("%s --distill-from %s --distill %g --distill-temp %g", cmd, run.DistillFrom, opt.Distill, opt.DistillTemp)
 		if opt.DistillHardEOS {
 			rec["distill_hard_eos"] = true
-			cmd += " --distill-hard-eos"
 		}
 	}
-	rec["command"] = cmd
 	return rec
 }

@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,7 +17,7 @@ func TestCaptioner(t *testing.T) {
 	ds := synthetic(t, 32, 9)
 	d := newModel(t, model.CellReLU, 2)
 	out := filepath.Join(t.TempDir(), "m")
-	run := CaptionerRun{Options: Options{Seed: 2, Epochs: 1, BatchSize: 8, LR: 1e-3, Shards: 1}, Out: out, Record: map[string]any{"shift": true}}
+	run := CaptionerRun{Options: Options{Seed: 2, Epochs: 1, BatchSize: 8, LR: 1e-3, Shards: 1}, Out: out, Record: map[string]any{"shift": true, "command": "c"}}
 	src, test := source[float32](t, ds, true), source[float32](t, synthetic(t, 16, 10), false)
 	plain := source[float32](t, ds, false)
 	res, saved := captionerAndLoad(t, d, src, plain, test, run)
@@ -33,7 +34,7 @@ func TestCaptioner(t *testing.T) {
 		}
 	}
 	tr := saved.Config().Training
-	if tr["shift"] != true || tr["max_len_train"] != float64(res.Train.MaxLen) || tr["command"] != "lenspec train captioner --out DIR --seed 2 --epochs 1 --cell rnn_relu --shards 1" {
+	if tr["shift"] != true || tr["max_len_train"] != float64(res.Train.MaxLen) || tr["command"] != "c" || tr["lr"] != 1e-3 {
 		t.Errorf("training record %v", tr)
 	}
 	if _, err := os.Stat(filepath.Join(out, "checkpoint")); !os.IsNotExist(err) {
@@ -55,49 +56,53 @@ func captionerAndLoad(t *testing.T, d model.Decoder[float32], src, plain, test S
 	return res, saved
 }
 
-// TestCaptionerRecord: the recorded command names every setting that
-// changed the model.
+// TestCaptionerRecord: the training record keeps the settings of every
+// feature the run used, and only those.
 func TestCaptionerRecord(t *testing.T) {
 	d := newModel(t, model.CellLSTM, 1)
 	base := Options{Seed: 3, Epochs: 4, Shards: 2, LR: 0.01, FinalLR: 0.001}
-	const head = "lenspec train captioner --out DIR --seed 3 --epochs 4 --cell lstm --shards 2"
+	plain := map[string]any{"seed": uint64(3), "epochs": 4, "batch_size": 0, "lr": 0.01, "final_lr": 0.001, "optimizer": "adamw",
+		"weight_decay": 0.0, "dropout": 0.0, "clip_norm": 0.0, "shards": 2, "command": "c"}
+	with := func(kv ...any) map[string]any {
+		m := maps.Clone(plain)
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
 	for _, c := range []struct {
 		name string
 		run  CaptionerRun
-		want string
+		want map[string]any
 	}{
-		{"plain", CaptionerRun{Options: base}, head},
-		{"init", CaptionerRun{Options: base, Init: "models/x"}, head + " --init models/x --lr 0.01 --final-lr 0.001"},
+		{"plain", CaptionerRun{Options: base}, plain},
+		{"init", CaptionerRun{Options: base, Init: "models/x"}, with("init", "models/x")},
 		{"stability", CaptionerRun{Options: func() Options { o := base; o.Stability, o.StabilityEps, o.StabilityRamp = 0.1, 0.2, 0.5; return o }()},
-			head + " --stability 0.1 --stability-eps 0.2 --stability-ramp 0.5"},
+			with("stability", 0.1, "stability_eps", 0.2, "stability_ramp", 0.5)},
 		{"ibp", CaptionerRun{Options: func() Options {
 			o := base
 			o.IBP, o.IBPEps, o.IBPRamp, o.IBPBound, o.IBPAttack = 0.5, 0.1, 0.4, model.BoundCROWNIBP, true
 			return o
-		}()}, head + " --ibp 0.5 --ibp-eps 0.1 --ibp-ramp 0.4 --ibp-bound crown-ibp --ibp-attack"},
+		}()}, with("ibp", 0.5, "ibp_eps", 0.1, "ibp_ramp", 0.4, "ibp_bound", model.BoundCROWNIBP, "ibp_attack", true)},
 		{"sabr", CaptionerRun{Options: func() Options {
 			o := base
 			o.IBP, o.IBPEps, o.SABR = 0.5, 0.1, 0.3
 			return o
-		}()}, head + " --ibp 0.5 --ibp-eps 0.1 --ibp-ramp 0 --ibp-sabr 0.3"},
-		{"distill", CaptionerRun{DistillFrom: "models/t", Options: func() Options {
-			o := base
-			o.Teacher, o.TeacherID, o.Distill, o.DistillTemp = d, "abc", 0.5, 2
-			return o
-		}()}, head + " --distill-from models/t --distill 0.5 --distill-temp 2"},
+		}()}, with("ibp", 0.5, "ibp_eps", 0.1, "ibp_ramp", 0.0, "ibp_sabr", 0.3)},
 		{"distill, eos hard", CaptionerRun{DistillFrom: "models/t", Options: func() Options {
 			o := base
 			o.Teacher, o.TeacherID, o.Distill, o.DistillTemp, o.DistillHardEOS = d, "abc", 0.5, 4, true
 			return o
-		}()}, head + " --distill-from models/t --distill 0.5 --distill-temp 4 --distill-hard-eos"},
+		}()}, with("distill_from", "models/t", "distill", 0.5, "distill_temp", 4.0, "teacher_sha256", "abc", "distill_hard_eos", true)},
 		{"teacher at weight 0", CaptionerRun{DistillFrom: "models/t", Options: func() Options {
 			o := base
 			o.Teacher, o.TeacherID, o.DistillTemp = d, "abc", 2
 			return o
-		}()}, head},
+		}()}, plain},
 	} {
-		if got := captionerRecord(d, c.run)["command"]; got != c.want {
-			t.Errorf("%s: command %q, want %q", c.name, got, c.want)
+		c.run.Record = map[string]any{"command": "c"}
+		if got := captionerRecord(c.run); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: record %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/lenspec/lenspec/model"
@@ -216,4 +217,50 @@ func (r CaptionerRun) Model(cfg *model.Config) (model.Decoder[float32], error) {
 	}
 	d.Config().Training = nil
 	return d, nil
+}
+
+// notRecorded are the flags that say where a run's output goes, where
+// the data are read from or how the run is reported, not what it trains:
+// RebuildCommand leaves them out.
+var notRecorded = map[string]bool{"out": true, "json": true, "quiet": true, "blas-threads": true, "cpuprofile": true,
+	"checkpoint-every": true, "mnist-dir": true, "fashion-dir": true}
+
+// RebuildCommand is the command line (command, e.g. "lenspec train
+// captioner", then --out DIR) that fs was parsed from, with every flag
+// given on it but those of where the output goes and how it is reported:
+// what a model's training record keeps so that it says how to rebuild the
+// model. It is built from the flags given, not from a list of settings, so
+// that no setting, a new one neither, can be left out; a flag given at its
+// default is kept too, and each value is quoted for a POSIX shell where it
+// needs to be.
+func RebuildCommand(command string, fs *pflag.FlagSet) string {
+	var b strings.Builder
+	b.WriteString(command + " --out DIR")
+	fs.Visit(func(f *pflag.Flag) {
+		if notRecorded[f.Name] {
+			return
+		}
+		switch v := f.Value.String(); {
+		case f.Value.Type() == "bool" && v == "true":
+			fmt.Fprintf(&b, " --%s", f.Name)
+		case f.Value.Type() == "bool":
+			fmt.Fprintf(&b, " --%s=%s", f.Name, v)
+		default:
+			if s, ok := f.Value.(pflag.SliceValue); ok {
+				v = strings.Join(s.GetSlice(), ",")
+			}
+			fmt.Fprintf(&b, " --%s %s", f.Name, shellWord(v))
+		}
+	})
+	return b.String()
+}
+
+// shellWord is s as one word of a POSIX shell's command line: as it is
+// when it holds no character the shell treats specially, else in single
+// quotes.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_+=.,:/@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -651,9 +651,11 @@ func babPhase(ctx context.Context, search *babSearch, res *Result) (done bool, b
 		res.Reason = fmt.Sprintf("branch and bound: a domain with every activation on its worst margin split and every token fixed stays open (margin ≤ %.3g)", out.bound)
 	default:
 		// Closed domains have no counterexample: the open ones' largest
-		// margin bound bounds M* over the whole box.
+		// margin bound bounds M* over the whole box. The reason names the
+		// sample's bound, the record's proven_bound: a search stopped
+		// before its root has none of its own (+Inf).
 		res.Bound = math.Min(res.Bound, out.bound)
-		res.Reason = fmt.Sprintf("time limit in branch and bound: %d domains open, margin ≤ %.3g", out.open, out.bound)
+		res.Reason = fmt.Sprintf("time limit in branch and bound: %d domains open, margin ≤ %.3g", out.open, res.Bound)
 	}
 	return false, out.bound, nil
 }

@@ -127,6 +127,27 @@ func randomCuts(rng *rand.Rand, g *graph, b *Bounds, L, rows int) []rowCut {
 	return cuts
 }
 
+// randomCutParams returns random slopes in [0.2, 0.8] for the ReLUs
+// (CROWN's for the other activations) and random multipliers in
+// [0.1, 1.1] for the cuts, with the cut terms they give.
+func randomCutParams(rng *rand.Rand, g *graph, dom []*Bounds, L int, cuts []rowCut) (*relaxation, []float64) {
+	rx := g.defaultRelaxation(dom, L)
+	for id, a := range rx.alpha {
+		if _, isReLU := g.nodes[id].act.(relu); a != nil && isReLU {
+			for i := range a.v {
+				a.v[i] = 0.2 + 0.6*rng.Float64()
+			}
+		}
+	}
+	mu := make([]float64, len(cuts))
+	for j := range mu {
+		mu[j] = 0.1 + rng.Float64()
+	}
+	rx.cuts = g.newCutTerms(cuts, len(dom))
+	rx.cuts.set(cuts, mu)
+	return rx, mu
+}
+
 // excluded reports whether a decoding's node values val satisfy every
 // literal of some cut of row r (its region as splits at 0): a point the
 // cuts remove.
@@ -195,21 +216,8 @@ func TestCutGradient(t *testing.T) {
 func testCutGradient(t *testing.T, cell string) {
 	checkedMu, checkedAlpha := 0, 0
 	forCutProblems(t, cell, 43, func(p cutProblem) {
-		seed, rng, g, L, toks, c, k, dom, cuts := p.seed, p.rng, p.g, p.L, p.toks, p.c, p.k, p.dom, p.cuts
-		rx := g.defaultRelaxation(dom, L)
-		for id, a := range rx.alpha {
-			if _, isReLU := g.nodes[id].act.(relu); a != nil && isReLU {
-				for i := range a.v {
-					a.v[i] = 0.2 + 0.6*rng.Float64()
-				}
-			}
-		}
-		mu := make([]float64, len(cuts))
-		for j := range mu {
-			mu[j] = 0.1 + rng.Float64()
-		}
-		rx.cuts = g.newCutTerms(cuts, len(toks))
-		rx.cuts.set(cuts, mu)
+		seed, rng, g, L, c, k, dom, cuts := p.seed, p.rng, p.g, p.L, p.c, p.k, p.dom, p.cuts
+		rx, mu := randomCutParams(rng, g, dom, L, cuts)
 		_, xs, s := boundWith(g, dom, L, c, k, rx)
 		zeta := g.relaxedForward(s, xs, L)
 		gm := g.cutGrad(s, zeta, cuts)
@@ -260,7 +268,10 @@ func testCutGradient(t *testing.T, cell string) {
 // fall in, not a proved one), the optimised bound of each row is above the
 // margin of every sampled input the row's cuts leave in, some rows are
 // tighter than without the cuts, and batched rows get what they get one
-// at a time. (The decoders' bounds are too loose for a cut to bring one
+// at a time: optimised, exactly what a batch of copies of the row gets;
+// with fixed random slopes and multipliers, what the row alone with its
+// own cuts gets, within what rounding allows (see optimiseCopies and
+// paddedRows). (The decoders' bounds are too loose for a cut to bring one
 // below a sample; TestCutMultipliersExact shows the cuts biting.)
 func TestCutMultipliersSound(t *testing.T) {
 	for _, cell := range testCells {
@@ -278,6 +289,8 @@ func testCutMultipliersSound(t *testing.T, cell string) {
 		without, _, _, _ := g.optimise(dom, L, c, k, nil, nil, nil, opt)
 		short := alphaOptions{iters: 10, lr: 0.2, betaLR: 0.5}
 		batched, _, _, _ := g.optimise(dom, L, c, k, nil, cuts, nil, short)
+		rx, mu := randomCutParams(rand.New(rand.NewPCG(seed, 59)), g, dom, L, cuts)
+		fixed, fixedPad := paddedRows(g, dom, L, c, k, rx)
 		for r, z := range toks {
 			if with[r] < without[r]-1e-9 {
 				tighter++
@@ -295,19 +308,25 @@ func testCutMultipliersSound(t *testing.T, cell string) {
 					t.Fatalf("seed %d token %d: sampled margin %v outside every cut, above the bound with cuts %v (without: %v)", seed, z, m, with[r], without[r])
 				}
 			}
-			cr, kr := g.head.marginRows(toks[r:r+1], 1)
-			// One row alone, with its own cuts renumbered (a short search:
-			// the rounding of a batched product grows over many steps).
+			if cp, _ := optimiseCopies(g, dom, L, toks, nil, cuts, r, short); cp != batched[r] {
+				t.Fatalf("seed %d row %d: batched bound with cuts %v, in a batch of its copies %v", seed, r, batched[r], cp)
+			}
+			// The row alone, its slopes and its own cuts (renumbered)
+			// with their multipliers.
+			one := rowOf(rx, r)
 			var mine []rowCut
-			for _, ct := range cuts {
+			var muMine []float64
+			for j, ct := range cuts {
 				if ct.row == r {
 					ct.row = 0
-					mine = append(mine, ct)
+					mine, muMine = append(mine, ct), append(muMine, mu[j])
 				}
 			}
-			one, _, _, _ := g.optimise(dom[r:r+1], L, cr, kr, nil, mine, nil, short)
-			if math.Abs(one[0]-batched[r]) > 1e-7*(1+math.Abs(one[0])) {
-				t.Fatalf("seed %d row %d: batched bound with cuts %v, alone %v", seed, r, batched[r], one[0])
+			one.cuts = g.newCutTerms(mine, 1)
+			one.cuts.set(mine, muMine)
+			cr, kr := g.head.marginRows(toks[r:r+1], 1)
+			if alone, pad := paddedRows(g, dom[r:r+1], L, cr, kr, one); !withinRounding(fixed[r], alone[0], fixedPad[r], pad[0]) {
+				t.Fatalf("seed %d row %d: batched bound with cuts %v, alone %v (allowances %v, %v)", seed, r, fixed[r], alone[0], fixedPad[r], pad[0])
 			}
 		}
 	})

@@ -612,8 +612,10 @@ func testBetaGradient(t *testing.T, cell string) {
 
 // TestBatchedEqualsAlone: rows bounded together — each over its own
 // domain (different splits and tokens), with its own parameters — get the
-// bounds and vertices they get bounded one at a time (to the rounding of
-// a matrix product's summation order, far inside the padding).
+// bounds they get bounded one at a time: optimised, exactly what a batch
+// of copies of the row gets (same arithmetic; see optimiseCopies); with
+// fixed parameters (CROWN's, and those the optimiser chose), what the row
+// alone gets, within what rounding allows (see paddedRows).
 func TestBatchedEqualsAlone(t *testing.T) {
 	for _, cell := range testCells {
 		t.Run(cell, func(t *testing.T) { testBatchedEqualsAlone(t, cell) })
@@ -651,16 +653,19 @@ func testBatchedEqualsAlone(t *testing.T, cell string) {
 			continue
 		}
 		c, k := g.head.marginRows(toks, 1)
-		ub, xs, _, _ := g.optimise(dom, L, c, k, sp, nil, nil, defaultAlpha)
-		crown := g.crownUpper(dom, L, c, k)
+		ub, xs, best, _ := g.optimise(dom, L, c, k, sp, nil, nil, defaultAlpha)
+		crown, crownPad := paddedRows(g, dom, L, c, k, nil)
+		optimised, optimisedPad := paddedRows(g, dom, L, c, k, best)
 		for r := range dom {
-			cr, kr := g.head.marginRows(toks[r:r+1], 1)
-			one, x1, _, _ := g.optimise(dom[r:r+1], L, cr, kr, sp[r:r+1], nil, nil, defaultAlpha)
-			if math.Abs(one[0]-ub[r]) > 1e-9*(1+math.Abs(one[0])) || !close(x1.row(0), xs.row(r), 0) {
-				t.Fatalf("seed %d row %d: batched bound %v, alone %v", seed, r, ub[r], one[0])
+			if cp, x := optimiseCopies(g, dom, L, toks, sp, nil, r, defaultAlpha); cp != ub[r] || !slices.Equal(x, xs.row(r)) {
+				t.Fatalf("seed %d row %d: batched bound %v, in a batch of its copies %v (the same vertex: %v)", seed, r, ub[r], cp, slices.Equal(x, xs.row(r)))
 			}
-			if c1 := g.crownUpper(dom[r:r+1], L, cr, kr); math.Abs(c1[0]-crown[r]) > 1e-9*(1+math.Abs(c1[0])) {
-				t.Fatalf("seed %d row %d: batched CROWN %v, alone %v", seed, r, crown[r], c1[0])
+			cr, kr := g.head.marginRows(toks[r:r+1], 1)
+			if c1, p1 := paddedRows(g, dom[r:r+1], L, cr, kr, nil); !withinRounding(crown[r], c1[0], crownPad[r], p1[0]) {
+				t.Fatalf("seed %d row %d: batched CROWN %v, alone %v (allowances %v, %v)", seed, r, crown[r], c1[0], crownPad[r], p1[0])
+			}
+			if o1, p1 := paddedRows(g, dom[r:r+1], L, cr, kr, rowOf(best, r)); !withinRounding(optimised[r], o1[0], optimisedPad[r], p1[0]) {
+				t.Fatalf("seed %d row %d: batched bound with the optimiser's parameters %v, alone %v (allowances %v, %v)", seed, r, optimised[r], o1[0], optimisedPad[r], p1[0])
 			}
 			compared++
 		}
@@ -668,6 +673,83 @@ func testBatchedEqualsAlone(t *testing.T, cell string) {
 	if compared < 20 {
 		t.Fatalf("only %d rows compared", compared)
 	}
+}
+
+// A row bounded alone and the same row in a batch are not computed in the
+// same arithmetic: a matrix product's rounding depends on its shape (on
+// an Intel Xeon, OpenBLAS rounds a row of a batched product unlike the
+// row alone), and the optimiser's normalised (Adam) steps grow a
+// difference in the last bits without bound (issue 53: 1.9e-7 apart after
+// ten steps; batched products moved by one ulp moved a bound by 2e-3). So
+// the tests compare a batch's rows in two ways that hold on every CPU.
+
+// optimiseCopies returns the optimised bound and vertex of row r of a
+// batch of len(dom) copies of row r's problem (its domain, token, splits
+// sp[r] if sp is set, and the cuts of row r). The products have the
+// batch's shapes and the row its place in them, and a product's kernel
+// rounds an entry by those, whatever the other rows hold (OpenBLAS's and
+// gonum's do), so the row's arithmetic is the batch's, and the two agree
+// exactly unless a row reads another's data. (Rows of copies read, if
+// wrongly, copies of their own data.)
+func optimiseCopies(g *graph, dom []*Bounds, L int, toks []int, sp []splitSet, cuts []rowCut, r int, opt alphaOptions) (float64, []float64) {
+	R := len(dom)
+	d, tk := make([]*Bounds, R), make([]int, R)
+	var s []splitSet
+	var cs []rowCut
+	for q := range R {
+		d[q], tk[q] = dom[r], toks[r]
+		if sp != nil {
+			s = append(s, sp[r])
+		}
+		for _, ct := range cuts {
+			if ct.row == r {
+				ct.row = q
+				cs = append(cs, ct)
+			}
+		}
+	}
+	c, k := g.head.marginRows(tk, 1)
+	ub, xs, _, _ := g.optimise(d, L, c, k, s, cs, nil, opt)
+	return ub[r], xs.row(r)
+}
+
+// paddedRows returns each row's padded bound of c·a_L + k over its domain
+// with parameters rx (nil: CROWN's) and the rounding allowance in it. The
+// allowance covers the rounding of the back-substitution in any order of
+// summation (see relPad), so the bound lies between the exact value of
+// the relaxation and twice its allowance above it, however the products
+// were rounded.
+func paddedRows(g *graph, dom []*Bounds, L int, c *block, k []float64, rx *relaxation) (ub, allowance []float64) {
+	s := g.newBack(dom, rx, true, false)
+	s.run(L, c, k)
+	defer s.release()
+	ub = s.concretize(nil)
+	allowance = make([]float64, len(ub))
+	for r := range ub {
+		allowance[r] = s.paddedConst(r, dom[r].Input) - s.k[r]
+	}
+	return ub, allowance
+}
+
+// withinRounding reports whether padded bounds a and b of the same
+// relaxation, with allowances pa and pb, differ by no more than rounding
+// can make them: each is within twice its allowance above the exact value.
+func withinRounding(a, b, pa, pb float64) bool {
+	return math.Abs(a-b) <= 2*max(pa, pb)
+}
+
+// rowOf returns row r of rx's parameters as a relaxation of one row
+// (without cut terms: a row's are valid only for its own cuts).
+func rowOf(rx *relaxation, r int) *relaxation {
+	out := newRelaxation(len(rx.alpha))
+	for k, part := range rx.parts() {
+		for id, b := range part {
+			if b != nil {
+				out.parts()[k][id] = &block{rows: 1, cols: b.cols, v: slices.Clone(b.row(r))}
+			}
+		}
+	}
+	return out
 }
 
 // slowReLU is relu without its fast path (only the activation interface's

@@ -535,7 +535,12 @@ func solvePhase(ctx context.Context, g *graph, b *Bounds, sm Sample, opt Options
 			return false, err
 		}
 	}
-	mo := mip.Options{Threads: opt.Threads, Params: opt.Params}
+	// The solve itself must end within half the verifier's grace of its
+	// deadline: a solve abandoned after the grace (solveInTime) runs on,
+	// taking the CPU and holding its files, and an external solver's
+	// temporary directory outlives a lenspec that exits straight after the
+	// sample.
+	mo := mip.Options{Threads: opt.Threads, Params: opt.Params, Grace: solverGrace(opt.TimeLimit) / 2}
 	if dl, ok := ctx.Deadline(); ok {
 		mo.TimeLimit = time.Until(dl)
 		if mo.TimeLimit <= 0 {

@@ -743,6 +743,27 @@ func TestSolverReasonNamesSampleBound(t *testing.T) {
 	}
 }
 
+// TestBaBReasonNamesSampleBound: branch and bound stopped by the time
+// limit before it bounded its root has no margin bound of its own (+Inf),
+// and its reason must name the sample's, the record's proven_bound, as the
+// solver's does (TestSolverReasonNamesSampleBound). Broken, the reason
+// reads "margin ≤ +Inf".
+func TestBaBReasonNamesSampleBound(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the time limit, before the root
+	res := &Result{Verdict: Unknown, Bound: 1.25}
+	done, _, err := babPhase(ctx, &babSearch{roots: []*domain{{}}}, res)
+	if err != nil || done {
+		t.Fatalf("done %v, err %v: want a search stopped by its time limit", done, err)
+	}
+	if res.Bound != 1.25 {
+		t.Fatalf("the sample's bound became %v", res.Bound)
+	}
+	if want := "margin ≤ 1.25"; !strings.Contains(res.Reason, want) || strings.Contains(res.Reason, "Inf") {
+		t.Fatalf("reason %q does not name the sample's bound (%q)", res.Reason, want)
+	}
+}
+
 // babProblem is a brute-forced branch-and-bound problem: a random pixel
 // captioner, its ball's box, K̂ next to the grid's longest output, the
 // graph, its root bounds (not proven) and the replay of a candidate.

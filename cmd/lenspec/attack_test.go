@@ -106,3 +106,60 @@ func TestAttackWitnessReplays(t *testing.T) {
 		t.Fatal("no success at radius 1 with K̂ = 0: nothing was checked")
 	}
 }
+
+// TestAttackNamesCrashedUnits: a unit whose process was killed twice
+// while it ran is recorded as crashed; that run, and every rerun until
+// `results retry`, names it and the retry command on stderr and exits 1,
+// where a rerun used to say only "already done" and exit 0.
+func TestAttackNamesCrashedUnits(t *testing.T) {
+	dir := smallModel(t)
+	out := filepath.Join(t.TempDir(), "a.jsonl")
+	args := []string{"attack", "--model", dir, "--method", "random", "--eps", "0.05", "--index", "0,3", "--budget", "20", "--out", out, "--json"}
+	if code, _, stderr := runCLI(t, args...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// Sample 3's record goes, and two attempts of it stay behind: what
+	// two kill -9s while it ran leave.
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSpace(string(raw)), "\n")
+	var keep, attempts string
+	for _, l := range lines {
+		var r experiment.AttackRecord
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Sample != 3 {
+			keep += strings.TrimSpace(l) + "\n"
+			continue
+		}
+		k, _ := json.Marshal(experiment.AttackKey(r))
+		attempts += `{"key":` + string(k) + `,"pid":1,"time":"2026-01-01T00:00:00Z"}` + "\n"
+	}
+	if err := os.WriteFile(out, []byte(keep), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out+".attempts", []byte(attempts+attempts), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	retry := "`lenspec results retry " + out + "`"
+	for run, resumed := range []string{"", "2 records already done, 1 of this run's units recorded as crashed"} {
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 1 || !strings.Contains(stderr, "lenspec: "+out+": 1 unit recorded as crashed, not run again (sample 3 at δ 0.05 (random))") ||
+			!strings.Contains(stderr, retry) || !strings.Contains(stderr, resumed) {
+			t.Fatalf("run %d: exit %d, stderr %q; want 1, naming sample 3 and %s", run, code, stderr, retry)
+		}
+		// The first run records the crash (and prints it), a rerun nothing.
+		if n := strings.Count(stdout, "\n"); n != 1-run {
+			t.Fatalf("run %d printed %d records:\n%s", run, n, stdout)
+		}
+	}
+	if code, _, stderr := runCLI(t, "results", "retry", out); code != 0 {
+		t.Fatalf("retry: exit %d: %s", code, stderr)
+	}
+	if code, stdout, stderr := runCLI(t, args...); code != 0 || strings.Count(stdout, "\n") != 1 || strings.Contains(stderr, "crashed") {
+		t.Fatalf("after retry: exit %d, printed %q, stderr %q", code, stdout, stderr)
+	}
+}

@@ -19,7 +19,10 @@ batch dimension of 1), every value finite and inside the model's input range
 (config.json input.min/max). Attack and verification witnesses are saved this
 way. --image reads a grayscale PNG of the model's size, or an exact integer
 enlargement of it (lenspec data multimnist writes 4x), bytes 0..255 mapped
-linearly onto the input range.`
+linearly onto the input range. --index decodes canvases of --split of the data
+set the model reads, generated with --data-seed: Multi-MNIST for the
+Multi-MNIST captioner, the captions data set (skewed caption lengths) for a
+Show-and-Tell model.`
 
 func newDecodeCmd(a *app) *cobra.Command {
 	var s experiment.DecodeSettings

@@ -62,3 +62,21 @@ func TestDecodeNonFinite(t *testing.T) {
 		t.Fatalf("decode: exit %d, %d tokens shown, want %d: %.200s…%s", code, strings.Count(stdout, " 0"), n, stdout, stderr)
 	}
 }
+
+// TestDecodeHelpNamesTheDataSet: decode's help says that --index and
+// --data-seed read the data set the model reads, the captions data set
+// for a Show-and-Tell model, not Multi-MNIST always.
+func TestDecodeHelpNamesTheDataSet(t *testing.T) {
+	code, stdout, _ := runCLI(t, "decode", "--help")
+	if code != 0 {
+		t.Fatalf("decode --help: exit %d", code)
+	}
+	for _, line := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && (f[0] == "--index" || f[0] == "--data-seed") && !strings.Contains(line, "captions data set") {
+			t.Errorf("decode --help: %q does not name the captions data set", strings.TrimSpace(line))
+		}
+	}
+	if !strings.Contains(stdout, "the captions data set (skewed caption lengths) for a\nShow-and-Tell model") {
+		t.Errorf("decode --help does not say which data set --index reads:\n%s", stdout)
+	}
+}

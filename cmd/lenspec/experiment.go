@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -109,10 +110,7 @@ summary covers every shard file in OUT (docs/scale-out.md).`,
 			cfg.Progress = progress
 			sum, err := experiment.RunVerifyExperiment(c.Context(), cfg, outDir, "Multi-MNIST: can an input within δ decode longer than the label?")
 			finish()
-			if err != nil {
-				return err
-			}
-			return a.emit(sum, func(w io.Writer) { fmt.Fprint(w, sum.Text()) })
+			return a.summary(sum, func(w io.Writer) { fmt.Fprint(w, sum.Text()) }, err)
 		},
 	}
 	f.RegisterFlags(c.Flags(), false)
@@ -142,10 +140,21 @@ func runExperiment(c *cobra.Command, a *app, cfgs []experiment.AttackConfig, eps
 	}
 	sum, err := experiment.RunAttackExperiment(c.Context(), cfgs, eps, outDir, title)
 	finish()
-	if err != nil {
+	return a.summary(sum, func(w io.Writer) { fmt.Fprint(w, sum.Text()) }, err)
+}
+
+// summary prints an experiment's summary v as emit does, and returns
+// err: an experiment whose only failure is units recorded as crashed
+// (experiment.CrashedError) summarises what it has, and the command prints
+// that before failing with the crashed units' names.
+func (a *app) summary(v any, text func(io.Writer), err error) error {
+	if err != nil && !errors.As(err, new(*experiment.CrashedError)) {
 		return err
 	}
-	return a.emit(sum, func(w io.Writer) { fmt.Fprint(w, sum.Text()) })
+	if perr := a.emit(v, text); perr != nil {
+		return perr
+	}
+	return err
 }
 
 func newNMTAttackExperimentCmd(a *app) *cobra.Command {

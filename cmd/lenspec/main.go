@@ -2,7 +2,9 @@
 // run long, and proves where it can that none exist.
 //
 // Exit status: 0 success, 1 failure (standard output that cannot be
-// written included: a full disk, a closed pipe), 2 bad usage (flags,
+// written included: a full disk, a closed pipe; and a run ending with
+// units recorded as crashed, experiment.CrashedError, which names them
+// and the command that retries them), 2 bad usage (flags,
 // arguments, or settings out of range), 130 or 143 interrupted by SIGINT
 // or SIGTERM (work finished before the signal is kept; a rerun resumes;
 // translate says which lines it wrote).
@@ -23,6 +25,7 @@ import (
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/lenspec/lenspec/internal/oneline"
+	"github.com/lenspec/lenspec/mip/external"
 	"github.com/spf13/cobra"
 )
 
@@ -243,7 +246,13 @@ func main() {
 		signal.Stop(sigs) // a second signal kills at once
 	}()
 	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
-	os.Exit(run(ctx, a, os.Args[1:]))
+	code := run(ctx, a, os.Args[1:])
+	// os.Exit runs no deferred cleanup: an external solve the verifier
+	// stopped waiting for (one that overran its time limit, or was
+	// interrupted by the signal) would leave its solver's temporary
+	// directory behind.
+	external.RemoveOwn()
+	os.Exit(code)
 }
 
 // run executes one command line and returns the exit status.

@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/lenspec/lenspec/experiment"
-	"github.com/lenspec/lenspec/nmt"
+	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
 
@@ -31,7 +31,7 @@ func newTrainNMTCmd(a *app) *cobra.Command {
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			progress, finish := a.bars()
-			sum, err := t.Train(c.Context(), a.env(c), nmt.RebuildCommand(c.Flags()), progress)
+			sum, err := t.Train(c.Context(), a.env(c), train.RebuildCommand("lenspec train nmt", c.Flags()), progress)
 			finish()
 			return a.report(sum, err)
 		},

@@ -71,7 +71,10 @@ records in the files given, including files written by older lenspec versions.
 The files are joined as lenspec results merge joins them: one experiment per table
 (files of another model, data set or settings are refused, naming what differs), each
 unit once (a file given twice, or shards given beside their merge, count once), and
-records of one unit that disagree refused unless --on-conflict best chooses.`,
+records of one unit that disagree refused unless --on-conflict best chooses. Units
+that failed (an error or a crash) count only in a "failed" column: every other
+count, rate, mean and time of a row is over the units that completed, as a line
+under the table says.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if dir == "" {
 				return usagef("--out is required")

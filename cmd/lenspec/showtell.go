@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/lenspec/lenspec/experiment"
+	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
 
@@ -63,7 +64,7 @@ func newTrainShowTellCmd(a *app) *cobra.Command {
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			progress, finish := a.bars()
-			sum, err := t.Train(c.Context(), a.env(c), progress)
+			sum, err := t.Train(c.Context(), a.env(c), train.RebuildCommand("lenspec train showtell", c.Flags()), progress)
 			finish()
 			return a.report(sum, err)
 		},
@@ -119,10 +120,7 @@ func newCaptionAttackCmd(a *app) *cobra.Command {
 			}
 			rows, table, err := e.Run(c.Context())
 			finish()
-			if err != nil {
-				return err
-			}
-			return a.emit(rows, func(w io.Writer) { fmt.Fprint(w, table) })
+			return a.summary(rows, func(w io.Writer) { fmt.Fprint(w, table) }, err)
 		},
 	}
 	e.RegisterFlags(c.Flags())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/lenspec/lenspec/experiment"
+	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/cobra"
 )
 
@@ -15,7 +16,7 @@ func newTrainCmd(a *app) *cobra.Command {
 		RunE: func(c *cobra.Command, _ []string) error {
 			progress, finish := a.bars()
 			defer finish()
-			sum, err := t.Train(c.Context(), a.env(c), progress)
+			sum, err := t.Train(c.Context(), a.env(c), train.RebuildCommand("lenspec train captioner", c.Flags()), progress)
 			finish()
 			return a.report(sum, err)
 		},

@@ -30,8 +30,12 @@ stopped within the step cap.
 A blank text (empty, or white space alone) gives an empty line without
 running the model. A text that is not valid UTF-8 is translated (its invalid
 bytes read as byte tokens) with a warning on stderr naming its line or
-argument (with --json, "invalid_utf8": true in its object); the exit status
-stays 0. A text the model cannot read (more source tokens than its
+argument (with --json, "invalid_utf8": true in its object). Control
+characters other than white space (NUL, ESC, DEL, the C1 controls) are not
+text: each is read as a space, as the training corpora read them, with a
+warning naming the line or argument (with --json, "control_chars": true), so
+a line of NUL bytes gives an empty line without running the model. In both
+cases the exit status stays 0. A text the model cannot read (more source tokens than its
 max_source_len, or a stdin line over 16 MiB) is reported on stderr by its
 line or argument number, and its place in the output is an empty line (with
 --json, an object with an "error" field); every other text is translated as
@@ -40,9 +44,10 @@ read and translated. See docs/models.md, "The translator's tokenizer".
 
 Output that cannot be written (a full disk, a closed pipe, a FIFO whose
 reader is gone) stops translate with exit 1. SIGINT or SIGTERM stops it at
-once if it is waiting for input, or when the chunk of lines it is decoding
-ends: it writes nothing more, says on stderr which lines it translated, and
-exits 130 or 143. Nothing is saved but the output already written.`,
+once if it is waiting for input, or within a decoding step, whatever
+--batch: it writes the lines it finished before the first it did not (in
+order, as always), says on stderr which lines it translated, and exits 130
+or 143. Nothing is saved but the output written.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if modelDir == "" {
 				return usagef("--model is required")

@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"os"
 	"reflect"
 	"strings"
@@ -414,15 +416,141 @@ func TestTranslateBlankAndInvalidUTF8(t *testing.T) {
 		t.Fatalf("stderr %q, want one line %q…", stderr, want)
 	}
 	code, stdout, stderr = runCLIStdin(t, " \nklein\xff\n", "translate", "--model", dir, "--json")
+	recs := jsonLines(t, stdout)
+	if code != 0 || len(recs) != 2 || recs[0]["length"] != 0.0 || recs[0]["invalid_utf8"] != nil || recs[1]["invalid_utf8"] != true || !strings.Contains(stderr, "stdin line 2") {
+		t.Fatalf("exit %d, records %v, stderr %q", code, recs, stderr)
+	}
+}
+
+// jsonLines decodes the JSON object on each non-empty line of out.
+func jsonLines(t *testing.T, out string) []map[string]any {
+	t.Helper()
 	var recs []map[string]any
-	for _, l := range nonEmptyLines(stdout) {
+	for _, l := range nonEmptyLines(out) {
 		var r map[string]any
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatal(err)
 		}
 		recs = append(recs, r)
 	}
-	if code != 0 || len(recs) != 2 || recs[0]["length"] != 0.0 || recs[0]["invalid_utf8"] != nil || recs[1]["invalid_utf8"] != true || !strings.Contains(stderr, "stdin line 2") {
+	return recs
+}
+
+// TestTranslateControlCharacters: a line of NUL bytes gives an empty
+// line without running the model, as a blank line does, not a sentence
+// the model invents; a line with control characters among its words is
+// translated with a space for each; both are warned about on stderr by
+// their line number (with --json, "control_chars": true), and the exit
+// status stays 0.
+func TestTranslateControlCharacters(t *testing.T) {
+	dir := tinyTranslatorDir(t)
+	in := "\x00\x00\x00\ndas\x00haus\ndas haus\n"
+	code, stdout, stderr := runCLIStdin(t, in, "translate", "--model", dir)
+	lines := strings.Split(stdout, "\n")
+	if code != 0 || len(lines) != 4 || lines[0] != "" || lines[2] == "" || lines[1] != lines[2] {
+		t.Fatalf("exit %d, output %q (%s)", code, stdout, stderr)
+	}
+	warn := "lenspec: warning: translate: stdin line %d holds control characters (NUL, ESC, DEL…), which are not text; each was read as a space\n"
+	if want := fmt.Sprintf(warn, 1) + fmt.Sprintf(warn, 2); stderr != want {
+		t.Fatalf("stderr %q, want %q", stderr, want)
+	}
+	code, stdout, stderr = runCLIStdin(t, in, "translate", "--model", dir, "--json")
+	recs := jsonLines(t, stdout)
+	if code != 0 || len(recs) != 3 || recs[0]["length"] != 0.0 || len(recs[0]["source_ids"].([]any)) != 0 || recs[0]["source"] != "\x00\x00\x00" ||
+		recs[0]["control_chars"] != true || recs[1]["control_chars"] != true || recs[2]["control_chars"] != nil || !reflect.DeepEqual(recs[1]["ids"], recs[2]["ids"]) {
 		t.Fatalf("exit %d, records %v, stderr %q", code, recs, stderr)
 	}
+}
+
+// germanLines are n made-up German sentences of about 40 source tokens
+// for the shipped Multi30k translator, drawn from seed.
+func germanLines(n int, seed uint64) []string {
+	subj := []string{"Ein Mann", "Eine Frau", "Zwei Kinder", "Ein Hund", "Eine Gruppe von Menschen", "Ein kleines Mädchen", "Ein Junge", "Drei Männer", "Ein Arbeiter", "Eine ältere Frau"}
+	verb := []string{"spielt", "läuft", "sitzt", "steht", "fährt", "arbeitet", "springt", "wartet", "isst", "schaut"}
+	rest := []string{"auf der Straße", "im Park", "vor einem Gebäude", "am Strand", "mit einem Ball", "in einem Restaurant", "neben einem Auto", "auf einer Bank", "im Schnee", "an einem Tisch"}
+	rng := rand.New(rand.NewPCG(seed, 1))
+	lines := make([]string, n)
+	for i := range lines {
+		var clauses []string
+		for range 4 {
+			clauses = append(clauses, subj[rng.IntN(len(subj))]+" "+verb[rng.IntN(len(verb))]+" "+rest[rng.IntN(len(rest))])
+		}
+		lines[i] = strings.Join(clauses, " und ") + " ."
+	}
+	return lines
+}
+
+// TestTranslateStopsMidBatch: a signal while translate decodes a large
+// batch (the default --batch: hundreds of lines together) stops it within
+// a decoding step (or an encoding of a chunk of lines), not at the end of
+// the batch or of a chunk: within twice the time 16 of the lines take
+// alone, measured just before. The lines finished before the first that
+// was not are written, each its translation alone; stderr says which;
+// the exit status is 130. The signal comes after 2, 4, then 8 times that
+// time, until one run has written a line (the short first line is
+// finished a few steps into the batch): a loaded machine may have been
+// slower than its measure.
+func TestTranslateStopsMidBatch(t *testing.T) {
+	const dir = "../../models/nmt-m30k-de-en"
+	d, err := model.Load[float32](dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := append([]string{"Ein Hund läuft ."}, germanLines(500, 3)...)
+	var problem string
+	for wait := 2; wait <= 8; wait *= 2 {
+		start := time.Now()
+		if _, err := model.Translate(context.Background(), d, lines[1:17], 0); err != nil {
+			t.Fatal(err)
+		}
+		baseline := time.Since(start)
+
+		ctx, cancel := context.WithCancelCause(context.Background())
+		p := startPiped(t, ctx, "translate", "--model", dir)
+		out := make(chan string, 1)
+		go func() { b, _ := io.ReadAll(p.out); out <- string(b) }()
+		// The write returns once translate reads its input: the model
+		// is loaded and the batch about to be decoded.
+		if _, err := p.in.WriteString(strings.Join(lines, "\n") + "\n"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(wait) * baseline)
+		cancel(signalError{syscall.SIGINT})
+		start = time.Now()
+		code := p.exit(t, 10*time.Minute)
+		stopped := time.Since(start)
+		var written []string // output line i is line i's translation, empty or not
+		if o := <-out; o != "" {
+			written = strings.Split(strings.TrimSuffix(o, "\n"), "\n")
+		}
+		k := len(written)
+		t.Logf("signal after %d×%v (16 lines alone): stopped %v later, %d lines written", wait, baseline, stopped, k)
+		switch {
+		case code != 130:
+			t.Fatalf("exit %d, want 130; stderr %q", code, p.errb.String())
+		case k == len(lines):
+			t.Fatalf("every line written before the signal; stderr %q", p.errb.String())
+		case stopped > 2*baseline || k == 0:
+			problem = fmt.Sprintf("stopped %v after the signal (want within 2×%v), %d lines written; stderr %q", stopped, baseline, k, p.errb.String())
+			continue
+		}
+		want, err := model.Translate(context.Background(), d, lines[:k], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range want {
+			if written[i] != w.Text {
+				t.Errorf("line %d: %q, alone %q", i+1, written[i], w.Text)
+			}
+		}
+		msg := fmt.Sprintf("lenspec: interrupted by interrupt; stdin lines 1–%d translated and written, none after them", k)
+		if k == 1 {
+			msg = "lenspec: interrupted by interrupt; stdin line 1 translated and written, none after it"
+		}
+		if got := strings.TrimSpace(p.errb.String()); got != msg {
+			t.Errorf("stderr %q, want %q", got, msg)
+		}
+		return
+	}
+	t.Fatal(problem)
 }

@@ -106,6 +106,30 @@ func TestVerifyExperimentShards(t *testing.T) {
 	if recs, err := experiment.ReadVerifyRecords(merged); err != nil || len(recs) != 6 {
 		t.Fatalf("merged %d records (%v), want 6", len(recs), err)
 	}
+	// A unit of shard 1 recorded as crashed: a rerun of the shard prints
+	// the summary, where it counts as failed, then names the unit and the
+	// command that retries it, and exits 1.
+	raw, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(raw), "\n")
+	var rec experiment.VerifyRecord
+	if err := json.Unmarshal([]byte(first), &rec); err != nil {
+		t.Fatal(err)
+	}
+	// Edited as text: the key is the record's own JSON text.
+	verdict := fmt.Sprintf(`"verdict":%q`, rec.Verdict)
+	crashed := `"verdict":"unknown","error":"the process died 2 times while running this sample","crashed":true`
+	if err := os.WriteFile(files[0], []byte(strings.Replace(string(raw), verdict, crashed, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runCLI(t, append(base, "--shard", "1/2")...)
+	want := fmt.Sprintf("%s: 1 unit recorded as crashed, not run again (sample %d at δ %g); `lenspec results retry %s`, then this command again, redoes them",
+		files[0], rec.Sample, rec.Eps, files[0])
+	if code != 1 || !strings.Contains(stdout, "| failed |") || !strings.Contains(stderr, want) {
+		t.Fatalf("rerun with a crashed unit: exit %d, stdout %s, stderr %q; want 1, the summary, and %q", code, stdout, stderr, want)
+	}
 	for _, bad := range []string{"0/2", "3/2", "1/0", "a/b", "1/2/3"} {
 		if code, _, _ := runCLI(t, "experiment", "mmnist-verify", "--model", dir, "--out", out, "--shard", bad); code != 2 {
 			t.Fatalf("--shard %s: exit %d, want 2", bad, code)
@@ -349,5 +373,31 @@ func TestVerifyOwnInput(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "verify", "--model", dir, "--eps", "0.1", "--input", input, "--index", "0", "--out", filepath.Join(t.TempDir(), "v.jsonl")); code != 2 || !strings.Contains(stderr, "exactly one") {
 		t.Fatalf("--input with --index: exit %d: %s", code, stderr)
+	}
+}
+
+// TestVerifyRefusesTranslator: verify and bound (from flags or a spec
+// file) on a translator, a model that reads tokens, are refused at once
+// with exit 2 and one line naming the model directory and saying that
+// verification takes image models, not an error about its input range.
+func TestVerifyRefusesTranslator(t *testing.T) {
+	dir, err := filepath.Abs("../../models/nmt-m30k-de-en")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(t.TempDir(), "spec.json")
+	if err := os.WriteFile(spec, []byte(fmt.Sprintf(`{"model": %q, "values": [5, 6, 7], "eps": 0.1, "max_len": 3}`, dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "lenspec: " + dir + " is a bilstm-attention-translator, which reads text: verification takes image (continuous-input) models only\n"
+	for _, args := range [][]string{
+		{"verify", "--model", dir, "--eps", "0.1", "--index", "0", "--out", filepath.Join(t.TempDir(), "v.jsonl")},
+		{"bound", "--model", dir, "--eps", "0.1", "--index", "0"},
+		{"verify", "--spec", spec},
+		{"bound", "--spec", spec},
+	} {
+		if code, stdout, stderr := runCLI(t, append(args, "-q")...); code != 2 || stdout != "" || stderr != want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, %q", args, code, stdout, stderr, want)
+		}
 	}
 }

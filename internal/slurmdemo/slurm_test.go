@@ -5,9 +5,7 @@
 package slurmdemo
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,12 +42,7 @@ func TestSlurm(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building lenspec: %v\n%s", err, out)
 	}
-	port, err := FreePorts()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	cl := &Cluster{Script: filepath.Join(repo, "scripts", "slurm-local.sh"), Dir: filepath.Join(tmp, "slurm"), Port: port, Log: &log}
+	cl, log := newTestCluster(t, repo, filepath.Join(tmp, "slurm"))
 	// End in time to stop the cluster: a test binary killed by go test's
 	// -timeout would leave its daemons running.
 	deadline := time.Now().Add(20 * time.Minute)
@@ -59,26 +52,14 @@ func TestSlurm(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	t0 := time.Now()
-	err = cl.Start(ctx)
-	if errors.Is(err, ErrCannotRun) {
-		t.Skipf("%v\n%s", err, log.String())
-	}
-	// Stopped even after a failed start, which may have left daemons up.
-	t.Cleanup(func() {
-		if err := cl.Stop(context.Background()); err != nil {
-			t.Errorf("%v\n%s", err, log.String())
-		}
-	})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, log.String())
-	}
+	startTestCluster(ctx, t, cl, log)
 	started := time.Since(t0)
 	work := filepath.Join(tmp, "work")
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	c := Config{Repo: repo, Lenspec: bin, Dir: work, Model: filepath.Join(repo, "models", "mmnist-rnn-ibp"),
-		Images: 8, Eps: "0.001,0.5", Tasks: 4, Timeout: "600s", Env: cl.Env(), Log: &log}
+		Images: 8, Eps: "0.001,0.5", Tasks: 4, Timeout: "600s", Env: cl.Env(), Log: log}
 	rep, err := Run(ctx, c)
 	if err != nil {
 		for _, f := range []string{"slurmctld.log", "slurmd.log"} {

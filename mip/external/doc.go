@@ -46,7 +46,12 @@
 // the grace), should it get no CPU at all. On an idle machine that is the
 // grace; on one loaded many times over, a cancelled solve still returns
 // the incumbent it reported (where the system reports no CPU times, as
-// off Linux, the grace is wall time). The solve then returns Cancelled
+// off Linux, the grace is wall time). A caller that cannot wait that long
+// says so (mip.Options.Grace): the kill then comes by the deadline (the
+// time limit, or the context's deadline) plus that much at the latest,
+// whatever the interrupt was for and whether or not cbc has an incumbent
+// to write. Writing the model stops at the deadline too (a large one can
+// take longer than the time left). The solve then returns Cancelled
 // (context) or TimeLimit (time limit), with the incumbent if cbc wrote
 // one. A 2 s limit ends within about 50 ms of it; an Optimal or Infeasible
 // that arrives at the limit is reported as TimeLimit (see
@@ -65,7 +70,11 @@
 // of their solver's process group (a wrapper script's children, which the
 // parent-death signal does not reach, or the solver itself elsewhere than
 // on Linux). A live owner's directory is never removed, and a process
-// that reused a dead owner's pid is told from it by its start time.
+// that reused a dead owner's pid is told from it by its start time. A
+// program that may have stopped waiting for a solve (as the verifier does
+// for one past its grace) calls RemoveOwn as it exits, which kills what
+// is left of its own solvers and removes their directories: os.Exit runs
+// no deferred cleanup.
 //
 // cbc's standard output is a pseudo-terminal where the system has one, so
 // that its log arrives line by line: through a pipe, C stdio would hold it

@@ -133,6 +133,25 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (res *
 		return nil, err
 	}
 
+	// early is the result of a solve stopped before cbc ran.
+	early := func() (*mip.Result, error) {
+		res := &mip.Result{Solver: s.Name(), Status: mip.TimeLimit, Bound: math.NaN(), Wall: time.Since(tStart)}
+		if ctx.Err() != nil {
+			res.Status = mip.Cancelled
+		}
+		res.Finish(m, &opt)
+		return res, nil
+	}
+	// Writing a large model can take longer than the time left: it stops
+	// at the time limit, or when ctx ends, so that the solve still returns
+	// in time.
+	wctx := ctx
+	if opt.TimeLimit > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(ctx, tStart.Add(opt.TimeLimit))
+		defer cancel()
+	}
+
 	// The objective constant stays in Go, as in the cbc package, so that
 	// the cutoff and all values cbc prints are in one frame.
 	coef, constant := m.Objective()
@@ -142,7 +161,9 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (res *
 		idx[j] = j
 	}
 	noConst.SetObjective(idx, coef, 0)
-	if err := writeFile(filepath.Join(dir, modelFile), noConst.WriteMPS); err != nil {
+	if err := writeFile(wctx, filepath.Join(dir, modelFile), noConst.WriteMPS); wctx.Err() != nil {
+		return early()
+	} else if err != nil {
 		return nil, err
 	}
 
@@ -166,7 +187,7 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (res *
 	args = append(args, opt.Params...)
 	if opt.Start != nil {
 		names := m.ColumnNames()
-		err := writeFile(filepath.Join(dir, startFile), func(w io.Writer) error {
+		err := writeFile(wctx, filepath.Join(dir, startFile), func(w io.Writer) error {
 			bw := bufio.NewWriter(w)
 			fmt.Fprintf(bw, "Feasible - objective value %s\n", fmtNum(m.Eval(opt.Start)-constant))
 			for j, v := range opt.Start {
@@ -174,20 +195,19 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (res *
 			}
 			return bw.Flush()
 		})
-		if err != nil {
+		if wctx.Err() != nil {
+			return early()
+		} else if err != nil {
 			return nil, err
 		}
 		args = append(args, "-mipstart", startFile)
 	}
 	args = append(args, "-solve", "-solution", solFile, "-saveSolution", binSolFile, "-quit")
 
-	res = &mip.Result{Solver: s.Name(), Bound: math.NaN()}
 	if ctx.Err() != nil {
-		res.Status = mip.Cancelled
-		res.Wall = time.Since(tStart)
-		res.Finish(m, &opt)
-		return res, nil
+		return early()
 	}
+	res = &mip.Result{Solver: s.Name(), Bound: math.NaN()}
 	grace := s.grace(&opt)
 	// own is the limit cbc enforces itself, as a time since tStart: the
 	// time left less a head start (headStart). A cbc in branch and
@@ -201,10 +221,7 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (res *
 		deadline = tStart.Add(opt.TimeLimit)
 		left := time.Until(deadline)
 		if left <= 0 {
-			res.Status = mip.TimeLimit
-			res.Wall = time.Since(tStart)
-			res.Finish(m, &opt)
-			return res, nil
+			return early()
 		}
 		// At least 1 ms: cbc takes 0 for no limit.
 		sec := max(left-headStart(opt.TimeLimit), time.Millisecond)
@@ -214,7 +231,13 @@ func (s Solver) Solve(ctx context.Context, m *mip.Model, opt mip.Options) (res *
 	args = append(head, args...)
 
 	log := logState{sink: evsink.New(opt.OnEvent, constant, tStart)}
-	out, err := s.run(ctx, bin, args, dir, deadline, grace, log.read, log.found.Load)
+	// The caller's bound past the deadline (mip.Options.Grace) holds
+	// whatever the interrupt was for.
+	var killBy time.Time
+	if opt.Grace > 0 && !deadline.IsZero() {
+		killBy = deadline.Add(opt.Grace)
+	}
+	out, err := s.run(ctx, bin, args, dir, deadline, grace, killBy, log.read, log.found.Load)
 	if err != nil {
 		return nil, err
 	}
@@ -383,12 +406,43 @@ func owners(dir string) (owner, solver procID) {
 // Processes of another pid namespace look dead: do not share a TMPDIR
 // between namespaces.
 func sweepStale() {
+	self := os.Getpid()
+	sweep(func(pid int, owner procID) bool {
+		if owner.pid == 0 {
+			return pid != self && !processAlive(pid)
+		}
+		return !owner.running()
+	})
+}
+
+// RemoveOwn kills the solvers this process started that still run and
+// removes the temporary directories of its solves. A program calls it as
+// it exits, after its work has returned: a caller that stops waiting for a
+// solve leaves it running (the verifier does so for one that overruns its
+// time limit), and os.Exit, which the program's exit status needs, runs no
+// deferred cleanup, so the solve's directory would stay until another
+// process's next solve. A solve still running in this process fails.
+func RemoveOwn() {
+	self := os.Getpid()
+	sweep(func(pid int, owner procID) bool {
+		if owner.pid == 0 {
+			return pid == self
+		}
+		return owner.pid == self
+	})
+}
+
+// sweep removes the solves' temporary directories that take says to take
+// (given the pid in the directory's name and the owner its ownerFile
+// names, pid 0 if none), first killing what is left of their solver's
+// process group, if the group's leader is gone or is the process
+// recorded, never a newer process with that pid.
+func sweep(take func(pid int, owner procID) bool) {
 	tmp := os.TempDir()
 	ents, err := os.ReadDir(tmp)
 	if err != nil {
 		return
 	}
-	self := os.Getpid()
 	for _, e := range ents {
 		rest, ok := strings.CutPrefix(e.Name(), tempPrefix)
 		if !ok || !e.IsDir() {
@@ -404,10 +458,7 @@ func sweepStale() {
 		}
 		dir := filepath.Join(tmp, e.Name())
 		owner, solver := owners(dir)
-		switch {
-		case owner.pid == 0 && (pid == self || processAlive(pid)):
-			continue
-		case owner.pid != 0 && owner.running():
+		if !take(pid, owner) {
 			continue
 		}
 		if solver.pid != 0 {
@@ -498,10 +549,11 @@ type outcome struct {
 
 // run runs bin with args in dir, passing its standard output to read (in
 // this goroutine) until the output ends, while interrupt watches ctx and
-// the deadline (found: whether the output reported an incumbent). The
+// the deadline (found: whether the output reported an incumbent; grace and
+// killBy: see interrupt). The
 // solver runs in a process group of its own, which is killed before run
 // returns, also when read panics.
-func (s Solver) run(ctx context.Context, bin string, args []string, dir string, deadline time.Time, grace time.Duration, read func(io.Reader), found func() bool) (out outcome, err error) {
+func (s Solver) run(ctx context.Context, bin string, args []string, dir string, deadline time.Time, grace time.Duration, killBy time.Time, read func(io.Reader), found func() bool) (out outcome, err error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = sysProcAttr()
@@ -541,7 +593,7 @@ func (s Solver) run(ctx context.Context, bin string, args []string, dir string, 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		out.reason, out.killed, out.waited = interrupt(ctx, solverProc{cmd.Process, started, found}, deadline, grace, stop)
+		out.reason, out.killed, out.waited = interrupt(ctx, solverProc{cmd.Process, started, found}, deadline, grace, killBy, stop)
 	}()
 	reaped := false
 	defer func() {
@@ -592,9 +644,11 @@ const maxStretch = 30
 // time, at least 1, at most maxStretch/2), should it get no CPU at all. On
 // an idle machine that is grace, as without an incumbent; on a loaded one
 // the incumbent is not lost to a wait the solver could not use. Where the
-// system reports no CPU times, grace is wall time alone. It returns why it
-// interrupted the solver, if it did, whether it killed it, and when.
-func interrupt(ctx context.Context, sp solverProc, deadline time.Time, grace time.Duration, stop <-chan struct{}) (stopReason, bool, time.Duration) {
+// system reports no CPU times, grace is wall time alone. If killBy is not
+// zero (the deadline plus the caller's mip.Options.Grace), the kill comes
+// by then at the latest, incumbent or not. It returns why it interrupted
+// the solver, if it did, whether it killed it, and when.
+func interrupt(ctx context.Context, sp solverProc, deadline time.Time, grace time.Duration, killBy time.Time, stop <-chan struct{}) (stopReason, bool, time.Duration) {
 	var limit <-chan time.Time
 	if !deadline.IsZero() {
 		t := time.NewTimer(time.Until(deadline))
@@ -617,7 +671,10 @@ func interrupt(ctx context.Context, sp solverProc, deadline time.Time, grace tim
 	if life := t0.Sub(sp.started); timed && cpu0 > 0 {
 		hard = time.Duration(float64(grace) * min(max(2*float64(life)/float64(cpu0), 2), maxStretch))
 	}
-	kill := time.NewTimer(grace)
+	if !killBy.IsZero() {
+		hard = min(hard, killBy.Sub(t0))
+	}
+	kill := time.NewTimer(min(grace, hard))
 	defer kill.Stop()
 	tick := time.NewTicker(min(max(grace/4, 10*time.Millisecond), 100*time.Millisecond))
 	defer tick.Stop()
@@ -628,7 +685,7 @@ func interrupt(ctx context.Context, sp solverProc, deadline time.Time, grace tim
 		case <-stop:
 			return reason, false, 0
 		case <-kill.C:
-			if !timed || !sp.found() {
+			if !timed || !sp.found() || time.Since(t0) >= hard {
 				signalGroup(sp.p, sigKill)
 				return reason, true, time.Since(t0)
 			}
@@ -646,12 +703,13 @@ func interrupt(ctx context.Context, sp solverProc, deadline time.Time, grace tim
 	}
 }
 
-func writeFile(path string, write func(io.Writer) error) error {
+// writeFile writes path with write, failing once ctx has ended.
+func writeFile(ctx context.Context, path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("external: %w", err)
 	}
-	if err := write(f); err != nil {
+	if err := write(ctxWriter{ctx, f}); err != nil {
 		f.Close()
 		return fmt.Errorf("external: write %s: %w", path, err)
 	}
@@ -659,6 +717,19 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("external: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// ctxWriter fails every write once ctx has ended.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
 }
 
 func fmtNum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

@@ -426,6 +426,12 @@ func fakeIncumbent(t *testing.T, onInt string) (bin string, m *mip.Model) {
 		"while :; do sleep 0.05; done"), m
 }
 
+// slowToWrite is what fakeIncumbent's solver does on SIGINT: it sleeps
+// 1.5 s, as cbc may on a machine loaded many times over, then writes its
+// incumbent and exits.
+const slowToWrite = "trap \"\" INT; sleep 1.5; cp SRC solution.bin; " +
+	"echo \"Stopped on ctrl-c - objective value -220.00000000\" > solution.txt; echo \"Result - Stopped on ctrl-c\"; exit 0"
+
 // TestCancelKeepsReportedIncumbent: a cancelled solver that has reported
 // an incumbent gets the time it needs to write it even when it gets no CPU
 // for longer than the grace (here it sleeps 1.5 s, the grace being 1 s, as
@@ -433,8 +439,7 @@ func fakeIncumbent(t *testing.T, onInt string) (bin string, m *mip.Model) {
 // incumbent instead of none; one that keeps computing instead of stopping
 // is still killed once it has had the grace's worth of CPU time.
 func TestCancelKeepsReportedIncumbent(t *testing.T) {
-	bin, m := fakeIncumbent(t, "trap \"\" INT; sleep 1.5; cp SRC solution.bin; "+
-		"echo \"Stopped on ctrl-c - objective value -220.00000000\" > solution.txt; echo \"Result - Stopped on ctrl-c\"; exit 0")
+	bin, m := fakeIncumbent(t, slowToWrite)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var once sync.Once
@@ -474,4 +479,78 @@ func TestCancelKeepsReportedIncumbent(t *testing.T) {
 		t.Fatalf("busy solver: %s (solution %v, %q) %v after the cancellation (allowed %v at slowdown %.1f)", res.Status, res.HasSolution, res.Message, late, allowed, tm.Slowdown())
 	}
 	t.Logf("busy solver killed %v after the cancellation (grace %v, slowdown %.1f)", late, grace, tm.Slowdown())
+}
+
+// TestRemoveOwn: a program's last call, RemoveOwn, kills a solver it still
+// runs (here one that ignores SIGINT, in a solve nobody waits for any
+// more) and removes its directory, and leaves another live process's
+// directory alone. Broken (the directory left to the next process's
+// sweep), lenspec exited with it in place.
+func TestRemoveOwn(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	parent := os.Getppid()
+	start, _, _ := procStat(parent)
+	foreign := filepath.Join(tmp, fmt.Sprintf("lenspec-mip-%d-1", parent))
+	if err := os.Mkdir(foreign, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(foreign, ownerFile), []byte(fmt.Sprintf("%s %d %d\n", roleOwner, parent, start)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := fakeSolver(t, "trap '' INT\nsleep 30")
+	m := miptest.Knapsack([]float64{60, 100, 120}, []float64{10, 20, 30}, 50)
+	done := make(chan error, 1)
+	go func() {
+		_, err := (Solver{Binary: bin}).Solve(context.Background(), m, mip.Options{TimeLimit: time.Minute})
+		done <- err
+	}()
+	// Wait for the solver to be recorded in its solve's directory.
+	var own []string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		own, _ = filepath.Glob(filepath.Join(tmp, fmt.Sprintf("lenspec-mip-%d-*", os.Getpid())))
+		if len(own) == 1 {
+			if b, _ := os.ReadFile(filepath.Join(own[0], ownerFile)); strings.Contains(string(b), roleSolver+" ") {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no solver recorded in %v", own)
+		}
+	}
+	RemoveOwn()
+	if _, err := os.Stat(own[0]); !os.IsNotExist(err) {
+		t.Errorf("%s: %v after RemoveOwn, want it removed", own[0], err)
+	}
+	select {
+	case <-done: // its solver killed, the solve ended
+	case <-time.After(10 * time.Second):
+		t.Fatal("the solve still runs 10 s after RemoveOwn")
+	}
+	if _, err := os.Stat(foreign); err != nil {
+		t.Errorf("a live process's directory: %v", err)
+	}
+}
+
+// TestGraceBoundsTheKill: a caller's mip.Options.Grace bounds the wait past
+// the time limit even for a solver that has reported an incumbent, whose
+// grace otherwise stretches while it gets no CPU (here a grace of 1 s and a
+// solver that sleeps 1.5 s before writing): the solve returns by the limit
+// and that grace, without the incumbent. Broken (the stretch uncapped), it
+// returns after 1.8 s with it.
+func TestGraceBoundsTheKill(t *testing.T) {
+	bin, m := fakeIncumbent(t, slowToWrite)
+	const limit, grace = 300 * time.Millisecond, 50 * time.Millisecond
+	s := Solver{Binary: bin, KillDelay: time.Second}
+	over := miptest.LimitOverhead(t, s, m, mip.Options{Grace: grace})
+	var res *mip.Result
+	var err error
+	tm := miptest.Time(func() { res, err = s.Solve(context.Background(), m, mip.Options{TimeLimit: limit, Grace: grace}) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if max := tm.Allowance(limit+grace, over); res.Status != mip.TimeLimit || res.HasSolution || tm.Wall > max {
+		t.Fatalf("%v limit, %v grace: %s (solution %v, %q) after %v (allowed %v)", limit, grace, res.Status, res.HasSolution, res.Message, tm.Wall, max)
+	}
+	t.Logf("returned after %v (%q)", tm.Wall, res.Message)
 }
