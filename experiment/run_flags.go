@@ -48,7 +48,7 @@ func (r *RunSettings) RegisterFlags(fs *pflag.FlagSet, samples bool) {
 	}
 	RegisterMaxSteps(fs, &r.MaxSteps)
 	fs.Uint64Var(&r.Seed, "seed", 1, "seed for image selection and every per-sample random choice (PCG(seed, sample))")
-	fs.Uint64Var(&r.DataSeed, "data-seed", DefaultDataSeed, "Multi-MNIST generation seed")
+	fs.Uint64Var(&r.DataSeed, "data-seed", DefaultDataSeed, "generation seed of the data set an image model reads (Multi-MNIST, or the captions data set for a Show-and-Tell model)")
 	fs.StringVar(&r.Split, "split", "test", "train or test (a text model: dev or test)")
 	fs.StringVar(&r.Shard, "shard", "", "k/n: run only the k-th of n interleaved parts, into its own file (default: from JOB_COMPLETION_INDEX/JOB_COMPLETIONS or SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT when set)")
 }
