@@ -34,8 +34,14 @@ func tiny(t testing.TB, seed uint64) (model.Decoder[float32], model.Decoder[floa
 }
 
 func tinyCell(t testing.TB, cell string, seed uint64) (model.Decoder[float32], model.Decoder[float64]) {
+	return captioner(t, tinyConfig(cell), seed)
+}
+
+// captioner builds a random captioner of configuration c at both
+// precisions.
+func captioner(t testing.TB, c *model.Config, seed uint64) (model.Decoder[float32], model.Decoder[float64]) {
 	t.Helper()
-	m64, err := model.New[float64](tinyConfig(cell), rand.New(rand.NewPCG(seed, 11)))
+	m64, err := model.New[float64](c, rand.New(rand.NewPCG(seed, 11)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,22 +266,19 @@ func TestRandomSearchBatchSamplerSame(t *testing.T) {
 // token substitutions (a wide translator): --batch changes speed only.
 func TestRandomSearchSameWhateverBatch(t *testing.T) {
 	ctx := context.Background()
-	t.Run("tiny images", func(t *testing.T) {
-		m32, m64 := tinyCell(t, model.CellLSTM, 3)
-		tg, err := NewTarget(ctx, m64, region(t, randX(rand.New(rand.NewPCG(3, 3)), size(m64)), 0.3), -1, 8, 7, 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameWhateverBatch(t, m32, m64, tg, 600)
-	})
-	t.Run("wide images", func(t *testing.T) {
-		m32, m64 := wideCell(t, model.CellLSTM, 3)
-		tg, err := NewTarget(ctx, m64, region(t, randX(rand.New(rand.NewPCG(3, 3)), size(m64)), 0.3), -1, 8, 7, 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameWhateverBatch(t, m32, m64, tg, 600)
-	})
+	for _, tc := range []struct {
+		name  string
+		build func(testing.TB, string, uint64) (model.Decoder[float32], model.Decoder[float64])
+	}{{"tiny images", tinyCell}, {"wide images", wideCell}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m32, m64 := tc.build(t, model.CellLSTM, 3)
+			tg, err := NewTarget(ctx, m64, region(t, randX(rand.New(rand.NewPCG(3, 3)), size(m64)), 0.3), -1, 8, 7, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameWhateverBatch(t, m32, m64, tg, 600)
+		})
+	}
 	t.Run("wide text", func(t *testing.T) {
 		d32, d64 := wideTranslator(t, 3)
 		sameWhateverBatch(t, d32, d64, textTargets(t, d64, 0.5, 1)[0], 200)
@@ -366,21 +369,12 @@ func TestPGDLengthens(t *testing.T) {
 // from sizes like these up (its kernels and blockings change with the
 // matrix's shape).
 func wideCell(t testing.TB, cell string, seed uint64) (model.Decoder[float32], model.Decoder[float64]) {
-	t.Helper()
 	c := tinyConfig(cell)
 	a := c.Arch.(*model.CaptionerConfig)
 	a.Input = model.InputConfig{Channels: 1, Height: 8, Width: 16, Min: -1, Max: 1}
 	a.Conv = []model.ConvConfig{{OutChannels: 16, Kernel: 3, Stride: 2, Padding: 1}}
 	a.FCHidden, a.Embedding, a.Hidden = 256, 64, 128
-	m64, err := model.New[float64](c, rand.New(rand.NewPCG(seed, 11)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m32, err := model.Cast[float32](m64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m32, m64
+	return captioner(t, c, seed)
 }
 
 // TestPGDReproducesAlone: a target's outcome — its witness to the bit, the

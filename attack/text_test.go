@@ -230,13 +230,11 @@ func TestGumbelEmbeddingGradient(t *testing.T) {
 	}
 }
 
-// TestTextPGDBatchedEqualsSingle: a target's relaxed attacks give the same
-// outcome alone and in a batch, in any position: its positions and noise
-// come from its own stream — also when a short gradient horizon retires
 // TestTextPGDReproducesAlone: Gumbel and embedding PGD give a sentence the
-// outcome it gets alone whatever batch it runs in, on one core or two, on
-// a tiny and a wide translator, with and without a horizon (runs retired
-// there included).
+// outcome it gets alone whatever batch it runs in, in any position, on one
+// core or two, on a tiny and a wide translator: its positions and noise
+// come from its own stream and its runs are computed apart from the
+// others' — also when a short gradient horizon retires embedding runs.
 func TestTextPGDReproducesAlone(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

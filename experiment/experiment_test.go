@@ -21,26 +21,55 @@ import (
 
 // tinyModelDir writes a random tiny captioner reading 1×4×6 images.
 func tinyModelDir(t testing.TB, seed uint64) string {
+	return modelDir(t, seed, func(c *model.Config, a *model.CaptionerConfig) {
+		a.Input = model.InputConfig{Channels: 1, Height: 4, Width: 6, Min: -1, Max: 1}
+		a.Conv = []model.ConvConfig{{OutChannels: 3, Kernel: 3, Stride: 2, Padding: 1}}
+		a.FCHidden, a.Embedding, a.Hidden = 6, 4, 5
+	}, func(d model.Decoder[float64]) {
+		// Non-zero biases avoid all-tie outputs of dead states.
+		rng := rand.New(rand.NewPCG(seed, 12))
+		for _, p := range d.Params() {
+			if len(p.W.Shape) == 1 {
+				for i := range p.W.Data {
+					p.W.Data[i] = 0.3 * rng.NormFloat64()
+				}
+			}
+		}
+	})
+}
+
+// wideModelDir writes a random LSTM captioner of the shipped models'
+// widths (wide) reading 1×8×16 images.
+func wideModelDir(t testing.TB, seed uint64) string {
+	return modelDir(t, seed, wide(model.CellLSTM), nil)
+}
+
+// wide gives a captioner the shipped models' widths (a 512-value feature
+// map, FC 256, hidden 128) on 1×8×16 images: OpenBLAS rounds a row of a
+// product by the rows beside it at sizes like these, not at tiny ones.
+func wide(cell string) func(*model.Config, *model.CaptionerConfig) {
+	return func(_ *model.Config, a *model.CaptionerConfig) {
+		a.Input = model.InputConfig{Channels: 1, Height: 8, Width: 16, Min: -1, Max: 1}
+		a.Conv = []model.ConvConfig{{OutChannels: 16, Kernel: 3, Stride: 2, Padding: 1}}
+		a.FCHidden, a.Embedding, a.Hidden, a.Cell = 256, 64, 128, cell
+	}
+}
+
+// modelDir writes a random captioner with the words a, b, c and a step cap
+// of 8, its configuration set by configure and its weights changed by
+// tweak (if set).
+func modelDir(t testing.TB, seed uint64, configure func(*model.Config, *model.CaptionerConfig), tweak func(model.Decoder[float64])) string {
 	t.Helper()
 	c := model.DefaultCaptionerConfig()
-	a := c.Arch.(*model.CaptionerConfig)
-	a.Input = model.InputConfig{Channels: 1, Height: 4, Width: 6, Min: -1, Max: 1}
-	a.Conv = []model.ConvConfig{{OutChannels: 3, Kernel: 3, Stride: 2, Padding: 1}}
-	a.FCHidden, a.Embedding, a.Hidden = 6, 4, 5
 	c.Vocab = []string{"a", "b", "c", "<eos>"}
 	c.EOS, c.MaxSteps = 3, 8
+	configure(&c, c.Arch.(*model.CaptionerConfig))
 	d, err := model.New[float64](&c, rand.New(rand.NewPCG(seed, 11)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Non-zero biases avoid all-tie outputs of dead states.
-	rng := rand.New(rand.NewPCG(seed, 12))
-	for _, p := range d.Params() {
-		if len(p.W.Shape) == 1 {
-			for i := range p.W.Data {
-				p.W.Data[i] = 0.3 * rng.NormFloat64()
-			}
-		}
+	if tweak != nil {
+		tweak(d)
 	}
 	dir := t.TempDir()
 	if err := model.Save(dir, d); err != nil {
@@ -203,29 +232,6 @@ func TestAttackRecordsReproduce(t *testing.T) {
 			}
 		})
 	}
-}
-
-// wideModelDir writes a random LSTM captioner of the shipped models'
-// widths (a 512-value feature map, FC 256, hidden 128) reading 1×8×16
-// images.
-func wideModelDir(t testing.TB, seed uint64) string {
-	t.Helper()
-	c := model.DefaultCaptionerConfig()
-	a := c.Arch.(*model.CaptionerConfig)
-	a.Input = model.InputConfig{Channels: 1, Height: 8, Width: 16, Min: -1, Max: 1}
-	a.Conv = []model.ConvConfig{{OutChannels: 16, Kernel: 3, Stride: 2, Padding: 1}}
-	a.FCHidden, a.Embedding, a.Hidden, a.Cell = 256, 64, 128, model.CellLSTM
-	c.Vocab = []string{"a", "b", "c", "<eos>"}
-	c.EOS, c.MaxSteps = 3, 8
-	d, err := model.New[float64](&c, rand.New(rand.NewPCG(seed, 11)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := model.Save(dir, d); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 // sameWitness reports whether two records' witnesses hold the same values

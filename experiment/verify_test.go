@@ -3,7 +3,6 @@ package experiment
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -116,27 +115,18 @@ func TestVerifyResumesAndRedoes(t *testing.T) {
 // of the shipped widths with 20 words: nothing the verifier does with one
 // sample depends on another, or on the cores.
 func TestVerifyRecordsReproduce(t *testing.T) {
-	c := model.DefaultCaptionerConfig()
-	a := c.Arch.(*model.CaptionerConfig)
-	a.Input = model.InputConfig{Channels: 1, Height: 8, Width: 16, Min: -1, Max: 1}
-	a.Conv = []model.ConvConfig{{OutChannels: 16, Kernel: 3, Stride: 2, Padding: 1}}
-	a.FCHidden, a.Embedding, a.Hidden = 256, 64, 128
-	c.Vocab = append(slices.Clone(c.Vocab[:10]), "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "<eos>")
-	c.EOS, c.MaxSteps = 20, 8
-	d, err := model.New[float64](&c, rand.New(rand.NewPCG(3, 11)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range d.Params() {
-		if p.Name == "decoder.out.bias" {
-			p.W.Data[c.EOS] = 3 // outputs that stop, some of which the plain falsifier cannot lengthen
+	m := loadModel(t, modelDir(t, 3, func(c *model.Config, a *model.CaptionerConfig) {
+		wide(model.CellReLU)(c, a)
+		c.Vocab = append(slices.Clone(model.DefaultCaptionerConfig().Vocab[:10]), "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "<eos>")
+		c.EOS = 20
+	}, func(d model.Decoder[float64]) {
+		for _, p := range d.Params() {
+			if p.Name == "decoder.out.bias" {
+				p.W.Data[20] = 3 // outputs that stop, some of which the plain falsifier cannot lengthen
+			}
 		}
-	}
+	}))
 	dir := t.TempDir()
-	if err := model.Save(filepath.Join(dir, "m"), d); err != nil {
-		t.Fatal(err)
-	}
-	m := loadModel(t, filepath.Join(dir, "m"))
 	ctx := context.Background()
 	samples := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 	config := func(name string, samples []int) VerifyConfig {
