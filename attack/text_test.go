@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -269,6 +271,34 @@ func TestTextPGDReproducesAlone(t *testing.T) {
 					t.Fatalf("no target reached horizon %d: the test does not exercise retirement", horizon)
 				}
 			})
+		}
+	}
+}
+
+// TestFlipSameOnAnyCoreCount: flip, which attacks one sentence at a time
+// (its candidates decoded in model.Decode's fixed chunks), gives the same
+// outcome on one core and two, with and without loops, on the wide
+// translator.
+func TestFlipSameOnAnyCoreCount(t *testing.T) {
+	d32, d64 := wideTranslator(t, 3)
+	for _, tg := range textTargets(t, d64, 0.5, 2) {
+		for _, loop := range []bool{false, true} {
+			var outs []Outcome[[]int]
+			for _, procs := range []int{1, 2} {
+				func() {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+					fo := DefaultFlip()
+					fo.Evals, fo.MaxSteps, fo.Loop = 60, 40, loop
+					o, err := Flip(context.Background(), d32, d64, tg, fo)
+					if err != nil {
+						t.Fatal(err)
+					}
+					outs = append(outs, o)
+				}()
+			}
+			if !reflect.DeepEqual(outs[0], outs[1]) {
+				t.Fatalf("loop %v: one core %+v, two %+v", loop, outs[0], outs[1])
+			}
 		}
 	}
 }
