@@ -214,6 +214,9 @@ func TestAttackRecordsReproduce(t *testing.T) {
 					t.Fatalf("%s: no records", run)
 				}
 				for s, r := range recs {
+					if r.Arithmetic == "" || r.Arithmetic != Arithmetic() {
+						t.Fatalf("%s: sample %d ran on %q, the process on %q", run, s, r.Arithmetic, Arithmetic())
+					}
 					if !sameOutcome(ref[s], r) || !sameWitness(t, ref[s], r) {
 						t.Fatalf("sample %d: batch 1 %+v\n%s %+v", s, ref[s], run, r)
 					}
