@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/model"
@@ -23,8 +24,8 @@ type PGDOptions struct {
 	Loss  Loss
 	// Restarts is the number of runs per target: the first starts at the
 	// unperturbed input, the others at random points of the set drawn
-	// from the target's own random source. All run side by side in one
-	// batch.
+	// from the target's own random source. A target's runs go side by
+	// side in one batch of their own (NewPGDRun).
 	Restarts int
 	MaxSteps int // decoding step cap (≤ 0: the model's)
 	// Horizon caps the steps the objective's unrolled decoding runs (≤ 0:
@@ -114,7 +115,8 @@ type Relaxation[E any] struct {
 	// Direct says the variable is itself an input of the set, whose
 	// float32 decoding is the relaxed input's: each run keeps its best
 	// iterate (by float32 output), its last update is evaluated too, and
-	// a target's Steps are the batch's iterations. Otherwise a run gives
+	// a target's Steps are the iterations any of its runs was going in.
+	// Otherwise a run gives
 	// back its last variable (a sample of a Gumbel relaxation decodes
 	// another input each time), a target's Steps are its own iterations
 	// and its Evals count the candidates replayed.
@@ -169,10 +171,11 @@ type runs[E any] struct {
 	frozen   []bool
 	iters    []int   // per run
 	evals    []int64 // per target: its runs are batched
+	steps    []int   // per target: the iterations it had a run going
 }
 
 func newRuns[E any](d32 model.Decoder[float32], targets []Target[E], opt PGDOptions) (*runs[E], error) {
-	r := &runs[E]{targets: targets, restarts: opt.Restarts, evals: make([]int64, len(targets))}
+	r := &runs[E]{targets: targets, restarts: opt.Restarts, evals: make([]int64, len(targets)), steps: make([]int, len(targets))}
 	for _, tg := range targets {
 		sp, ok := tg.Set.(Relaxable[E])
 		if !ok {
@@ -254,21 +257,22 @@ type PGDRun[E any] struct {
 	steps             int
 }
 
-// pgdShard is the runs lo..hi-1 (whole targets), whose proxy loss and
-// gradients one goroutine computes, on memory of its own.
+// pgdShard is one target's runs lo..hi-1, whose proxy loss and gradients
+// are computed on a tape and memory of their own. A target is never
+// batched with another: a GEMM's rounding of a row depends on the rows
+// beside it (OpenBLAS picks kernels and blockings by the matrix's size),
+// so a target batched with others would follow another path than alone,
+// and its result would depend on the batch, the shard it fell in and the
+// number of cores.
 type pgdShard struct {
 	lo, hi int
 	arena  *ad.Arena[float32]
 }
 
-// minShardTargets is the fewest targets worth a goroutine of their own: a
-// smaller batch spends more in per-operation overhead than a second core
-// saves.
-const minShardTargets = 8
-
 // NewPGDRun sets up the runs of PGD for targets (Restarts each). Steps
-// use up to GOMAXPROCS cores, each on a contiguous share of the targets;
-// runs are independent, so the result does not depend on the split.
+// use up to GOMAXPROCS cores, a target at a time on each; a target's runs
+// are computed apart from every other target's, so its result does not
+// depend on the batch it is in, its position there or the cores.
 func NewPGDRun[E any](d32 model.Decoder[float32], targets []Target[E], opt PGDOptions) (*PGDRun[E], error) {
 	if err := opt.Validate(); err != nil {
 		return nil, fmt.Errorf("attack: %w", err)
@@ -288,10 +292,8 @@ func NewPGDRun[E any](d32 model.Decoder[float32], targets []Target[E], opt PGDOp
 	if opt.Horizon > 0 && opt.Horizon < p.maxSteps {
 		p.horizon = opt.Horizon
 	}
-	n := max(1, min(runtime.GOMAXPROCS(0), len(targets)/minShardTargets))
-	for s := 0; s < n; s++ {
-		lo, hi := s*len(targets)/n, (s+1)*len(targets)/n
-		p.shards = append(p.shards, pgdShard{lo * opt.Restarts, hi * opt.Restarts, ad.NewArena[float32]()})
+	for j := range targets {
+		p.shards = append(p.shards, pgdShard{j * opt.Restarts, (j + 1) * opt.Restarts, ad.NewArena[float32]()})
 	}
 	p.adam = ad.NewAdam(r.x, opt.LR)
 	return p, nil
@@ -304,12 +306,15 @@ func (p *PGDRun[E]) Step() (bool, error) {
 	r := p.r
 	live := make([]bool, len(p.shards))
 	errs := make([]error, len(p.shards))
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for s := range p.shards {
+	for range min(runtime.GOMAXPROCS(0), len(p.shards)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			live[s], errs[s] = shardStep(&p.shards[s], p)
+			for s := int(next.Add(1)) - 1; s < len(p.shards); s = int(next.Add(1)) - 1 {
+				live[s], errs[s] = shardStep(&p.shards[s], p)
+			}
 		}()
 	}
 	wg.Wait()
@@ -329,7 +334,7 @@ func (p *PGDRun[E]) Step() (bool, error) {
 	return true, nil
 }
 
-// step evaluates the shard's live runs and leaves their gradients in their
+// shardStep evaluates the shard's live runs and leaves their gradients in their
 // parameters (Adam reads them); it reports whether any was live.
 func shardStep[E any](sh *pgdShard, p *PGDRun[E]) (bool, error) {
 	r := p.r
@@ -337,6 +342,7 @@ func shardStep[E any](sh *pgdShard, p *PGDRun[E]) (bool, error) {
 	if len(idx) == 0 {
 		return false, nil
 	}
+	r.steps[sh.lo/r.restarts]++
 	sh.arena.Reset() // every iteration's tape reuses the same memory
 	tp := ad.NewTape[float32](true).Use(sh.arena)
 	vars := make([]*ad.Node[float32], len(idx))
@@ -436,7 +442,7 @@ func PGD[E any](ctx context.Context, d32 model.Decoder[float32], d64 model.Decod
 			iters = max(iters, r.iters[i])
 		}
 		if rel.Direct {
-			chosen.Evals, chosen.Steps = r.evals[j], p.steps
+			chosen.Evals, chosen.Steps = r.evals[j], r.steps[j]
 		} else {
 			chosen.Evals, chosen.Steps = r.evals[j]+int64(replays), iters
 		}

@@ -10,7 +10,7 @@ import (
 // RandomOptions configures random search.
 type RandomOptions struct {
 	Samples  int // inputs drawn from the set per target
-	Batch    int // inputs decoded per batch
+	Batch    int // inputs decoded per batch (rounded up to whole chunks of model.Decode; speed only)
 	MaxSteps int // decoding step cap (≤ 0: the model's)
 	// Progress, if set, is called after each batch with the samples done
 	// and the longest float32 output so far.
@@ -25,9 +25,46 @@ type RandomOptions struct {
 // found on ties), then replays it in float64.
 func RandomSearch[E any](ctx context.Context, d32 model.Decoder[float32], d64 model.Decoder[float64], tg Target[E], opt RandomOptions) (Outcome[E], error) {
 	maxSteps := capSteps(opt.MaxSteps, d32)
-	batch := max(1, opt.Batch)
-	rng := tg.rng()
 	set := tg.Set
+	best := set.Clone(set.Center())
+	bestLen := -1
+	counts := make([]int64, maxSteps+2)
+	var evals int64
+	err := draws(ctx, d32, tg, opt, maxSteps, func(r model.Result, point func() E) {
+		evals++
+		countLength(counts, r)
+		if l := rank(r, maxSteps); l > bestLen {
+			bestLen = l
+			best = point()
+		}
+	})
+	if err != nil {
+		return Outcome[E]{}, err
+	}
+	out, err := Replay(ctx, d64, tg, best, maxSteps)
+	if err != nil {
+		return Outcome[E]{}, err
+	}
+	out.Found32, out.Evals, out.LengthCounts = bestLen, evals, counts
+	return out, nil
+}
+
+// draws draws opt.Samples points of tg's set from its own source and
+// decodes them in float32, a batch at a time, passing each result and
+// its point (valid during the call) to visit in the order drawn. A batch
+// holds whole chunks of model.Decode (model.ChunkRows): a draw is then
+// decoded beside the same draws whatever opt.Batch and the cores, and
+// since a float32 row's rounding depends on the rows decoded with it,
+// that is what makes every result the same for any batch size.
+func draws[E any](ctx context.Context, d32 model.Decoder[float32], tg Target[E], opt RandomOptions, maxSteps int, visit func(r model.Result, point func() E)) error {
+	set := tg.Set
+	tokens := 0
+	if x, ok := any(set.Center()).([]int); ok {
+		tokens = len(x) // a token sequence's points all have its length
+	}
+	chunk := model.ChunkRows(d32.Input(), tokens)
+	batch := (max(1, opt.Batch) + chunk - 1) / chunk * chunk
+	rng := tg.rng()
 	var fast sampleDecoder[E]
 	if bs, ok := set.(batchSampler[E]); ok {
 		fast = bs.sampler(batch)
@@ -39,13 +76,10 @@ func RandomSearch[E any](ctx context.Context, d32 model.Decoder[float32], d64 mo
 			buf[i] = set.Clone(set.Center())
 		}
 	}
-	best := set.Clone(set.Center())
 	bestLen := -1
-	counts := make([]int64, maxSteps+2)
-	var evals int64
 	for done := 0; done < opt.Samples; {
 		if err := ctx.Err(); err != nil {
-			return Outcome[E]{}, err
+			return err
 		}
 		n := min(batch, opt.Samples-done)
 		var res []model.Result
@@ -61,27 +95,18 @@ func RandomSearch[E any](ctx context.Context, d32 model.Decoder[float32], d64 mo
 			point = func(i int) E { return set.Clone(buf[i]) }
 		}
 		if err != nil {
-			return Outcome[E]{}, err
+			return err
 		}
 		for i, r := range res {
-			countLength(counts, r)
-			if l := rank(r, maxSteps); l > bestLen {
-				bestLen = l
-				best = point(i)
-			}
+			visit(r, func() E { return point(i) })
+			bestLen = max(bestLen, rank(r, maxSteps))
 		}
-		evals += int64(n)
 		done += n
 		if opt.Progress != nil {
 			opt.Progress(done, bestLen)
 		}
 	}
-	out, err := Replay(ctx, d64, tg, best, maxSteps)
-	if err != nil {
-		return Outcome[E]{}, err
-	}
-	out.Found32, out.Evals, out.LengthCounts = bestLen, evals, counts
-	return out, nil
+	return nil
 }
 
 // batchSampler is a space whose random points random search draws and

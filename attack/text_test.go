@@ -2,9 +2,11 @@ package attack
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -16,10 +18,22 @@ import (
 // special) at both precisions; its weights are large enough that outputs
 // vary with the input.
 func tinyTranslator(t testing.TB, seed uint64) (model.Decoder[float32], model.Decoder[float64]) {
+	return translatorOf(t, seed, 8, 6, 10, 8, 8, 0.8)
+}
+
+// wideTranslator is tinyTranslator at widths where a batch changes how
+// OpenBLAS rounds a row (see wideCell).
+func wideTranslator(t testing.TB, seed uint64) (model.Decoder[float32], model.Decoder[float64]) {
+	return translatorOf(t, seed, 64, 128, 128, 64, 128, 0.2)
+}
+
+// translatorOf builds the random translator of tinyTranslator with these
+// widths and weights of standard deviation sd.
+func translatorOf(t testing.TB, seed uint64, emb, enc, dec, att, comb int, sd float64) (model.Decoder[float32], model.Decoder[float64]) {
 	t.Helper()
 	cfg := model.DefaultTranslatorConfig(30, 0, 1, 2, 3)
 	a := cfg.Arch.(*model.TranslatorConfig)
-	a.Embedding, a.EncoderHidden, a.DecoderHidden, a.Attention, a.Combine = 8, 6, 10, 8, 8
+	a.Embedding, a.EncoderHidden, a.DecoderHidden, a.Attention, a.Combine = emb, enc, dec, att, comb
 	cfg.MaxSteps = 40
 	m, err := model.NewTranslator[float32](&cfg, rand.New(rand.NewPCG(seed, 1)))
 	if err != nil {
@@ -28,7 +42,7 @@ func tinyTranslator(t testing.TB, seed uint64) (model.Decoder[float32], model.De
 	rng := rand.New(rand.NewPCG(seed, 2))
 	for _, p := range m.Params() {
 		for i := range p.W.Data {
-			p.W.Data[i] = float32(0.8 * rng.NormFloat64())
+			p.W.Data[i] = float32(sd * rng.NormFloat64())
 		}
 	}
 	m64, err := model.Cast[float64](model.Decoder[float32](m))
@@ -218,63 +232,75 @@ func TestGumbelEmbeddingGradient(t *testing.T) {
 	}
 }
 
-// TestTextPGDBatchedEqualsSingle: a target's relaxed attacks give the same
-// outcome alone and in a batch, in any position: its positions and noise
-// come from its own stream — also when a short gradient horizon retires
-// targets part-way (the embedding attack).
-func TestTextPGDBatchedEqualsSingle(t *testing.T) {
-	d32, d64 := tinyTranslator(t, 3)
-	for _, horizon := range []int{0, 2} {
-		g := DefaultGumbel()
-		g.Steps, g.MaxSteps, g.Horizon = 8, 40, horizon
-		batchedEqualsSingle(t, "gumbel", d32, d64, textTargets(t, d64, 0.5, 3), g)
-		retired := batchedEqualsSingle(t, "embedding", d32, d64, embeddingTargets(t, d32, d64, 0.5, 3), g)
-		if horizon > 0 && retired == 0 {
-			t.Fatalf("no target reached horizon %d: the test does not exercise retirement", horizon)
+// TestTextPGDReproducesAlone: Gumbel and embedding PGD give a sentence the
+// outcome it gets alone whatever batch it runs in, in any position, on one
+// core or two, on a tiny and a wide translator: its positions and noise
+// come from its own stream and its runs are computed apart from the
+// others' — also when a short gradient horizon retires embedding runs.
+func TestTextPGDReproducesAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		build func(testing.TB, uint64) (model.Decoder[float32], model.Decoder[float64])
+		n     int
+	}{{"tiny", tinyTranslator, 3}, {"wide", wideTranslator, 9}} {
+		d32, d64 := tc.build(t, 3)
+		for _, horizon := range []int{0, 2} {
+			t.Run(fmt.Sprintf("%s horizon %d", tc.name, horizon), func(t *testing.T) {
+				g := DefaultGumbel()
+				g.Steps, g.MaxSteps, g.Horizon = 8, 40, horizon
+				reproducesAlone(t, d32, d64, textTargets(t, d64, 0.5, tc.n), g)
+				outs := reproducesAlone(t, d32, d64, embeddingTargets(t, d32, d64, 0.5, tc.n), g)
+				retired := 0
+				for i, o := range outs {
+					if g.Horizon > 0 && o.Found32 > g.Horizon+1 {
+						t.Fatalf("embedding: float32 rank %d past the horizon %d", o.Found32, g.Horizon)
+					}
+					if g.Horizon > 0 && o.Found32 == g.Horizon+1 {
+						// Retired at the horizon: the kept rows are those that got
+						// there, and the replay decodes on past it.
+						retired++
+						if len(o.Result.Tokens) <= g.Horizon {
+							t.Fatalf("retired target %d replays to %d tokens, not past the horizon %d", i, len(o.Result.Tokens), g.Horizon)
+						}
+						if o.Steps > g.Steps || o.Evals != int64(o.Steps)+1 {
+							t.Fatalf("retired target %d: %d iterations, %d evaluations", i, o.Steps, o.Evals)
+						}
+					}
+				}
+				if tc.name == "tiny" && horizon > 0 && retired == 0 {
+					t.Fatalf("no target reached horizon %d: the test does not exercise retirement", horizon)
+				}
+			})
 		}
 	}
 }
 
-// batchedEqualsSingle checks PGD on targets alone, together and reversed,
-// and returns how many runs retired at the horizon.
-func batchedEqualsSingle[E any](t *testing.T, name string, d32 model.Decoder[float32], d64 model.Decoder[float64], targets []Target[E], g PGDOptions) (retired int) {
-	t.Helper()
-	ctx := context.Background()
-	all, err := PGD(ctx, d32, d64, targets, g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := PGD(ctx, d32, d64, []Target[E]{targets[2], targets[1], targets[0]}, g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range targets {
-		one, err := PGD(ctx, d32, d64, targets[i:i+1], g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, other := range []Outcome[E]{all[i], back[2-i]} {
-			if !reflect.DeepEqual(one[0].Input, other.Input) || one[0].Found32 != other.Found32 || one[0].Steps != other.Steps {
-				t.Fatalf("%s horizon %d target %d: batched and single differ", name, g.Horizon, i)
+// TestFlipSameOnAnyCoreCount: flip, which attacks one sentence at a time
+// (its candidates decoded in model.Decode's fixed chunks), gives the same
+// outcome on one core and two, with and without loops, on the wide
+// translator.
+func TestFlipSameOnAnyCoreCount(t *testing.T) {
+	d32, d64 := wideTranslator(t, 3)
+	for _, tg := range textTargets(t, d64, 0.5, 2) {
+		for _, loop := range []bool{false, true} {
+			var outs []Outcome[[]int]
+			for _, procs := range []int{1, 2} {
+				func() {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+					fo := DefaultFlip()
+					fo.Evals, fo.MaxSteps, fo.Loop = 60, 40, loop
+					o, err := Flip(context.Background(), d32, d64, tg, fo)
+					if err != nil {
+						t.Fatal(err)
+					}
+					outs = append(outs, o)
+				}()
 			}
-		}
-		o := all[i]
-		if g.Horizon > 0 && o.Found32 > g.Horizon+1 {
-			t.Fatalf("%s: float32 rank %d past the horizon %d", name, o.Found32, g.Horizon)
-		}
-		if name == "embedding" && g.Horizon > 0 && o.Found32 == g.Horizon+1 {
-			// Retired at the horizon: the kept rows are those that got
-			// there, and the replay decodes on past it.
-			retired++
-			if len(o.Result.Tokens) <= g.Horizon {
-				t.Fatalf("retired target %d replays to %d tokens, not past the horizon %d", i, len(o.Result.Tokens), g.Horizon)
-			}
-			if o.Steps > g.Steps || o.Evals != int64(o.Steps)+1 {
-				t.Fatalf("retired target %d: %d iterations, %d evaluations", i, o.Steps, o.Evals)
+			if !reflect.DeepEqual(outs[0], outs[1]) {
+				t.Fatalf("loop %v: one core %+v, two %+v", loop, outs[0], outs[1])
 			}
 		}
 	}
-	return retired
 }
 
 // TestLoopTargets: a sentence's loop target is its output repeated and cut

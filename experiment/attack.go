@@ -274,7 +274,7 @@ func (b targetBatch[E]) run(ctx context.Context, r *attackRun, m Method, us []un
 		rec.OrigLength, rec.OrigNonFinite = len(tg.Original.Tokens), tg.Original.NonFinite
 		rec.AdvLength, rec.Stopped, rec.NonFinite = len(o.Result.Tokens), o.Result.Stopped, o.Result.NonFinite
 		rec.Success, rec.MinRelMargin, rec.Found32 = o.Success, margin(o.Result.MinRelMargin), o.Found32
-		rec.Evals, rec.Seconds, rec.LengthCounts = o.Evals, secs, o.LengthCounts
+		rec.Evals, rec.Seconds, rec.LengthCounts, rec.Arithmetic = o.Evals, secs, o.LengthCounts, Arithmetic()
 		if err := b.record(i, &rec, o); err != nil {
 			return recordError{err}
 		}

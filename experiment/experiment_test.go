@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -21,26 +22,55 @@ import (
 
 // tinyModelDir writes a random tiny captioner reading 1×4×6 images.
 func tinyModelDir(t testing.TB, seed uint64) string {
+	return modelDir(t, seed, func(c *model.Config, a *model.CaptionerConfig) {
+		a.Input = model.InputConfig{Channels: 1, Height: 4, Width: 6, Min: -1, Max: 1}
+		a.Conv = []model.ConvConfig{{OutChannels: 3, Kernel: 3, Stride: 2, Padding: 1}}
+		a.FCHidden, a.Embedding, a.Hidden = 6, 4, 5
+	}, func(d model.Decoder[float64]) {
+		// Non-zero biases avoid all-tie outputs of dead states.
+		rng := rand.New(rand.NewPCG(seed, 12))
+		for _, p := range d.Params() {
+			if len(p.W.Shape) == 1 {
+				for i := range p.W.Data {
+					p.W.Data[i] = 0.3 * rng.NormFloat64()
+				}
+			}
+		}
+	})
+}
+
+// wideModelDir writes a random LSTM captioner of the shipped models'
+// widths (wide) reading 1×8×16 images.
+func wideModelDir(t testing.TB, seed uint64) string {
+	return modelDir(t, seed, wide(model.CellLSTM), nil)
+}
+
+// wide gives a captioner the shipped models' widths (a 512-value feature
+// map, FC 256, hidden 128) on 1×8×16 images: OpenBLAS rounds a row of a
+// product by the rows beside it at sizes like these, not at tiny ones.
+func wide(cell string) func(*model.Config, *model.CaptionerConfig) {
+	return func(_ *model.Config, a *model.CaptionerConfig) {
+		a.Input = model.InputConfig{Channels: 1, Height: 8, Width: 16, Min: -1, Max: 1}
+		a.Conv = []model.ConvConfig{{OutChannels: 16, Kernel: 3, Stride: 2, Padding: 1}}
+		a.FCHidden, a.Embedding, a.Hidden, a.Cell = 256, 64, 128, cell
+	}
+}
+
+// modelDir writes a random captioner with the words a, b, c and a step cap
+// of 8, its configuration set by configure and its weights changed by
+// tweak (if set).
+func modelDir(t testing.TB, seed uint64, configure func(*model.Config, *model.CaptionerConfig), tweak func(model.Decoder[float64])) string {
 	t.Helper()
 	c := model.DefaultCaptionerConfig()
-	a := c.Arch.(*model.CaptionerConfig)
-	a.Input = model.InputConfig{Channels: 1, Height: 4, Width: 6, Min: -1, Max: 1}
-	a.Conv = []model.ConvConfig{{OutChannels: 3, Kernel: 3, Stride: 2, Padding: 1}}
-	a.FCHidden, a.Embedding, a.Hidden = 6, 4, 5
 	c.Vocab = []string{"a", "b", "c", "<eos>"}
 	c.EOS, c.MaxSteps = 3, 8
+	configure(&c, c.Arch.(*model.CaptionerConfig))
 	d, err := model.New[float64](&c, rand.New(rand.NewPCG(seed, 11)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Non-zero biases avoid all-tie outputs of dead states.
-	rng := rand.New(rand.NewPCG(seed, 12))
-	for _, p := range d.Params() {
-		if len(p.W.Shape) == 1 {
-			for i := range p.W.Data {
-				p.W.Data[i] = 0.3 * rng.NormFloat64()
-			}
-		}
+	if tweak != nil {
+		tweak(d)
 	}
 	dir := t.TempDir()
 	if err := model.Save(dir, d); err != nil {
@@ -110,64 +140,123 @@ func sameOutcome(a, b AttackRecord) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-// TestAttackIndependentOfBatchAndResume: a sample's PGD result (restarts
-// included) is the same at batch 1 and 50, in the company of other samples
-// or alone, and after an interrupted run resumed.
-func TestAttackIndependentOfBatchAndResume(t *testing.T) {
-	m := loadModel(t, tinyModelDir(t, 1))
-	ctx := context.Background()
-	samples := []int{0, 3, 4, 7, 9, 12}
-	dir := t.TempDir()
-	one := pgdConfig(m, filepath.Join(dir, "b1.jsonl"), samples, 1)
-	fifty := pgdConfig(m, filepath.Join(dir, "b50.jsonl"), samples, 50)
-	alone := pgdConfig(m, filepath.Join(dir, "alone.jsonl"), []int{7}, 50)
-	for _, c := range []AttackConfig{one, fifty, alone} {
-		if err := RunAttack(ctx, c, nil); err != nil {
-			t.Fatal(err)
-		}
+// TestAttackRecordsReproduce: a unit's record (witness values included,
+// time and paths aside) is the same run in a batch of 1 or 50, alone,
+// in a shard, on one core or two, and after an interrupted run resumed,
+// for PGD and random search, on a tiny model and on one of the shipped
+// models' widths (where OpenBLAS rounds a row by the rows beside it).
+func TestAttackRecordsReproduce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		dir    func(testing.TB, uint64) string
+		size   int
+		method string
+	}{
+		{"tiny pgd", tinyModelDir, 24, MethodPGD},
+		{"wide pgd", wideModelDir, 128, MethodPGD},
+		{"wide random", wideModelDir, 128, MethodRandom},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := loadModel(t, tc.dir(t, 1))
+			ctx := context.Background()
+			samples := []int{0, 3, 4, 7, 9, 12}
+			dir := t.TempDir()
+			config := func(name string, samples []int, batch int) AttackConfig {
+				c := pgdConfig(m, filepath.Join(dir, name+".jsonl"), samples, batch)
+				c.Data = Data{Ref: DataRef{Name: "test", Split: "test", Seed: 1}, Source: testSource{n: 20, size: tc.size, panicOn: -1}}
+				if tc.method == MethodRandom {
+					c.Method, c.Settings = MethodRandom, AttackSettings{MaxLen: -1, Budget: 600, Seed: 5}
+				}
+				return c
+			}
+			one, fifty, alone := config("b1", samples, 1), config("b50", samples, 50), config("alone", []int{7}, 50)
+			for _, c := range []AttackConfig{one, fifty, alone} {
+				if err := RunAttack(ctx, c, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			func() {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+				if err := RunAttack(ctx, config("procs1", samples, 50), nil); err != nil {
+					t.Fatal(err)
+				}
+			}()
+			shard := config("shard", samples, 50)
+			shard.Shard = Shard{2, 3}
+			if err := RunAttack(ctx, shard, nil); err != nil {
+				t.Fatal(err)
+			}
+			// Interrupted after two records, then resumed.
+			resumed := config("resumed", samples, 2)
+			cctx, cancel := context.WithCancel(ctx)
+			n := 0
+			err := RunAttack(cctx, resumed, func(AttackRecord) error {
+				if n++; n == 2 {
+					cancel()
+				}
+				return nil
+			})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("interrupted run returned %v", err)
+			}
+			if got := len(readAttacks(t, resumed.Out)); got != 2 {
+				t.Fatalf("interrupted run left %d records, want 2", got)
+			}
+			if err := RunAttack(ctx, resumed, nil); err != nil {
+				t.Fatal(err)
+			}
+			ref := readAttacks(t, one.Out)
+			if len(ref) != len(samples) {
+				t.Fatalf("%d records of %d samples", len(ref), len(samples))
+			}
+			for _, run := range []string{"b50", "alone", "procs1", "shard.shard-2-of-3", "resumed"} {
+				recs := readAttacks(t, filepath.Join(dir, run+".jsonl"))
+				if len(recs) == 0 {
+					t.Fatalf("%s: no records", run)
+				}
+				for s, r := range recs {
+					if r.Arithmetic == "" || r.Arithmetic != Arithmetic() {
+						t.Fatalf("%s: sample %d ran on %q, the process on %q", run, s, r.Arithmetic, Arithmetic())
+					}
+					if !sameOutcome(ref[s], r) || !sameWitness(t, ref[s], r) {
+						t.Fatalf("sample %d: batch 1 %+v\n%s %+v", s, ref[s], run, r)
+					}
+				}
+			}
+			// The interrupted attempts ended cleanly: nothing counts as a crash.
+			f, err := results.Open(resumed.Out, attackKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			for _, u := range resumed.units() {
+				if f.Attempts(u.key) > 1 {
+					t.Fatalf("sample %d: %d attempts after a clean interruption", u.sample, f.Attempts(u.key))
+				}
+			}
+		})
 	}
-	// Interrupted after two records, then resumed.
-	resumed := pgdConfig(m, filepath.Join(dir, "resumed.jsonl"), samples, 2)
-	cctx, cancel := context.WithCancel(ctx)
-	n := 0
-	err := RunAttack(cctx, resumed, func(AttackRecord) error {
-		if n++; n == 2 {
-			cancel()
-		}
-		return nil
-	})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted run returned %v", err)
+}
+
+// sameWitness reports whether two records' witnesses hold the same values
+// (both without one counts as the same).
+func sameWitness(t testing.TB, a, b AttackRecord) bool {
+	t.Helper()
+	if (a.Witness == "") != (b.Witness == "") {
+		return false
 	}
-	if got := len(readAttacks(t, resumed.Out)); got != 2 {
-		t.Fatalf("interrupted run left %d records, want 2", got)
+	if a.Witness == "" {
+		return true
 	}
-	if err := RunAttack(ctx, resumed, nil); err != nil {
-		t.Fatal(err)
-	}
-	a, b, c, r := readAttacks(t, one.Out), readAttacks(t, fifty.Out), readAttacks(t, alone.Out), readAttacks(t, resumed.Out)
-	if len(a) != len(samples) || len(b) != len(samples) || len(r) != len(samples) {
-		t.Fatalf("records: %d, %d, %d", len(a), len(b), len(r))
-	}
-	for _, s := range samples {
-		if !sameOutcome(a[s], b[s]) || !sameOutcome(a[s], r[s]) {
-			t.Fatalf("sample %d: batch 1 %+v\nbatch 50 %+v\nresumed %+v", s, a[s], b[s], r[s])
-		}
-	}
-	if !sameOutcome(a[7], c[7]) {
-		t.Fatalf("sample 7 alone %+v, with others %+v", c[7], a[7])
-	}
-	// The interrupted attempts ended cleanly: nothing counts as a crash.
-	f, err := results.Open(resumed.Out, attackKey)
+	wa, err := os.ReadFile(a.Witness)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	for _, u := range resumed.units() {
-		if f.Attempts(u.key) > 1 {
-			t.Fatalf("sample %d: %d attempts after a clean interruption", u.sample, f.Attempts(u.key))
-		}
+	wb, err := os.ReadFile(b.Witness)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return bytes.Equal(wa, wb)
 }
 
 // TestSecondWriterRefused: while one run holds a results file, another is

@@ -112,6 +112,10 @@ type AttackRecord struct {
 	// Witness is the adversarial input's file (safetensors): an image's,
 	// or the embedding attack's input rows.
 	Witness string `json:"witness,omitempty"`
+	// Arithmetic is the float32 arithmetic the search ran on (Arithmetic):
+	// where it is the same, a rerun finds the same witness. Not part of the
+	// key; empty in failed records and those written before issue 53.
+	Arithmetic string `json:"arithmetic,omitempty"`
 	// LengthCounts[ℓ] counts random samples by float32 output length; the
 	// last entry counts samples that did not stop.
 	LengthCounts []int64 `json:"length_counts,omitempty"`
@@ -278,6 +282,9 @@ type VerifyRecord struct {
 	// after WitnessLength tokens (model.Result.NonFinite): the tokens
 	// before were decided on finite logits, so ℓ ≥ WitnessLength.
 	WitnessNonFinite bool `json:"witness_non_finite,omitempty"`
+	// Arithmetic is the float32 arithmetic its falsifiers ran on
+	// (Arithmetic), as in AttackRecord.
+	Arithmetic string `json:"arithmetic,omitempty"`
 }
 
 // The key fields: a record's identity. Everything that changes a result

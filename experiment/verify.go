@@ -187,7 +187,7 @@ func (c *VerifyConfig) bound(ctx context.Context, net *verify.Net, opt verify.Op
 		return VerifyRecord{}, err
 	}
 	r := c.base()
-	r.Sample, r.Eps, r.K, r.Label = u.sample, u.eps, maxK, nonNil(label)
+	r.Sample, r.Eps, r.K, r.Label, r.Arithmetic = u.sample, u.eps, maxK, nonNil(label), Arithmetic()
 	r.Seconds = time.Since(t0).Seconds()
 	br := &BoundResult{Lower: b.Lower, Certified: b.Certified(), Steps: b.Steps}
 	if b.Upper >= 0 {
@@ -340,7 +340,7 @@ func (c *VerifyConfig) verifyIn(ctx context.Context, net *verify.Net, opt verify
 		return VerifyRecord{}, err
 	}
 	r := c.base()
-	r.Sample, r.Eps, r.K, r.Label = u.sample, u.eps, res.K, nonNil(label)
+	r.Sample, r.Eps, r.K, r.Label, r.Arithmetic = u.sample, u.eps, res.K, nonNil(label), Arithmetic()
 	r.Verdict, r.Stage, r.Seconds, r.BoundSeconds = string(res.Verdict), res.Stage, res.Seconds, res.BoundSeconds
 	r.ProvenBound, r.Incumbent = finite(res.Bound), finite(res.Incumbent)
 	r.Nodes, r.Binaries, r.ReLUBinaries, r.Reason, r.MPS, r.Phases = res.Nodes, res.Binaries, res.ReLUBinaries, res.Reason, res.MPS, res.Phases

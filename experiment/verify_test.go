@@ -3,7 +3,10 @@ package experiment
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +14,7 @@ import (
 	"github.com/lenspec/lenspec/attack"
 	"github.com/lenspec/lenspec/mip"
 	"github.com/lenspec/lenspec/mip/cbc"
+	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/results"
 	"github.com/lenspec/lenspec/verify"
 )
@@ -102,6 +106,105 @@ func TestVerifyResumesAndRedoes(t *testing.T) {
 	recs, _ := ReadVerifyRecords(out)
 	if got := len(Of(recs, c.Match)); got != 2 {
 		t.Fatalf("summary of the first experiment holds %d records", got)
+	}
+}
+
+// TestVerifyRecordsReproduce: a sample's verdict record (its witness's
+// values included, time and paths aside) is the same verified alone, among
+// others, in a shard, on one core or two, and resumed, with the falsifier
+// on (its targeted continuations batch one target per token) on a model
+// of the shipped widths with 20 words: nothing the verifier does with one
+// sample depends on another, or on the cores.
+func TestVerifyRecordsReproduce(t *testing.T) {
+	m := loadModel(t, modelDir(t, 3, func(c *model.Config, a *model.CaptionerConfig) {
+		wide(model.CellReLU)(c, a)
+		c.Vocab = append(slices.Clone(model.DefaultCaptionerConfig().Vocab[:10]), "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "<eos>")
+		c.EOS = 20
+	}, func(d model.Decoder[float64]) {
+		for _, p := range d.Params() {
+			if p.Name == "decoder.out.bias" {
+				p.W.Data[20] = 3 // outputs that stop, some of which the plain falsifier cannot lengthen
+			}
+		}
+	}))
+	dir := t.TempDir()
+	ctx := context.Background()
+	samples := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	config := func(name string, samples []int) VerifyConfig {
+		c := verifyConfig(m, filepath.Join(dir, name+".jsonl"), samples)
+		c.Data = Data{Ref: DataRef{Name: "test", Split: "test", Seed: 1}, Source: testSource{n: 20, size: 128, panicOn: -1}}
+		c.Eps = []float64{0.2}
+		c.Settings.Solver, c.Settings.BaB, c.Settings.Timeout = SolverNone, false, 600
+		c.Settings.AttackSteps, c.Settings.AttackRestarts, c.Settings.AttackTargeted, c.Settings.MaxLen = 10, 2, true, 3
+		return c
+	}
+	run := func(c VerifyConfig, procs int) {
+		t.Helper()
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		if err := RunVerify(ctx, c, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(config("all", samples), 2)
+	run(config("alone", []int{3}), 2)
+	run(config("procs1", samples), 1)
+	shard := config("shard", samples)
+	shard.Shard = Shard{2, 2}
+	run(shard, 2)
+	resumed := config("resumed", samples)
+	cctx, cancel := context.WithCancel(ctx)
+	n := 0
+	if err := RunVerify(cctx, resumed, func(VerifyRecord) error {
+		if n++; n == 2 {
+			cancel()
+		}
+		return nil
+	}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run returned %v", err)
+	}
+	run(resumed, 2)
+	read := func(name string) map[int]VerifyRecord {
+		t.Helper()
+		recs, err := ReadVerifyRecords(filepath.Join(dir, name+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int]VerifyRecord{}
+		for _, r := range recs {
+			w := r.Witness
+			r.Seconds, r.BoundSeconds, r.Witness = 0, 0, ""
+			for i := range r.Phases {
+				r.Phases[i].Seconds = 0
+			}
+			if w != "" {
+				b, err := os.ReadFile(w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Witness = string(b)
+			}
+			out[r.Sample] = r
+		}
+		return out
+	}
+	ref := read("all")
+	verdicts := map[string]int{}
+	for _, r := range ref {
+		verdicts[r.Verdict]++
+	}
+	if len(ref) != len(samples) || verdicts["vulnerable"] == 0 {
+		t.Fatalf("verdicts %v of %d samples: the test needs a witness to compare", verdicts, len(samples))
+	}
+	for _, name := range []string{"alone", "procs1", "shard.shard-2-of-2", "resumed"} {
+		recs := read(name)
+		if len(recs) == 0 {
+			t.Fatalf("%s: no records", name)
+		}
+		for s, r := range recs {
+			if !reflect.DeepEqual(ref[s], r) {
+				t.Fatalf("sample %d: among others %+v\n%s %+v", s, ref[s], name, r)
+			}
+		}
 	}
 }
 

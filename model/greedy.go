@@ -223,6 +223,20 @@ const decodeChunk = 256
 // same CPU time within the noise of a shared machine (docs/BENCHMARKS.md).
 const decodeTokens = 2048
 
+// ChunkRows is how many rows Decode decodes side by side when every input
+// is tokens long (0: continuous inputs): its chunks start at its first
+// row and every ChunkRows rows after. A row's float32 result depends on
+// the rows decoded with it (a GEMM rounds a row by the matrix's size, and
+// finished rows leave the batch), so a caller whose results must not
+// depend on how it splits its inputs into calls splits them at multiples
+// of ChunkRows.
+func ChunkRows(spec InputSpec, tokens int) int {
+	if spec.Kind == Continuous || tokens <= 0 {
+		return decodeChunk
+	}
+	return max(1, min(decodeChunk, decodeTokens/tokens))
+}
+
 // chunks splits the n rows of b into the chunks Decode runs: consecutive
 // rows, at most decodeChunk of them and, for token inputs, at most
 // decodeTokens padded positions (but at least one row).

@@ -387,6 +387,32 @@ func TestLongDecodeRecycles(t *testing.T) {
 	}
 }
 
+// TestChunkRows: ChunkRows is the size of every chunk but the last of a
+// batch of equal-length inputs, continuous or token inputs of any length,
+// so a caller splitting at its multiples splits where Decode does.
+func TestChunkRows(t *testing.T) {
+	m := tinyTranslator(t, 1, 21)
+	for _, tc := range []struct {
+		spec   InputSpec
+		tokens int
+	}{{InputSpec{Kind: Continuous}, 0}, {m.Input(), 1}, {m.Input(), 7}, {m.Input(), 9}, {m.Input(), 300}, {m.Input(), 5000}} {
+		const n = 1000
+		b := Batch[float64]{Tokens: make([][]int, n)}
+		if tc.spec.Kind == Continuous {
+			b = Batch[float64]{}
+		}
+		for i := range b.Tokens {
+			b.Tokens[i] = make([]int, tc.tokens)
+		}
+		rows := ChunkRows(tc.spec, tc.tokens)
+		for k, c := range b.chunks(tc.spec, n) {
+			if c[0] != k*rows || c[1] != min(n, (k+1)*rows) {
+				t.Fatalf("%d tokens: chunk %d is %v, ChunkRows %d", tc.tokens, k, c, rows)
+			}
+		}
+	}
+}
+
 // TestDecodeChunksBoundTokens: Decode's chunks cover the batch in order,
 // none has more than decodeChunk rows or (unless it is one row) more than
 // decodeTokens padded source tokens, and a batch decoded across chunks of

@@ -28,7 +28,9 @@ func newAttackCmd(a *app) *cobra.Command {
 
 Attack images within S(x, δ) = {x' : ‖x' − x‖∞ ≤ δ} ∩ [min, max]ⁿ: random search
 draws --budget uniform samples per image; PGD minimises the paper's proxy J̃ (or the
-eos log-probability) with Adam for --budget iterations, all images batched together.
+eos log-probability) with Adam for --budget iterations, each image apart from the
+others (a result does not depend on --batch, --shard or the cores; the same build and
+kernels, the record's "arithmetic", find the same witness bit for bit).
 Every best input is replayed in float64; only replayed lengths are reported, with the
 smallest top-2 logit margin of the path. One JSON line per (image, δ, method) goes to
 --out, keyed by the model's content and every setting that changes a result; successful
