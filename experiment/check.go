@@ -50,11 +50,12 @@ type CheckOptions struct {
 	// ModelDirs are model directories, or directories of them, searched for
 	// the model a record names by its sha256 (default: "models").
 	ModelDirs []string
-	// Rederive, if set, is a directory where a verification record's
+	// Rederive, if set, is a directory where a vulnerable verdict's
 	// missing witness is made again: the record's unit is rerun with the
 	// record's own model, data and settings (RunVerify) into
 	// Rederive/STEM.jsonl, its witnesses into Rederive/STEM.witnesses/,
-	// which the check then reads. Attack records are not rerun.
+	// which the check then reads. Attack records and worst-case length
+	// searches (minutes each) are not rerun.
 	Rederive string
 	Logf     func(format string, args ...any)
 
@@ -116,15 +117,15 @@ func (r *CheckReport) Disagreements() int {
 // records were not replayable with their counts.
 func (r *CheckReport) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "file\tclaims\tagree\tdisagree\tnot replayable\tproofs\tties\t")
+	fmt.Fprintln(tw, "file\tclaims\tagree\tdisagree\tnot replayable\tproofs\tties")
 	var tot CheckFile
 	for _, f := range r.Files {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", f.File, f.Claims, f.Agree, f.Disagree, f.NotReplayable, f.Proofs, f.Ties)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\n", f.File, f.Claims, f.Agree, f.Disagree, f.NotReplayable, f.Proofs, f.Ties)
 		tot.Claims, tot.Agree, tot.Disagree, tot.NotReplayable, tot.Proofs, tot.Ties = tot.Claims+f.Claims, tot.Agree+f.Agree,
 			tot.Disagree+f.Disagree, tot.NotReplayable+f.NotReplayable, tot.Proofs+f.Proofs, tot.Ties+f.Ties
 	}
 	if len(r.Files) > 1 {
-		fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%d\t%d\t%d\t\n", tot.Claims, tot.Agree, tot.Disagree, tot.NotReplayable, tot.Proofs, tot.Ties)
+		fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%d\t%d\t%d\n", tot.Claims, tot.Agree, tot.Disagree, tot.NotReplayable, tot.Proofs, tot.Ties)
 	}
 	tw.Flush()
 	reasons := map[string]int{}
@@ -275,7 +276,7 @@ func (c *checker) verifyRecord(ctx context.Context, path string, w *witnessStore
 	}
 	name := filepath.Base(r.Witness)
 	x, where, err := w.find(r.Witness, name, keyHash(VerifyKey(r)), m.D64.Input())
-	if err == nil && where == "" && c.opt.Rederive != "" {
+	if err == nil && where == "" && c.opt.Rederive != "" && r.Bound == nil {
 		c.rederive(ctx, path, m, r)
 		w.refresh()
 		x, where, err = w.find(r.Witness, name, keyHash(VerifyKey(r)), m.D64.Input())

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lenspec/lenspec/mnist"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/safetensors"
 )
@@ -248,5 +249,29 @@ func TestCheckWitnessPlaces(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(red, "v.jsonl")); err != nil {
 		t.Errorf("rederive wrote no records: %v", err)
+	}
+}
+
+// TestShippedWitnessesAgree: the witnesses shipped beside
+// docs/runs/verify-rnn/verify-batched-rnn.jsonl (re-derived from its
+// records by scripts/ship-witnesses.sh) replay to every vulnerable verdict
+// the file claims, from the repository alone.
+func TestShippedWitnessesAgree(t *testing.T) {
+	dir, err := mnist.DefaultDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := "../docs/runs/verify-rnn/verify-batched-rnn.jsonl"
+	rep, err := CheckRecords(context.Background(), Sources{MNISTDir: dir}, []string{file}, CheckOptions{ModelDirs: []string{"../models"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rep.Files[0]; f.Agree != 317 || f.Disagree != 0 || f.NotReplayable != 0 || f.Claims != f.Agree+f.Proofs {
+		t.Errorf("%s: %+v", file, f)
+	}
+	for _, r := range rep.Records {
+		if r.Outcome == CheckAgree && !strings.HasPrefix(r.Witness, "../docs/runs/verify-rnn/verify-batched-rnn.witnesses.tar.gz:") {
+			t.Errorf("record %d: witness read from %s", r.Record, r.Witness)
+		}
 	}
 }
