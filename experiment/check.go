@@ -177,35 +177,16 @@ func CheckRecords(ctx context.Context, src Sources, files []string, opt CheckOpt
 		var recs []CheckedRecord
 		switch kind {
 		case "verify":
-			rs, err := ReadVerifyRecords(path)
-			if err != nil {
-				return nil, err
-			}
-			w := c.witnesses(path)
-			for i, r := range rs {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				if cr, ok := c.verifyRecord(ctx, path, w, r); ok {
-					cr.File, cr.Record = path, i+1
-					recs = append(recs, cr)
-				}
-			}
+			recs, err = checkFile(ctx, path, ReadVerifyRecords, func(w *witnessStore, r VerifyRecord) (CheckedRecord, bool) {
+				return c.verifyRecord(ctx, path, w, r)
+			}, c)
 		case "attack", "text-attack":
-			rs, err := ReadAttackRecords(path)
-			if err != nil {
-				return nil, err
-			}
-			w := c.witnesses(path)
-			for i, r := range rs {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				if cr, ok := c.attackRecord(ctx, w, r); ok {
-					cr.File, cr.Record = path, i+1
-					recs = append(recs, cr)
-				}
-			}
+			recs, err = checkFile(ctx, path, ReadAttackRecords, func(w *witnessStore, r AttackRecord) (CheckedRecord, bool) {
+				return c.attackRecord(ctx, w, r)
+			}, c)
+		}
+		if err != nil {
+			return nil, err
 		}
 		for _, cr := range recs {
 			row.Claims++
@@ -228,6 +209,26 @@ func CheckRecords(ctx context.Context, src Sources, files []string, opt CheckOpt
 		rep.Records = append(rep.Records, recs...)
 	}
 	return rep, nil
+}
+
+// checkFile checks the claims of the records read reads from path.
+func checkFile[R any](ctx context.Context, path string, read func(string) ([]R, error), check func(*witnessStore, R) (CheckedRecord, bool), c *checker) ([]CheckedRecord, error) {
+	rs, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	w := c.witnesses(path)
+	var recs []CheckedRecord
+	for i, r := range rs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if cr, ok := check(w, r); ok {
+			cr.File, cr.Record = path, i+1
+			recs = append(recs, cr)
+		}
+	}
+	return recs, nil
 }
 
 // checker holds what the check of several files shares: the models by

@@ -51,11 +51,10 @@ func vulnerableRun(t *testing.T, m *Model, dir string) (string, []VerifyRecord) 
 }
 
 // TestCheckRecords: a vulnerable verdict whose witness replays as
-// recorded agrees; a wrong claimed length, a witness moved outside the
-// set, or one altered to decode otherwise disagree; a missing witness, a
-// model of another sha256 or a missing model are not replayable; a robust
-// verdict is a proof; an attack's success on a tie disagrees and is
-// flagged as a tie.
+// recorded agrees; a wrong claimed length or wrong claimed tokens, or a
+// witness moved outside the set, disagree; a missing witness, a model of
+// another sha256 or a missing model are not replayable; a robust verdict
+// is a proof.
 func TestCheckRecords(t *testing.T) {
 	ctx := context.Background()
 	mdir := tinyModelDir(t, 6)
