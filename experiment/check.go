@@ -277,12 +277,16 @@ func (c *checker) verifyRecord(ctx context.Context, path string, w *witnessStore
 	}
 	name := filepath.Base(r.Witness)
 	x, where, err := w.find(r.Witness, name, keyHash(VerifyKey(r)), m.D64.Input())
+	rerun := ""
 	if err == nil && where == "" && c.opt.Rederive != "" && r.Bound == nil {
-		c.rederive(ctx, path, m, r)
+		rerun = c.rederive(ctx, path, m, r)
 		w.refresh()
 		x, where, err = w.find(r.Witness, name, keyHash(VerifyKey(r)), m.D64.Input())
 	}
 	if why := witnessProblem(where, err); why != "" {
+		if rerun != "" {
+			why += " (" + rerun + ")"
+		}
 		return notReplayable(cr, why), true
 	}
 	cr.Witness = where
@@ -545,18 +549,28 @@ func (c *checker) dataFor(ctx context.Context, m *Model, ref DataRef) (Data, str
 
 // rederive reruns a verification record's unit with its own settings,
 // into opt.Rederive/STEM.jsonl and its witnesses beside it (a rerun
-// resumes there). Failures are logged: the check then finds no witness.
-func (c *checker) rederive(ctx context.Context, path string, m *Model, r VerifyRecord) {
+// resumes there), and says how the rerun ended when it found no witness.
+func (c *checker) rederive(ctx context.Context, path string, m *Model, r VerifyRecord) string {
 	d, why := c.dataFor(ctx, m, r.Data)
 	if why != "" {
-		c.logf("rederive: %s sample %d: %s", path, r.Sample, why)
-		return
+		return "not re-derived: " + why
 	}
 	out, wdir := rederivePaths(c.opt.Rederive, path)
 	cfg := VerifyConfig{Model: m, Data: d, Samples: []int{r.Sample}, Eps: []float64{r.Eps}, Settings: r.Settings, Out: out, WitnessDir: wdir}
 	if err := RunVerify(ctx, cfg, nil); err != nil {
-		c.logf("rederive: %s sample %d δ %g: %s", path, r.Sample, r.Eps, oneline.Fold(err.Error()))
+		return "not re-derived: " + oneline.Fold(err.Error())
 	}
+	rs, err := ReadVerifyRecords(out)
+	if err != nil {
+		return "re-derived: " + oneline.Fold(err.Error())
+	}
+	key := VerifyKey(r)
+	for _, rr := range rs {
+		if VerifyKey(rr) == key {
+			return fmt.Sprintf("re-derived in %s: verdict %s, %s", out, rr.Verdict, rr.Reason)
+		}
+	}
+	return fmt.Sprintf("re-derived in %s: the rerun's record has another key (the settings do not reproduce it)", out)
 }
 
 // rederivePaths are where rederive writes the records and witnesses of

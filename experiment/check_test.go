@@ -274,3 +274,27 @@ func TestShippedWitnessesAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckRederiveOtherVerdict: a vulnerable verdict whose rerun from its
+// record finds no witness stays not replayable, and says how the rerun
+// ended.
+func TestCheckRederiveOtherVerdict(t *testing.T) {
+	mdir := tinyModelDir(t, 6)
+	m := loadModel(t, mdir)
+	dir := t.TempDir()
+	_, vul := vulnerableRun(t, m, dir)
+	r := vul[0]
+	// No output of a step cap of 8 is longer than 8 tokens: the rerun
+	// (without a MIP solver or branch and bound) ends unknown.
+	r.Settings.MaxLen, r.K, r.Witness = 8, 8, filepath.Join(dir, "gone.safetensors")
+	p := writeRecords(t, dir, "claim.jsonl", r)
+	opt := checkTestOptions(mdir)
+	opt.Rederive = t.TempDir()
+	rep, err := CheckRecords(context.Background(), Sources{}, []string{p}, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Records[0]; got.Outcome != CheckNotReplayable || !strings.Contains(got.Reason, "witness missing (re-derived in ") || !strings.Contains(got.Reason, "verdict unknown") {
+		t.Errorf("%s: %s", got.Outcome, got.Reason)
+	}
+}
