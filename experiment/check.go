@@ -333,7 +333,7 @@ func (c *checker) attackRecord(ctx context.Context, w *witnessStore, r AttackRec
 	}
 	switch {
 	case r.IsText():
-		return notReplayable(cr, "a text attack's adversarial source: not checked (text records are replayed by lenspec translate)"), true
+		return notReplayable(cr, "a text attack: not checked (its adversarial source needs the corpus's sentence, which a redacted record leaves out)"), true
 	case r.Witness == "":
 		return notReplayable(cr, "the record names no witness"), true
 	}
