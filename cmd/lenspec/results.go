@@ -142,10 +142,11 @@ beside a results file STEM.jsonl, and in each --witnesses DIR (and its
 STEM.witnesses/), by the record's file name or its key. The model is the one
 of the record's sha256 at the record's path or among --model-dir (model
 directories or directories of them; default models). With --rederive DIR, a
-verification record whose witness is missing is verified again with its own
+vulnerable verdict whose witness is missing is verified again with its own
 recorded model, data and settings, into DIR/STEM.jsonl with its witnesses in
-DIR/STEM.witnesses/, which the check then replays. Attack records are not
-rerun.
+DIR/STEM.witnesses/, which the check then replays (scripts/ship-witnesses.sh
+packs them beside the file); a rerun that finds no witness says how it ended.
+Attack records and worst-case length searches are not rerun.
 
 Robust verdicts and proven worst-case lengths are proofs, which no witness
 shows: they are counted as "proofs" and re-derived only by rerunning lenspec
@@ -179,6 +180,6 @@ read), 2 for a usage error.`,
 	}
 	check.Flags().StringArrayVar(&opt.Witnesses, "witnesses", nil, "a directory of witness files (repeatable)")
 	check.Flags().StringArrayVar(&opt.ModelDirs, "model-dir", nil, "a model directory, or a directory of them, to find records' models in by sha256 (repeatable; default models)")
-	check.Flags().StringVar(&opt.Rederive, "rederive", "", "directory where verification records' missing witnesses are made again by rerunning their units with their recorded settings")
+	check.Flags().StringVar(&opt.Rederive, "rederive", "", "directory where vulnerable verdicts' missing witnesses are made again by rerunning their units with their recorded settings")
 	return check
 }
