@@ -24,11 +24,15 @@ func checkTestOptions(dirs ...string) CheckOptions {
 }
 
 // vulnerableRun verifies testData's samples 0..4 at δ 1 with K̂ 1 on a
-// tiny model (the warm start finds witnesses) into dir/v.jsonl, and
-// returns the file and its vulnerable records.
-func vulnerableRun(t *testing.T, m *Model, dir string) (string, []VerifyRecord) {
+// tiny model (the warm start finds witnesses) into DIR/v.jsonl, and
+// returns the model's directory, the model, DIR, the file and its
+// vulnerable records.
+func vulnerableRun(t *testing.T) (mdir string, m *Model, dir, out string, vul []VerifyRecord) {
 	t.Helper()
-	out := filepath.Join(dir, "v.jsonl")
+	mdir = tinyModelDir(t, 6)
+	m = loadModel(t, mdir)
+	dir = t.TempDir()
+	out = filepath.Join(dir, "v.jsonl")
 	c := verifyConfig(m, out, []int{0, 1, 2, 3, 4})
 	c.Eps, c.Settings.MaxLen, c.Settings.AttackSteps, c.Settings.Solver, c.Settings.BaB = []float64{1}, 1, 50, SolverNone, false
 	if err := RunVerify(context.Background(), c, nil); err != nil {
@@ -38,7 +42,6 @@ func vulnerableRun(t *testing.T, m *Model, dir string) (string, []VerifyRecord) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var vul []VerifyRecord
 	for _, r := range rs {
 		if r.Verdict == "vulnerable" {
 			vul = append(vul, r)
@@ -47,7 +50,7 @@ func vulnerableRun(t *testing.T, m *Model, dir string) (string, []VerifyRecord) 
 	if len(vul) == 0 {
 		t.Fatal("no vulnerable verdict to check")
 	}
-	return out, vul
+	return mdir, m, dir, out, vul
 }
 
 // TestCheckRecords: a vulnerable verdict whose witness replays as
@@ -57,10 +60,7 @@ func vulnerableRun(t *testing.T, m *Model, dir string) (string, []VerifyRecord) 
 // is a proof.
 func TestCheckRecords(t *testing.T) {
 	ctx := context.Background()
-	mdir := tinyModelDir(t, 6)
-	m := loadModel(t, mdir)
-	dir := t.TempDir()
-	_, vul := vulnerableRun(t, m, dir)
+	mdir, m, dir, _, vul := vulnerableRun(t)
 	v := vul[0]
 	x, err := ReadWitness(v.Witness, m.D64.Input())
 	if err != nil {
@@ -177,10 +177,7 @@ func TestCheckTie(t *testing.T) {
 // its key; a missing one is made again by --rederive and then agrees.
 func TestCheckWitnessPlaces(t *testing.T) {
 	ctx := context.Background()
-	mdir := tinyModelDir(t, 6)
-	m := loadModel(t, mdir)
-	run := t.TempDir()
-	out, vul := vulnerableRun(t, m, run)
+	mdir, _, run, out, vul := vulnerableRun(t)
 	shipped := t.TempDir()
 	results := filepath.Join(shipped, "v.jsonl")
 	b, err := os.ReadFile(out)

@@ -9,7 +9,7 @@ import (
 )
 
 func newResultsCmd(a *app) *cobra.Command {
-	return group("results", "Merge, summarise and retry results files", newMergeCmd(a), newSummaryCmd(a), newRetryCmd(a), newCheckCmd(a))
+	return group("results", "Merge, summarise, retry and check results files", newMergeCmd(a), newSummaryCmd(a), newRetryCmd(a), newCheckCmd(a))
 }
 
 func newMergeCmd(a *app) *cobra.Command {
