@@ -5,7 +5,7 @@ GO ?= go
 BIN := bin/lenspec
 MODEL := models/mmnist-rnn
 
-.PHONY: all setup build data demo slurm-demo test test-purego lint bench bench-peer nmt nmt-ding clean
+.PHONY: all setup build data demo slurm-demo test test-purego lint bench bench-peer nmt nmt-ding check-results clean
 
 all: build
 
@@ -42,6 +42,12 @@ test: data lint
 	@bash scripts/setup.sh python3-torch python3-numpy # the PyTorch export test (model/showtell_torch_test.go)
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -timeout 30m -tags purego ./...
+
+# Replay every witness the shipped results files name, from the repository
+# alone (docs/runs/README.md): exit 1 if a record disagrees with its
+# witness's float64 replay.
+check-results: data
+	$(BIN) results check $$(find docs/runs -name '*.jsonl' | sort)
 
 bench: data
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./bench/...

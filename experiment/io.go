@@ -46,6 +46,12 @@ func ReadWitness(path string, in model.InputSpec) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
+	return witnessInput(path, f, in)
+}
+
+// witnessInput is ReadWitness's check of a witness file already read
+// (from disk, or from an archive of witnesses), named path in errors.
+func witnessInput(path string, f *safetensors.File, in model.InputSpec) ([]float64, error) {
 	t, ok := f.Tensor("input")
 	if !ok {
 		return nil, fmt.Errorf("%s: no tensor named \"input\"", path)

@@ -9,7 +9,7 @@ import (
 )
 
 func newResultsCmd(a *app) *cobra.Command {
-	return group("results", "Merge, summarise and retry results files", newMergeCmd(a), newSummaryCmd(a), newRetryCmd(a))
+	return group("results", "Merge, summarise, retry and check results files", newMergeCmd(a), newSummaryCmd(a), newRetryCmd(a), newCheckCmd(a))
 }
 
 func newMergeCmd(a *app) *cobra.Command {
@@ -121,4 +121,68 @@ error, say). It refuses a file a run is writing.`,
 	}
 	retry.Flags().BoolVar(&allFailed, "all-failed", false, "remove every failed record, not only crashed ones")
 	return retry
+}
+
+func newCheckCmd(a *app) *cobra.Command {
+	var opt experiment.CheckOptions
+	check := &cobra.Command{
+		Use:   "check [--witnesses DIR] [--model-dir DIR] [--rederive DIR] FILE.jsonl...",
+		Short: "Replay every witness results files name and confirm the claimed lengths and verdicts",
+		Long: `For every record of the results files that claims something a witness shows —
+an attack's adversarial input and its replayed output, a vulnerable verdict, a
+worst-case length search's witnessed lower bound — find the witness file, check
+that it lies in the record's perturbation set (exactly, in float64: the L∞
+ball around the clean input, within the input range), decode it greedily in
+float64 through the model the record names by its sha256, and compare the
+output with the record's: its tokens and length, and for a vulnerable verdict
+more than K̂ tokens within the first K̂ + 1 steps with no tie. The smallest
+relative top-2 logit margin of each replay is reported; one below 1e-6 is a
+tie (the "ties" column).
+
+A witness is looked for at the path the record gives (as given, or relative to
+the results file), in STEM.witnesses/ or the archive STEM.witnesses.tar.gz
+beside a results file STEM.jsonl, and in each --witnesses DIR (and its
+STEM.witnesses/), by the record's file name or its key. The model is the one
+of the record's sha256 at the record's path or among --model-dir (model
+directories or directories of them; default models). With --rederive DIR, a
+vulnerable verdict whose witness is missing is verified again with its own
+recorded model, data and settings, into DIR/STEM.jsonl with its witnesses in
+DIR/STEM.witnesses/, which the check then replays (scripts/ship-witnesses.sh
+packs them beside the file); a rerun that finds no witness says how it ended.
+Attack records and worst-case length searches are not rerun.
+
+Robust verdicts and proven worst-case lengths are proofs, which no witness
+shows: they are counted as "proofs" and re-derived only by rerunning lenspec
+verify. Text attacks' records are counted as not replayable.
+
+The table has a row per file: claims, agree, disagree, not replayable (with the
+reasons below it), proofs and ties; --json prints every record's outcome.
+Exit status 0 when no record disagrees, 1 when one does (or a file cannot be
+read), 2 for a usage error.`,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("give the results files to check")
+			}
+			src, err := a.sources()
+			if err != nil {
+				return err
+			}
+			opt.Logf = a.logf
+			rep, err := experiment.CheckRecords(c.Context(), src, args, opt)
+			if err != nil {
+				return err
+			}
+			if err := a.emit(rep, rep.WriteText); err != nil {
+				return err
+			}
+			if n := rep.Disagreements(); n > 0 {
+				return fmt.Errorf("%d records disagree with their witnesses' replay", n)
+			}
+			return nil
+		},
+	}
+	check.Flags().StringArrayVar(&opt.Witnesses, "witnesses", nil, "a directory of witness files (repeatable)")
+	check.Flags().StringArrayVar(&opt.ModelDirs, "model-dir", nil, "a model directory, or a directory of them, to find records' models in by sha256 (repeatable; default models)")
+	check.Flags().StringVar(&opt.Rederive, "rederive", "", "directory where vulnerable verdicts' missing witnesses are made again by rerunning their units with their recorded settings")
+	return check
 }

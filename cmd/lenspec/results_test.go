@@ -114,3 +114,51 @@ func TestResultsRetrySymlink(t *testing.T) {
 		t.Fatalf("the target holds %+v, %v; want sample 1's record alone", recs, err)
 	}
 }
+
+// TestResultsCheckExit: results check exits 0 when the witnesses replay
+// as recorded (a vulnerable verdict of the shipped model, found by the
+// warm start), 0 with the record counted as not replayable when its
+// witness is missing, 1 naming the record when the claimed length is
+// wrong, and 2 without files.
+func TestResultsCheckExit(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "v.jsonl")
+	if code, _, stderr := runCLI(t, "verify", "--model", "../../models/mmnist-rnn", "--index", "7360", "--eps", "0.05", "--out", out); code != 0 {
+		t.Fatalf("verify: exit %d: %s", code, stderr)
+	}
+	recs, err := experiment.ReadVerifyRecords(out)
+	if err != nil || len(recs) != 1 || recs[0].Verdict != "vulnerable" {
+		t.Fatalf("verify: %v %+v", err, recs)
+	}
+	code, stdout, stderr := runCLI(t, "results", "check", "--model-dir", "../../models", out)
+	if code != 0 || !strings.Contains(stdout, "claims  agree  disagree  not replayable  proofs  ties") || !strings.Contains(stdout, out+"  1       1      0") {
+		t.Errorf("check: exit %d: %s%s", code, stdout, stderr)
+	}
+	bad := strings.Replace(mustRead(t, out), `"witness_length":3`, `"witness_length":4`, 1)
+	badPath := filepath.Join(dir, "bad.jsonl")
+	if err := os.WriteFile(badPath, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runCLI(t, "results", "check", "--model-dir", "../../models", badPath)
+	if code != 1 || !strings.Contains(stdout, "disagree: "+badPath+" record 1") || !strings.Contains(stdout, "replays to 3 tokens, the record says 4") ||
+		!strings.Contains(stderr, "1 records disagree") {
+		t.Errorf("wrong length: exit %d: %s%s", code, stdout, stderr)
+	}
+	os.RemoveAll(filepath.Join(dir, "v.witnesses"))
+	code, stdout, stderr = runCLI(t, "results", "check", "--model-dir", "../../models", out)
+	if code != 0 || !strings.Contains(stdout, "not replayable (1): witness missing") {
+		t.Errorf("missing witness: exit %d: %s%s", code, stdout, stderr)
+	}
+	if code, _, stderr := runCLI(t, "results", "check"); code != 2 || !strings.Contains(stderr, "give the results files to check") {
+		t.Errorf("no files: exit %d: %s", code, stderr)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
