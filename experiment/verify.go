@@ -262,6 +262,16 @@ func RunVerify(ctx context.Context, c VerifyConfig, emit func(VerifyRecord) erro
 	}
 	opt := c.options()
 	counts := map[string]int{}
+	if c.Progress != nil {
+		// Shown before the first sample, which may take its whole time
+		// limit: a long run says it has started (and how far a resumed one
+		// already is) at once, not a minute later.
+		first := 0
+		for first < len(units) && f.Done(units[first].key) {
+			first++
+		}
+		c.Progress("verify", first, len(units), "")
+	}
 	for i, u := range units {
 		if f.Done(u.key) {
 			continue

@@ -109,6 +109,38 @@ func TestVerifyResumesAndRedoes(t *testing.T) {
 	}
 }
 
+// TestVerifyProgressStartsAtOnce: a verification says it has started
+// before its first sample is verified (a sample may take its whole time
+// limit), and a resumed run starts from the samples already done.
+func TestVerifyProgressStartsAtOnce(t *testing.T) {
+	m := loadModel(t, tinyModelDir(t, 7))
+	out := filepath.Join(t.TempDir(), "v.jsonl")
+	for _, tc := range []struct {
+		indices   []int
+		wantFirst int
+	}{{[]int{0}, 0}, {[]int{0, 1, 2}, 1}} {
+		c := verifyConfig(m, out, tc.indices)
+		c.Settings.Solver = SolverNone
+		var calls []int
+		records := 0
+		c.Progress = func(stage string, done, total int, _ string) {
+			if len(calls) == 0 && records != 0 {
+				t.Errorf("%v: the first progress report came after %d records", tc.indices, records)
+			}
+			if total != len(tc.indices) {
+				t.Errorf("%v: total %d", tc.indices, total)
+			}
+			calls = append(calls, done)
+		}
+		if err := RunVerify(context.Background(), c, func(VerifyRecord) error { records++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(calls) == 0 || calls[0] != tc.wantFirst || calls[len(calls)-1] != len(tc.indices) {
+			t.Errorf("%v: progress %v, want it to start at %d and end at %d", tc.indices, calls, tc.wantFirst, len(tc.indices))
+		}
+	}
+}
+
 // TestVerifyRecordsReproduce: a sample's verdict record (its witness's
 // values included, time and paths aside) is the same verified alone, among
 // others, in a shard, on one core or two, and resumed, with the falsifier
