@@ -204,12 +204,10 @@ func TestLowerGrowingState(t *testing.T) {
 // decides some samples of each kind, some of them over steps whose cache
 // holds two entries or more.
 func TestGrowingStateAgainstGrid(t *testing.T) {
-	babOnly := verifyOpts()
-	babOnly.BaB, babOnly.Solver, babOnly.NewLP, babOnly.Abstract = true, nil, nil, false
-	robust, vulnerable, total, long, problems := 0, 0, 0, 0, 0
+	var c gridTally
+	problems := 0
 	for seed := uint64(1); problems < 16 && seed <= 400; seed++ {
-		pixels := 2 + int(seed%2)
-		m, ball := maxProblem(t, seed, pixels, []float64{0.05, 0.2, 0.5, 1}[seed%4])
+		m, ball := maxProblem(t, seed, 2+int(seed%2), []float64{0.05, 0.2, 0.5, 1}[seed%4])
 		// Most random models stop at once or run to the cap; a quick
 		// search keeps those whose outputs end after two steps or more,
 		// where the cache holds entries to take the maximum of.
@@ -217,37 +215,10 @@ func TestGrowingStateAgainstGrid(t *testing.T) {
 			continue
 		}
 		problems++
-		lo, hi := ball.Box()
-		maxLen, _ := gridMax(t, m, lo, hi, map[int]int{2: 201, 3: 41}[pixels], 12)
-		maxLen = max(maxLen, randomMax(t, m, ball, 4000, 12, rand.New(rand.NewPCG(seed, 8))))
-		if maxLen > 11 {
-			continue // runs to the cap: no finite K̂ to test around
-		}
-		for _, K := range []int{maxLen - 1, maxLen} {
-			if K < 0 {
-				continue
-			}
-			for _, opt := range []Options{verifyOpts(), babOnly} {
-				opt.TimeLimit = 2e9 // 2 s
-				r := verifyOne(t, m, ball, K, opt)
-				total++
-				if K >= 2 && r.Verdict != Unknown {
-					long++ // decided over a cache of two entries or more
-				}
-				switch r.Verdict {
-				case Robust:
-					if maxLen > K {
-						t.Fatalf("seed %d: robust (%s) at K̂ %d but the search finds length %d", seed, r.Stage, K, maxLen)
-					}
-					robust++
-				case Vulnerable:
-					vulnerable++
-				}
-			}
-		}
+		againstGrid(t, "seed "+strconv.FormatUint(seed, 10), m, ball, seed, &c)
 	}
-	t.Logf("%d robust, %d vulnerable, %d unknown of %d (%d decided at K̂ ≥ 2)", robust, vulnerable, total-robust-vulnerable, total, long)
-	if problems < 16 || total < 30 || robust == 0 || vulnerable == 0 || long == 0 {
-		t.Fatalf("%d robust and %d vulnerable of %d samples", robust, vulnerable, total)
+	t.Logf("%d robust, %d vulnerable, %d unknown of %d (%d decided at K̂ ≥ 2)", c.robust, c.vulnerable, c.total-c.robust-c.vulnerable, c.total, c.long)
+	if problems < 16 || c.total < 30 || c.robust == 0 || c.vulnerable == 0 || c.long == 0 {
+		t.Fatalf("%d problems: %d robust, %d vulnerable (%d at K̂ ≥ 2) of %d samples", problems, c.robust, c.vulnerable, c.long, c.total)
 	}
 }
