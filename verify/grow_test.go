@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/lenspec/lenspec/ad"
@@ -220,5 +221,35 @@ func TestGrowingStateAgainstGrid(t *testing.T) {
 	t.Logf("%d robust, %d vulnerable, %d unknown of %d (%d decided at K̂ ≥ 2)", c.robust, c.vulnerable, c.total-c.robust-c.vulnerable, c.total, c.long)
 	if problems < 16 || c.total < 30 || c.robust == 0 || c.vulnerable == 0 || c.long == 0 {
 		t.Fatalf("%d problems: %d robust, %d vulnerable (%d at K̂ ≥ 2) of %d samples", problems, c.robust, c.vulnerable, c.long, c.total)
+	}
+}
+
+// lateFault is a maxDecoder whose lowering goes wrong once the cache a
+// step reads holds three entries (step 4).
+type lateFault struct{ *maxDecoder[float64] }
+
+func (l lateFault) LowerStep(b nn.Builder, first bool, s map[string]nn.Value) (nn.Value, map[string]nn.Value, error) {
+	out, next, err := l.maxDecoder.LowerStep(b, first, s)
+	if c := s["cache"]; c.Width >= 3*l.Emb.Dim {
+		b.Add("bad", out, c)
+	}
+	return out, next, err
+}
+
+// TestGrowingStateFaultLate: a lowering of a growing state that goes
+// wrong only at a later step passes Lower (steps 1 and 2), and a property
+// that unrolls that step is refused with the reason, not a panic.
+func TestGrowingStateFaultLate(t *testing.T) {
+	m, ball := maxProblem(t, 7, 3, 0.1)
+	n, err := Lower(lateFault{m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(t.Context(), n, m, Sample{Name: "t", Set: ball, K: 2}, verifyOpts()); err != nil {
+		t.Fatalf("K̂ 2 unrolls steps 0..2: %v", err)
+	}
+	_, err = Verify(t.Context(), n, m, Sample{Name: "t", Set: ball, K: 5}, verifyOpts())
+	if err == nil || !strings.Contains(err.Error(), "decoder step 4") || !strings.Contains(err.Error(), "width") {
+		t.Fatalf("K̂ 5: %v, want an error about decoder step 4's widths", err)
 	}
 }

@@ -411,9 +411,8 @@ func newGraph(net *Net, K int) *graph {
 		if t > 0 {
 			var err error
 			if tmpl, err = net.stepTemplate(t); err != nil {
-				// Lower recorded steps 1 and 2 without a fault: a
-				// lowering that fails only at a later width is a bug
-				// of the architecture's lowering.
+				// Verify records the steps first and returns the
+				// error: only a test's unrolling gets here.
 				panic(err)
 			}
 		}
