@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lenspec/lenspec/ad"
@@ -144,6 +145,26 @@ func TestLowerGrowingState(t *testing.T) {
 		t.Fatal(err)
 	}
 	const steps = 8
+	// Unrollings of one Net run concurrently (a batch's samples): the
+	// steps they record meanwhile are recorded once.
+	var wg sync.WaitGroup
+	sizes := make([]int, 4)
+	for k := range sizes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sizes[k] = len(newGraph(n, steps-k).nodes)
+		}()
+	}
+	wg.Wait()
+	if len(n.later) != steps {
+		t.Fatalf("%d later steps recorded for concurrent unrollings of at most %d", len(n.later), steps)
+	}
+	for k := 1; k < len(sizes); k++ {
+		if sizes[k] >= sizes[k-1] {
+			t.Fatalf("graphs of %d nodes for fewer steps than %d", sizes[k], sizes[k-1])
+		}
+	}
 	rng := rand.New(rand.NewPCG(3, 1))
 	lens := map[int]bool{}
 	for trial := 0; trial < 100; trial++ {
