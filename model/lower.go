@@ -8,8 +8,10 @@ import (
 // verifier (verify.Lower) as graphs of operators: the encoder once, the
 // first decoder step, and a later decoder step, which the verifier
 // unrolls for as many steps as a property needs. The state a step reads
-// and writes is named ("h", "c", "i0"): a later step must write the same
-// names, with the same widths, that it reads.
+// and writes is named ("h", "c", "i0"): a later step must write back
+// every name it reads. It may write one wider than it read it (a cache of
+// the tokens emitted so far, appended to by Concat): LowerStep is then
+// called again for each step, on the widths the step before wrote.
 type Lowerer interface {
 	// LowerEncoder describes the encoder from the input x (the model's
 	// continuous input) to the state the first step reads.

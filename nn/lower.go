@@ -48,6 +48,9 @@ type Builder interface {
 	Mul(name string, x, y Value) Value
 	// Act applies an activation element-wise.
 	Act(name string, a Activation, x Value) Value
+	// Concat is xs laid end to end: a state that grows by a vector per
+	// step (a cache of the tokens emitted so far) appends it so.
+	Concat(name string, xs ...Value) Value
 	// Slice is x[from:to].
 	Slice(name string, x Value, from, to int) Value
 	// Const is the constant vector v.
@@ -162,6 +165,8 @@ func (s scoped) Sub(name string, x, y Value) Value { return s.b.Sub(s.name(name)
 func (s scoped) Mul(name string, x, y Value) Value { return s.b.Mul(s.name(name), x, y) }
 
 func (s scoped) Act(name string, a Activation, x Value) Value { return s.b.Act(s.name(name), a, x) }
+
+func (s scoped) Concat(name string, xs ...Value) Value { return s.b.Concat(s.name(name), xs...) }
 
 func (s scoped) Slice(name string, x Value, from, to int) Value {
 	return s.b.Slice(s.name(name), x, from, to)

@@ -3,8 +3,10 @@ package verify
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/model"
@@ -17,7 +19,11 @@ import (
 // whose inputs are nodes of the same template or placeholders (the input,
 // a named state). A property's graph unrolls the templates: the encoder,
 // the first step on the encoder's state, then the later step again and
-// again, each on the state the step before wrote.
+// again, each on the state the step before wrote. A state may grow (a
+// cache of every token emitted so far, appended to by Concat): a later
+// step is then recorded anew for each step, on the widths the step before
+// wrote, so step t's graph reads its t cached entries; the unrolling and
+// the driver see only operators.
 
 // Net is a model lowered for verification: its encoder and decoder step
 // as templates of operators in float64 (every float32 weight is exact in
@@ -27,8 +33,15 @@ type Net struct {
 	InputSize    int
 	InMin, InMax float64
 	EOS, Vocab   int
-	enc          *template
-	first, step  *template
+	enc, first   *template
+	// later[k] is decoder step k+1's template; when fixed, the last
+	// serves every step after it too. lw records more as unrollings need
+	// them (stepTemplate), under mu.
+	mu    sync.Mutex
+	later []*template
+	fixed bool
+	lw    model.Lowerer
+	arch  string
 	// outW, outB are the output layer, logits = outW·h + outB over the
 	// step's output h, width wide.
 	outW, outB []float64
@@ -151,6 +164,20 @@ func (r *recorder) Act(name string, a nn.Activation, x nn.Value) nn.Value {
 	return r.node(name, op, x.Width, -1, x)
 }
 
+// Concat records xs laid end to end.
+func (r *recorder) Concat(name string, xs ...nn.Value) nn.Value {
+	if len(xs) == 0 {
+		return r.fail("lowering: %s concatenates nothing", name)
+	}
+	c := concat{widths: make([]int, len(xs))}
+	width := 0
+	for k, x := range xs {
+		c.widths[k] = x.Width
+		width += x.Width
+	}
+	return r.node(name, c, width, -1, xs...)
+}
+
 // Slice records x[from:to].
 func (r *recorder) Slice(name string, x nn.Value, from, to int) nn.Value {
 	if from < 0 || to > x.Width || from >= to {
@@ -196,70 +223,103 @@ func Lower(d model.Decoder[float64]) (*Net, error) {
 	if in.Kind != model.Continuous {
 		return nil, fmt.Errorf("verify: %s reads %v inputs; only continuous inputs are verified", d.Config().Architecture, in.Kind)
 	}
-	n := &Net{InputSize: in.Size(), EOS: d.EOS(), Vocab: d.Vocab(), InMin: in.Min, InMax: in.Max}
-	wrap := func(what string, err error) error {
-		return fmt.Errorf("verify: lowering %s's %s: %w", d.Config().Architecture, what, err)
-	}
+	n := &Net{InputSize: in.Size(), EOS: d.EOS(), Vocab: d.Vocab(), InMin: in.Min, InMax: in.Max, lw: lw, arch: d.Config().Architecture}
 	// The encoder, from the input placeholder.
 	rec := &recorder{t: &template{}, names: map[string]bool{}}
 	x := rec.placeholder("", n.InputSize)
 	state, err := lw.LowerEncoder(rec, x)
 	if err = errors.Join(err, rec.err); err != nil {
-		return nil, wrap("encoder", err)
+		return nil, n.wrap("encoder", err)
 	}
 	if rec.t.next, err = rec.outputs(state); err != nil {
-		return nil, wrap("encoder", err)
+		return nil, n.wrap("encoder", err)
 	}
 	n.enc = rec.t
-	// The first step reads the encoder's state, a later step the first
-	// step's.
-	widths := rec.widths()
-	for _, first := range []bool{true, false} {
-		rec = &recorder{t: &template{}, tokens: !first, names: map[string]bool{}}
-		in := map[string]nn.Value{}
-		for _, name := range sortedKeys(widths) {
-			in[name] = rec.placeholder(name, widths[name])
-		}
-		what := "later decoder step"
-		if first {
-			what = "first decoder step"
-		}
-		out, next, err := lw.LowerStep(rec, first, in)
-		if err = errors.Join(err, rec.err); err != nil {
-			return nil, wrap(what, err)
-		}
-		if !out.Valid() || out.ID > len(rec.t.nodes) {
-			return nil, wrap(what, errors.New("no output vector"))
-		}
-		rec.t.out = out.ID - 1
-		if rec.t.next, err = rec.outputs(next); err != nil {
-			return nil, wrap(what, err)
-		}
-		if first {
-			n.first = rec.t
-		} else {
-			n.step = rec.t
-		}
-		if !first {
-			// Unrolling feeds a later step's state to the next: it must
-			// write what it reads.
-			for name, w := range widths {
-				if v, ok := next[name]; !ok || v.Width != w {
-					return nil, wrap(what, fmt.Errorf("state %q of width %d read but not written back", name, w))
-				}
-			}
-		}
-		widths = rec.widths()
+	// The first step reads the encoder's state.
+	if n.first, err = n.record(0, rec.widths()); err != nil {
+		return nil, err
 	}
-	n.width = n.step.nodes[n.step.out].width
-	if n.first.nodes[n.first.out].width != n.width {
-		return nil, wrap("decoder", fmt.Errorf("the first step's output is %d wide, a later step's %d", n.first.nodes[n.first.out].width, n.width))
+	n.width = n.first.nodes[n.first.out].width
+	// A later step reads the first step's state. Two are recorded here, so
+	// that a lowering whose state grows shows its faults now; a state of
+	// fixed width stops at one.
+	for t := 1; t <= 2; t++ {
+		if _, err := n.stepTemplate(t); err != nil {
+			return nil, err
+		}
 	}
 	n.outW, n.outB = lw.LowerLogits()
 	if len(n.outW) != n.Vocab*n.width || len(n.outB) != n.Vocab {
-		return nil, wrap("output layer", fmt.Errorf("%d weights and %d biases for %d tokens over %d values", len(n.outW), len(n.outB), n.Vocab, n.width))
+		return nil, n.wrap("output layer", fmt.Errorf("%d weights and %d biases for %d tokens over %d values", len(n.outW), len(n.outB), n.Vocab, n.width))
 	}
 	return n, nil
+}
+
+func (n *Net) wrap(what string, err error) error {
+	return fmt.Errorf("verify: lowering %s's %s: %w", n.arch, what, err)
+}
+
+// record records decoder step t (0: the first) on placeholders for the
+// state widths it reads.
+func (n *Net) record(t int, widths map[string]int) (*template, error) {
+	first := t == 0
+	rec := &recorder{t: &template{}, tokens: !first, names: map[string]bool{}}
+	in := map[string]nn.Value{}
+	for _, name := range sortedKeys(widths) {
+		in[name] = rec.placeholder(name, widths[name])
+	}
+	what := "first decoder step"
+	if !first {
+		what = "decoder step " + strconv.Itoa(t)
+	}
+	out, next, err := n.lw.LowerStep(rec, first, in)
+	if err = errors.Join(err, rec.err); err != nil {
+		return nil, n.wrap(what, err)
+	}
+	if !out.Valid() || out.ID > len(rec.t.nodes) {
+		return nil, n.wrap(what, errors.New("no output vector"))
+	}
+	rec.t.out = out.ID - 1
+	if rec.t.next, err = rec.outputs(next); err != nil {
+		return nil, n.wrap(what, err)
+	}
+	if !first {
+		// Unrolling feeds a later step's state to the next: it must write
+		// back what it reads (wider, for a state that grows).
+		for name, w := range widths {
+			if _, ok := next[name]; !ok {
+				return nil, n.wrap(what, fmt.Errorf("state %q of width %d read but not written back", name, w))
+			}
+		}
+		if w := rec.t.nodes[rec.t.out].width; w != n.width {
+			return nil, n.wrap("decoder", fmt.Errorf("the first step's output is %d wide, step %d's %d", n.width, t, w))
+		}
+	}
+	return rec.t, nil
+}
+
+// stepTemplate returns decoder step t's template (t ≥ 1). A later step
+// that writes back the states it reads at the widths it reads them (an
+// RNN's h) is recorded once and serves every step; one whose state grows
+// (a cache of the tokens emitted so far) is recorded again for each step,
+// on the widths the step before wrote, when an unrolling first needs it.
+func (n *Net) stepTemplate(t int) (*template, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for len(n.later) < t && !n.fixed {
+		prev := n.first
+		if k := len(n.later); k > 0 {
+			prev = n.later[k-1]
+		}
+		reads := prev.writes()
+		tmpl, err := n.record(len(n.later)+1, reads)
+		if err != nil {
+			return nil, err
+		}
+		n.later = append(n.later, tmpl)
+		n.fixed = maps.Equal(tmpl.writes(), reads)
+	}
+	return n.later[min(t, len(n.later))-1], nil
 }
 
 // outputs maps a lowering's state to template nodes.
@@ -275,10 +335,13 @@ func (r *recorder) outputs(state map[string]nn.Value) (map[string]int, error) {
 }
 
 // widths are the widths of the state the template writes.
-func (r *recorder) widths() map[string]int {
+func (r *recorder) widths() map[string]int { return r.t.writes() }
+
+// writes are the widths of the state t writes.
+func (t *template) writes() map[string]int {
 	w := map[string]int{}
-	for name, id := range r.t.next {
-		w[name] = r.t.nodes[id].width
+	for name, id := range t.next {
+		w[name] = t.nodes[id].width
 	}
 	return w
 }
@@ -344,9 +407,14 @@ func newGraph(net *Net, K int) *graph {
 	}
 	g.fb = append(g.fb, -1)
 	for t := 0; t <= K; t++ {
-		tmpl := net.step
-		if t == 0 {
-			tmpl = net.first
+		tmpl := net.first
+		if t > 0 {
+			var err error
+			if tmpl, err = net.stepTemplate(t); err != nil {
+				// Verify records the steps first and returns the
+				// error: only a test's unrolling gets here.
+				panic(err)
+			}
 		}
 		if t > 0 {
 			g.fb = append(g.fb, -1) // set by the step's first token node

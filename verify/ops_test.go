@@ -175,6 +175,7 @@ func linearCases(rng *rand.Rand) []linearCase {
 	cs = append(cs, linearCase{"add", add{}, []int{4, 4, 4}, 4},
 		linearCase{"sub", add{w: []float64{1, -1}}, []int{5, 5}, 5},
 		linearCase{"slice", slice{from: 2, to: 5}, []int{7}, 3},
+		linearCase{"concat", concat{widths: []int{3, 1, 2}}, []int{3, 1, 2}, 6},
 		linearCase{"const", constant{v: randn(4)}, nil, 4})
 	return cs
 }

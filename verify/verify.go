@@ -236,6 +236,9 @@ func Verify(ctx context.Context, net *Net, d64 model.Decoder[float64], sm Sample
 	if sm.K < 0 || sm.K > MaxK {
 		return nil, fmt.Errorf("verify: K̂ %d must be in 0..%d", sm.K, MaxK)
 	}
+	if _, err := net.stepTemplate(max(sm.K, 1)); err != nil {
+		return nil, err // a state that grows, described wrongly at a later step
+	}
 	if sm.Set.Dim() != net.InputSize {
 		return nil, fmt.Errorf("verify: the set has %d coordinates, the model reads %d", sm.Set.Dim(), net.InputSize)
 	}
