@@ -33,6 +33,9 @@ func ReadSentences(path string) ([]string, error) {
 		if !utf8.ValidString(line) {
 			return nil, fmt.Errorf("%s:%d: not valid UTF-8", path, i+1)
 		}
+		if strings.ContainsFunc(line, model.IsControl) {
+			return nil, fmt.Errorf("%s:%d: holds control characters (NUL, ESC, DEL…)", path, i+1)
+		}
 		if !model.Blank(line) {
 			out = append(out, line)
 		}
@@ -62,6 +65,8 @@ func Sentences(texts []string, name string, d model.Decoder[float32]) (TextData,
 			return TextData{}, fmt.Errorf("sentence %d is not valid UTF-8", i+1)
 		case strings.ContainsAny(s, "\r\n"):
 			return TextData{}, fmt.Errorf("sentence %d spans several lines", i+1)
+		case strings.ContainsFunc(s, model.IsControl):
+			return TextData{}, fmt.Errorf("sentence %d holds control characters (NUL, ESC, DEL…)", i+1)
 		case model.Blank(s):
 			return TextData{}, fmt.Errorf("sentence %d is blank", i+1)
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/lenspec/lenspec/model"
 )
 
 func TestReadSentences(t *testing.T) {
@@ -20,6 +22,8 @@ func TestReadSentences(t *testing.T) {
 		{"empty", "", nil, "no sentences"},
 		{"blank lines only", "\n \n\t\n", nil, "no sentences"},
 		{"invalid UTF-8", "gut\n\xff\n", nil, ":2: not valid UTF-8"},
+		{"NUL bytes", "gut\n\x00\x00\x00\n", nil, ":2: holds control characters"},
+		{"escape", "Ein \x1b[31mHund\n", nil, ":1: holds control characters"},
 	} {
 		p := filepath.Join(t.TempDir(), "s.txt")
 		if err := os.WriteFile(p, []byte(c.text), 0o644); err != nil {
@@ -60,7 +64,7 @@ func FuzzReadSentences(f *testing.F) {
 			t.Fatal("no sentences and no error")
 		}
 		for _, s := range got {
-			if !utf8.ValidString(s) || strings.Contains(s, "\n") || strings.TrimSpace(s) == "" {
+			if !utf8.ValidString(s) || strings.Contains(s, "\n") || strings.TrimSpace(s) == "" || strings.ContainsFunc(s, model.IsControl) {
 				t.Fatalf("sentence %q", s)
 			}
 		}
@@ -84,7 +88,7 @@ func TestSentences(t *testing.T) {
 	if b.Ref.SHA256 == a.Ref.SHA256 || c.Ref.SHA256 == a.Ref.SHA256 {
 		t.Fatal("other sentences, or the same in another order, share the data's identity")
 	}
-	for _, bad := range [][]string{nil, {"gut", " "}, {"a\nb"}, {"\xff"}} {
+	for _, bad := range [][]string{nil, {"gut", " "}, {"a\nb"}, {"\xff"}, {"gut", "\x00\x00"}, {"Ein \x7fHund"}} {
 		if _, err := Sentences(bad, "x", m.D32); err == nil {
 			t.Errorf("accepted %q", bad)
 		}

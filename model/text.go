@@ -155,6 +155,12 @@ func Unfinished(t Translation) bool {
 	return errors.Is(t.Err, context.Canceled) || errors.Is(t.Err, context.DeadlineExceeded)
 }
 
+// IsControl reports whether r is a control character that is not white
+// space (unicode.IsControl, not unicode.IsSpace: NUL, ESC, DEL, the C1
+// controls…): what Translate reads as a space and a sentence to attack
+// may not hold.
+func IsControl(r rune) bool { return unicode.IsControl(r) && !unicode.IsSpace(r) }
+
 // controlsAsSpaces returns s with each control character that is not
 // white space (unicode.IsControl, not unicode.IsSpace: NUL, ESC, DEL, the
 // C1 controls…) replaced by a space, and whether there was any. Invalid
@@ -164,7 +170,7 @@ func controlsAsSpaces(s string) (string, bool) {
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
-		case unicode.IsControl(r) && !unicode.IsSpace(r): // utf8.RuneError is neither
+		case IsControl(r): // utf8.RuneError is not one
 			if b == nil {
 				b = append(make([]byte, 0, len(s)), s[:i]...)
 			}
