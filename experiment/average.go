@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/train"
 	"github.com/spf13/pflag"
 )
 
@@ -138,9 +139,13 @@ func (a *Averaging) Average() (AverageSummary, error) {
 	if err != nil {
 		return AverageSummary{}, fmt.Errorf("%s: %w", strings.Join(a.Models, ", "), err)
 	}
+	quoted := make([]string, len(a.Models))
+	for i, m := range a.Models {
+		quoted[i] = train.ShellWord(m)
+	}
 	avg.Config().Training = map[string]any{
 		"average": s.Models,
-		"command": fmt.Sprintf("lenspec train average --out DIR --weights %s %s", strings.Join(ws, ","), strings.Join(a.Models, " ")),
+		"command": fmt.Sprintf("lenspec train average --out DIR --weights %s %s", strings.Join(ws, ","), strings.Join(quoted, " ")),
 	}
 	if err := model.Save(a.Out, avg); err != nil {
 		return AverageSummary{}, err

@@ -310,16 +310,7 @@ func (e *CrashedError) Error() string {
 		units = "unit"
 	}
 	return fmt.Sprintf("%s: %d %s recorded as crashed, not run again (%s); `lenspec results retry %s`, then this command again, redoes them",
-		e.Results, len(e.Units), units, strings.Join(names, ", "), shellWord(e.Results))
-}
-
-// shellWord quotes s for a POSIX shell if it needs quoting, so that the
-// command an error prints can be pasted.
-func shellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+=:,@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		e.Results, len(e.Units), units, strings.Join(names, ", "), train.ShellWord(e.Results))
 }
 
 // crashedUnits lists the units of us recorded as crashed in the results
@@ -366,7 +357,7 @@ func resume(l func(string, ...any), f *results.File, key func(json.RawMessage) (
 		return nil
 	}
 	l("%s: %d records already done, %d of this run's units recorded as crashed and not run again (`lenspec results retry %s` redoes them); resuming",
-		f.Path(), f.Len(), len(crashed), shellWord(f.Path()))
+		f.Path(), f.Len(), len(crashed), train.ShellWord(f.Path()))
 	return nil
 }
 

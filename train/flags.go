@@ -249,16 +249,16 @@ func RebuildCommand(command string, fs *pflag.FlagSet) string {
 			if s, ok := f.Value.(pflag.SliceValue); ok {
 				v = strings.Join(s.GetSlice(), ",")
 			}
-			fmt.Fprintf(&b, " --%s %s", f.Name, shellWord(v))
+			fmt.Fprintf(&b, " --%s %s", f.Name, ShellWord(v))
 		}
 	})
 	return b.String()
 }
 
-// shellWord is s as one word of a POSIX shell's command line: as it is
+// ShellWord is s as one word of a POSIX shell's command line: as it is
 // when it holds no character the shell treats specially, else in single
-// quotes.
-func shellWord(s string) string {
+// quotes. Recorded and printed commands use it so that they can be pasted.
+func ShellWord(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_+=.,:/@%") == "" {
 		return s
 	}

@@ -2,13 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/train"
 )
 
 // TestTrainAverage: lenspec train average writes a model whose every
@@ -24,7 +25,7 @@ func TestTrainAverage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dirs[i] = t.TempDir()
+		dirs[i] = filepath.Join(t.TempDir(), fmt.Sprintf("model %d's", i)) // a command line must quote it
 		if err := model.Save(dirs[i], m); err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +78,7 @@ func TestTrainAverage(t *testing.T) {
 	}
 	tr := avg.Config().Training
 	cmd, _ := tr["command"].(string)
-	if !strings.HasPrefix(cmd, "lenspec train average --out DIR --weights 1,3 ") || len(tr["average"].([]any)) != 2 {
+	if want := "lenspec train average --out DIR --weights 1,3 " + train.ShellWord(dirs[0]) + " " + train.ShellWord(dirs[1]); cmd != want || len(tr["average"].([]any)) != 2 {
 		t.Fatalf("training record %v", tr)
 	}
 }
