@@ -15,3 +15,6 @@ func SetBLASThreads(n int) {}
 
 // BLASThreads is 1: gonum's GEMM runs on the calling goroutine.
 func BLASThreads() int { return 1 }
+
+// blasStart: gonum's kernels are lenspec's own; there is nothing to tune.
+var blasStart blasTuning

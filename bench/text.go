@@ -11,12 +11,21 @@ import (
 // ran on and the load, the run's table (table), one JSON line per
 // operation (recs) and, for a loaded machine, LoadedNote.
 func WriteReport(w io.Writer, m Machine, recs []Record, table func(w io.Writer)) {
-	fmt.Fprintf(w, "machine: %s\n%s\n", m.Describe(), m.LoadLine())
+	fmt.Fprintf(w, "machine: %s\n%s\n%s", m.Describe(), m.LoadLine(), m.blasLine())
 	table(w)
 	WriteRecords(w, recs)
 	if m.Loaded {
 		fmt.Fprintln(w, m.LoadedLine())
 	}
+}
+
+// blasLine is a line saying what lenspec did about its BLAS's kernels at
+// start (Machine.BLASNote), "" where it kept them without a word.
+func (m Machine) blasLine() string {
+	if m.BLASNote == "" {
+		return ""
+	}
+	return "BLAS: " + m.BLASNote + "\n"
 }
 
 // WriteTable writes rep's measurements against the GEMM bound and the
@@ -71,7 +80,7 @@ func WriteRecords(w io.Writer, recs []Record) {
 // machine LoadedNote after them.
 func (rep *PeerReport) WriteText(w io.Writer, model string) {
 	m := rep.Machine
-	fmt.Fprintf(w, "machine: %s\n%s\n%s\n", m.Describe(), rep.PyTorch.Describe(), m.LoadLine())
+	fmt.Fprintf(w, "machine: %s\n%s\n%s\n%s", m.Describe(), rep.PyTorch.Describe(), m.LoadLine(), m.blasLine())
 	fmt.Fprintf(w, "threads: lenspec 1 and %d (GOMAXPROCS), %d BLAS thread(s) per GEMM; PyTorch %d\n", m.Cores, m.BLASThreads, rep.PyTorch.Threads)
 	fmt.Fprintf(w, "%d outputs decoded alike (%d differ, all at ties: %d)\n", rep.Compared-rep.Differ, rep.Differ, rep.DifferTies)
 	if rep.Loss != 0 {
