@@ -53,7 +53,11 @@ func (rep *TranslatorReport) WriteTable(w io.Writer) {
 // writeMeasurements writes the BLAS, the reference GEMM's speed and a
 // table of the measurements.
 func (rep *Report) writeMeasurements(w io.Writer) {
-	fmt.Fprintf(w, "BLAS %s; reference %s: %.1f GFLOP/s\n", rep.Machine.BLAS, rep.GEMMShape, rep.GEMMGFLOPS)
+	fmt.Fprintf(w, "BLAS %s; reference %s: %.1f GFLOP/s", rep.Machine.BLAS, rep.GEMMShape, rep.GEMMGFLOPS)
+	if rep.PeakGFLOPS > 0 {
+		fmt.Fprintf(w, ", %.0f%% of one core's FMA peak (%s: %.1f GFLOP/s)", 100*rep.GEMMGFLOPS/rep.PeakGFLOPS, rep.Machine.Kernels, rep.PeakGFLOPS)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-40s %12s %12s %14s %8s\n", "operation", "time", "MFLOP", "GEMM bound", "ratio")
 	for _, m := range rep.Measurements {
 		fmt.Fprintf(w, "%-40s %10.3fms %12.1f %12.3fms %7.1f%%\n", m.Name, m.Seconds*1e3, m.FLOPs/1e6, m.GEMMSeconds*1e3, 100*m.Ratio)
