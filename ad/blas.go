@@ -61,3 +61,9 @@ func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a []T, b []T, beta
 // BLASName names the GEMM backend compiled in and, for OpenBLAS, the
 // kernels it runs: "openblas (Zen)", "gonum".
 func BLASName() string { return backendName() }
+
+// BLASTuning says what lenspec did at start about its BLAS's kernels: the
+// OpenBLAS core type it moved to from kernels below the CPU's widest FMA
+// ("" if it kept the BLAS's choice), and a one-line note for the user (""
+// if there is nothing to say).
+func BLASTuning() (core, note string) { return blasStart.Core, blasStart.Note }

@@ -13,38 +13,14 @@ void openblas_set_num_threads(int);
 int openblas_get_num_threads(void);
 char *openblas_get_corename(void);
 
-// ls_openblas_tune moves OpenBLAS 0.3.21, which takes AMD Zen 4/5 CPUs for
-// Haswell, to its SkylakeX (AVX-512) kernels when the CPU has the AVX-512
-// subsets they use, as later OpenBLAS releases do themselves; it leaves an
-// explicit OPENBLAS_CORETYPE, and every other CPU, alone. It must run
-// before the first BLAS call. It returns 1 if it switched.
-static int ls_openblas_tune(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
+// ls_openblas_use reinitialises OpenBLAS's kernels for core (an
+// OPENBLAS_CORETYPE name), or as at load for NULL (its own choice or the
+// user's OPENBLAS_CORETYPE), leaving
+// the environment as it was. It returns 0 where OpenBLAS has no run-time
+// choice of kernels (no DYNAMIC_ARCH). No BLAS call may run meanwhile.
+static int ls_openblas_use(const char *core) {
 	// Present in OpenBLAS builds with DYNAMIC_ARCH (Debian's), absent
 	// otherwise: looked up, not linked, so any OpenBLAS links.
-	void (*dyn_init)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init");
-	void (*dyn_quit)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit");
-	if (getenv("OPENBLAS_CORETYPE") || !dyn_init || !dyn_quit) return 0;
-	const char *core = openblas_get_corename();
-	if (!core || (strcmp(core, "Haswell") != 0 && strcmp(core, "Zen") != 0)) return 0;
-	__builtin_cpu_init();
-	if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
-	      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512cd"))) return 0;
-	setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
-	dyn_quit();
-	dyn_init();
-	unsetenv("OPENBLAS_CORETYPE");
-	return 1;
-#else
-	return 0;
-#endif
-}
-
-// ls_openblas_use reinitialises OpenBLAS's kernels for core (an
-// OPENBLAS_CORETYPE name), or as at start for NULL (its own choice, then
-// ls_openblas_tune's), leaving the environment as it was. It returns 0
-// where OpenBLAS has no run-time choice of kernels (no DYNAMIC_ARCH).
-static int ls_openblas_use(const char *core) {
 	void (*dyn_init)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init");
 	void (*dyn_quit)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit");
 	if (!dyn_init || !dyn_quit) return 0;
@@ -56,8 +32,20 @@ static int ls_openblas_use(const char *core) {
 	if (prev) setenv("OPENBLAS_CORETYPE", prev, 1);
 	else unsetenv("OPENBLAS_CORETYPE");
 	free(prev);
-	if (!core) ls_openblas_tune();
 	return 1;
+}
+
+// ls_cpu_blas_level is the CPU's widest FMA as OpenBLAS's kernels use it:
+// 4 with the AVX-512 subsets of its SkylakeX kernels, 3 with AVX2 and FMA,
+// else 0.
+static int ls_cpu_blas_level(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512cd")) return 4;
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 3;
+#endif
+	return 0;
 }
 
 // ls_cpu_amd reports whether the CPU is AMD's.
@@ -74,6 +62,7 @@ import "C"
 
 import (
 	"errors"
+	"os"
 	"unsafe"
 
 	"gonum.org/v1/gonum/blas"
@@ -86,26 +75,42 @@ type openBLAS struct{}
 // backend is fixed at build time; it holds no state.
 var backend gemmer = openBLAS{}
 
-// OpenBLAS's kernels are chosen at package initialisation, before any
-// GEMM (see ls_openblas_tune), and again by UseISA.
-var _ = C.ls_openblas_tune()
+// blasStart is what lenspec did about OpenBLAS's kernels at package
+// initialisation, before any GEMM: kernels below the CPU's widest FMA,
+// chosen by an OpenBLAS that does not know the CPU, are replaced by
+// checked ones (tuneBLAS). UseISA(ISANative) returns to them.
+var blasStart = tuneBLAS(describeBLASCPU(), openblasUse, coreName, checkGemm)
+
+// describeBLASCPU describes this CPU and the kernels OpenBLAS chose.
+func describeBLASCPU() blasCPU {
+	_, set := os.LookupEnv("OPENBLAS_CORETYPE")
+	return blasCPU{AMD: C.ls_cpu_amd() != 0, Level: int(C.ls_cpu_blas_level()), Core: coreName(), UserSet: set}
+}
+
+// openblasUse reinitialises OpenBLAS for core ("": as at load).
+func openblasUse(core string) bool {
+	var cs *C.char
+	if core != "" {
+		cs = C.CString(core)
+		defer C.free(unsafe.Pointer(cs))
+	}
+	return C.ls_openblas_use(cs) != 0
+}
+
+// coreName is the core type whose kernels OpenBLAS runs.
+func coreName() string { return C.GoString(C.openblas_get_corename()) }
 
 // backendName names OpenBLAS and the kernels it runs.
-func backendName() string { return "openblas (" + C.GoString(C.openblas_get_corename()) + ")" }
+func backendName() string { return "openblas (" + coreName() + ")" }
 
 // useBLASISA reinitialises OpenBLAS for isa (see UseISA): its kernels for
-// the AVX2 CPUs of the CPU's vendor, or its own choice.
+// the AVX2 CPUs of the CPU's vendor, or those of the start.
 func useBLASISA(isa string) error {
-	var core *C.char
+	core := blasStart.Core
 	if isa == ISAAVX2 {
-		name := "Haswell"
-		if C.ls_cpu_amd() != 0 {
-			name = "Zen"
-		}
-		core = C.CString(name)
-		defer C.free(unsafe.Pointer(core))
+		core = avx2Core(C.ls_cpu_amd() != 0)
 	}
-	if C.ls_openblas_use(core) == 0 && isa != ISANative {
+	if !openblasUse(core) && isa != ISANative {
 		return errors.New("this OpenBLAS has one set of kernels (built without DYNAMIC_ARCH)")
 	}
 	return nil

@@ -7,31 +7,6 @@ import (
 	"testing"
 )
 
-// naiveGemm is the loop reference that guards the BLAS path.
-func naiveGemm(tA, tB bool, m, n, k int, alpha float64, a, b []float64, beta float64, c []float64) {
-	at := func(i, p int) float64 {
-		if tA {
-			return a[p*m+i]
-		}
-		return a[i*k+p]
-	}
-	bt := func(p, j int) float64 {
-		if tB {
-			return b[j*k+p]
-		}
-		return b[p*n+j]
-	}
-	for i := 0; i < m; i++ {
-		for j := 0; j < n; j++ {
-			var s float64
-			for p := 0; p < k; p++ {
-				s += at(i, p) * bt(p, j)
-			}
-			c[i*n+j] = alpha*s + beta*c[i*n+j]
-		}
-	}
-}
-
 func TestGemmMatchesNaive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, dims := range [][3]int{{1, 1, 1}, {3, 5, 7}, {17, 9, 33}, {64, 32, 32}, {5, 0, 3}} {
@@ -69,14 +44,6 @@ func TestGemmMatchesNaive(t *testing.T) {
 			}
 		}
 	}
-}
-
-func f32(x []float64) []float32 {
-	out := make([]float32, len(x))
-	for i, v := range x {
-		out[i] = float32(v)
-	}
-	return out
 }
 
 // naiveConv is a direct 6-loop convolution.

@@ -39,9 +39,13 @@ type Measurement struct {
 
 // Report is a full benchmark run.
 type Report struct {
-	Machine      Machine       `json:"machine"`
-	GEMMGFLOPS   float64       `json:"gemm_gflops"` // reference GEMM throughput
-	GEMMShape    string        `json:"gemm_shape"`
+	Machine    Machine `json:"machine"`
+	GEMMGFLOPS float64 `json:"gemm_gflops"` // reference GEMM throughput
+	GEMMShape  string  `json:"gemm_shape"`
+	// PeakGFLOPS is one core's FMA peak at the kernels' widest FMA
+	// (ad.PeakFLOPS), which the reference GEMM approaches (0: not
+	// measured, in the pure-Go build).
+	PeakGFLOPS   float64       `json:"peak_gflops,omitempty"`
 	Measurements []Measurement `json:"measurements"`
 	// Attack throughput: random-search model evaluations per second, PGD
 	// iterations per second per image, and the decode bound (evaluations
@@ -135,11 +139,16 @@ type pending struct {
 	threads   int
 }
 
-// finish sets the reference's median speed and every measurement's ratio:
-// each operation's run paired with the GEMM run just before it.
+// peakReps are the runs of ad.PeakFLOPS, of a few milliseconds each.
+const peakReps = 7
+
+// finish measures the FMA peak, sets the reference's median speed and
+// every measurement's ratio: each operation's run paired with the GEMM run
+// just before it.
 func (rep *Report) finish(ref *reference, done []pending) {
 	peak := medianOf(ref.peaks)
 	rep.GEMMGFLOPS = peak / 1e9
+	rep.PeakGFLOPS = ad.PeakFLOPS(peakReps) / 1e9
 	for _, p := range done {
 		ratios := make([]float64, len(p.ts))
 		for i, t := range p.ts {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/bpe"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/train"
@@ -60,6 +61,11 @@ func TestRunAccounting(t *testing.T) {
 		}
 		if rep.RandomEvalsPerSec <= 0 || rep.PGDStepsPerSecPerImage <= 0 {
 			t.Fatalf("report %+v", rep)
+		}
+		// The FMA peak is measured wherever ad has kernels to measure it
+		// with, and every record carries it.
+		if recs := rep.Records("m"); (rep.PeakGFLOPS > 0) != (ad.PeakFLOPS(1) > 0) || recs[0].PeakGFLOPS != rep.PeakGFLOPS {
+			t.Fatalf("FMA peak %v GFLOP/s, first record's %v", rep.PeakGFLOPS, recs[0].PeakGFLOPS)
 		}
 		if _, err := json.Marshal(rep); err != nil {
 			t.Fatalf("report does not encode: %v", err)

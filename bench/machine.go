@@ -38,6 +38,12 @@ type Machine struct {
 	Kernels     string `json:"kernels"`
 	BLAS        string `json:"blas"`
 	BLASThreads int    `json:"blas_threads"`
+	// BLASNote says that lenspec replaced (or could not replace) kernels
+	// its BLAS chose below the CPU's widest FMA (ad.BLASTuning); BLASTuned
+	// is the OpenBLAS core type it moved to, which the peer's OpenBLAS
+	// gets too.
+	BLASNote  string `json:"blas_note,omitempty"`
+	BLASTuned string `json:"blas_tuned,omitempty"`
 	// Settings are the KernelSettings set in the environment, NAME=value.
 	Settings []string `json:"settings,omitempty"`
 	// LoadBefore and LoadAfter are the 1, 5 and 15-minute load averages
@@ -58,6 +64,7 @@ func DescribeMachine(isa string) Machine {
 		ISA: isa, Kernels: ad.KernelLevel(), BLAS: ad.BLASName(), BLASThreads: ad.BLASThreads(),
 		LoadBefore: loadAverage(), Start: time.Now().UTC().Format(time.RFC3339Nano),
 	}
+	m.BLASTuned, m.BLASNote = ad.BLASTuning()
 	for _, k := range KernelSettings {
 		if v, ok := os.LookupEnv(k); ok {
 			m.Settings = append(m.Settings, k+"="+v)

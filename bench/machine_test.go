@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -71,7 +72,7 @@ func TestPeerEnv(t *testing.T) {
 		t.Setenv(k, "") // restored after the test
 		os.Unsetenv(k)
 	}
-	env := peerEnv(ad.ISAAVX2, "openblas (Zen)")
+	env := peerEnv(ad.ISAAVX2, "openblas (Zen)", false)
 	got := settingsIn(env)
 	want := []string{"OPENBLAS_CORETYPE=Zen", "ATEN_CPU_CAPABILITY=avx2", "DNNL_MAX_CPU_ISA=AVX2"}
 	if !slices.Equal(got, want) {
@@ -80,7 +81,23 @@ func TestPeerEnv(t *testing.T) {
 	if !slices.Contains(env, "OMP_NUM_THREADS=1") {
 		t.Errorf("avx2 env without one OpenMP thread")
 	}
-	if got := settingsIn(peerEnv(ad.ISANative, "openblas (Zen)")); got != nil {
+	if got := settingsIn(peerEnv(ad.ISANative, "openblas (Zen)", false)); got != nil {
 		t.Errorf("native settings %v, want none", got)
+	}
+	// lenspec replaced the kernels OpenBLAS chose: PyTorch's get the same.
+	if got, want := settingsIn(peerEnv(ad.ISANative, "openblas (SkylakeX)", true)), []string{"OPENBLAS_CORETYPE=SkylakeX"}; !slices.Equal(got, want) {
+		t.Errorf("native settings after tuning %v, want %v", got, want)
+	}
+}
+
+// TestBLASNoteReported: lenspec bench's text says what lenspec did about
+// its BLAS's kernels, and says nothing where it kept them.
+func TestBLASNoteReported(t *testing.T) {
+	for _, note := range []string{"", "OpenBLAS chose its Prescott kernels on a CPU with AVX-512"} {
+		var b strings.Builder
+		WriteReport(&b, Machine{Cores: 1, BLASNote: note}, nil, func(io.Writer) {})
+		if got := strings.Contains(b.String(), "BLAS: "+note+"\n"); got != (note != "") {
+			t.Errorf("note %q: report %q", note, b.String())
+		}
 	}
 }

@@ -201,7 +201,7 @@ func Peer(ctx context.Context, d model.Decoder[float32], data PeerData, opt Peer
 		isa = ad.ISANative
 	}
 	machine := DescribeMachine(isa) // the load average before PyTorch starts
-	env := peerEnv(isa, ad.BLASName())
+	env := peerEnv(isa, ad.BLASName(), machine.BLASTuned != "")
 	py, err := startPeer(ctx, opt.Python, opt.Script, env)
 	if err != nil {
 		return nil, err
@@ -245,15 +245,17 @@ func Peer(ctx context.Context, d model.Decoder[float32], data PeerData, opt Peer
 }
 
 // peerEnv is the PyTorch peer's environment: this process's, one thread in
-// every library PyTorch may use, and for ad.ISAAVX2 its kernels capped at
-// AVX2 and its OpenBLAS on the core type lenspec's runs (blas, as
-// ad.BLASName gives it).
-func peerEnv(isa, blas string) []string {
+// every library PyTorch may use, for ad.ISAAVX2 its kernels capped at AVX2,
+// and its OpenBLAS on the core type lenspec's runs (blas, as ad.BLASName
+// gives it) for ad.ISAAVX2 or where lenspec replaced the kernels OpenBLAS
+// chose (tuned), so that both sides run the best kernels.
+func peerEnv(isa, blas string, tuned bool) []string {
 	env := append(os.Environ(), "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1")
-	if isa != ad.ISAAVX2 {
+	if isa == ad.ISAAVX2 {
+		env = append(env, "ATEN_CPU_CAPABILITY=avx2", "DNNL_MAX_CPU_ISA=AVX2")
+	} else if !tuned {
 		return env
 	}
-	env = append(env, "ATEN_CPU_CAPABILITY=avx2", "DNNL_MAX_CPU_ISA=AVX2")
 	if core, ok := strings.CutPrefix(blas, "openblas ("); ok {
 		env = append(env, "OPENBLAS_CORETYPE="+strings.TrimSuffix(core, ")"))
 	}

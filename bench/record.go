@@ -30,6 +30,8 @@ type Record struct {
 	LenspecThreads []int    `json:"lenspec_threads"`
 	// GEMMGFLOPS is the reference GEMM's speed in the run (lenspec bench).
 	GEMMGFLOPS float64 `json:"gemm_gflops,omitempty"`
+	// PeakGFLOPS is one core's FMA peak measured in the run (Report's).
+	PeakGFLOPS float64 `json:"peak_gflops,omitempty"`
 }
 
 // Throughput is an attack's rate in lenspec bench: PerSecond units a second,
@@ -46,7 +48,7 @@ func (rep *Report) Records(model string) []Record {
 	var out []Record
 	for _, m := range rep.Measurements {
 		out = append(out, Record{Machine: rep.Machine, Model: model, Op: m.Name, Measurement: &m,
-			LenspecThreads: []int{m.Threads}, GEMMGFLOPS: rep.GEMMGFLOPS})
+			LenspecThreads: []int{m.Threads}, GEMMGFLOPS: rep.GEMMGFLOPS, PeakGFLOPS: rep.PeakGFLOPS})
 	}
 	if b := rep.DecodeBoundEvalsPerSec; b > 0 {
 		for _, t := range []struct {
@@ -55,7 +57,7 @@ func (rep *Report) Records(model string) []Record {
 		}{{"random search", "model evaluations", rep.RandomEvalsPerSec}, {"pgd", "iterations per input", rep.PGDStepsPerSecPerImage}} {
 			out = append(out, Record{Machine: rep.Machine, Model: model, Op: t.op,
 				Throughput:     &Throughput{PerSecond: t.rate, Unit: t.unit, ShareOfBound: t.rate / b},
-				LenspecThreads: []int{runtime.GOMAXPROCS(0)}, GEMMGFLOPS: rep.GEMMGFLOPS})
+				LenspecThreads: []int{runtime.GOMAXPROCS(0)}, GEMMGFLOPS: rep.GEMMGFLOPS, PeakGFLOPS: rep.PeakGFLOPS})
 		}
 	}
 	return out

@@ -11,12 +11,21 @@ import (
 // ran on and the load, the run's table (table), one JSON line per
 // operation (recs) and, for a loaded machine, LoadedNote.
 func WriteReport(w io.Writer, m Machine, recs []Record, table func(w io.Writer)) {
-	fmt.Fprintf(w, "machine: %s\n%s\n", m.Describe(), m.LoadLine())
+	fmt.Fprintf(w, "machine: %s\n%s\n%s", m.Describe(), m.LoadLine(), m.blasLine())
 	table(w)
 	WriteRecords(w, recs)
 	if m.Loaded {
 		fmt.Fprintln(w, m.LoadedLine())
 	}
+}
+
+// blasLine is a line saying what lenspec did about its BLAS's kernels at
+// start (Machine.BLASNote), "" where it kept them without a word.
+func (m Machine) blasLine() string {
+	if m.BLASNote == "" {
+		return ""
+	}
+	return "BLAS: " + m.BLASNote + "\n"
 }
 
 // WriteTable writes rep's measurements against the GEMM bound and the
@@ -44,7 +53,11 @@ func (rep *TranslatorReport) WriteTable(w io.Writer) {
 // writeMeasurements writes the BLAS, the reference GEMM's speed and a
 // table of the measurements.
 func (rep *Report) writeMeasurements(w io.Writer) {
-	fmt.Fprintf(w, "BLAS %s; reference %s: %.1f GFLOP/s\n", rep.Machine.BLAS, rep.GEMMShape, rep.GEMMGFLOPS)
+	fmt.Fprintf(w, "BLAS %s; reference %s: %.1f GFLOP/s", rep.Machine.BLAS, rep.GEMMShape, rep.GEMMGFLOPS)
+	if rep.PeakGFLOPS > 0 {
+		fmt.Fprintf(w, ", %.0f%% of one core's FMA peak (%s: %.1f GFLOP/s)", 100*rep.GEMMGFLOPS/rep.PeakGFLOPS, rep.Machine.Kernels, rep.PeakGFLOPS)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-40s %12s %12s %14s %8s\n", "operation", "time", "MFLOP", "GEMM bound", "ratio")
 	for _, m := range rep.Measurements {
 		fmt.Fprintf(w, "%-40s %10.3fms %12.1f %12.3fms %7.1f%%\n", m.Name, m.Seconds*1e3, m.FLOPs/1e6, m.GEMMSeconds*1e3, 100*m.Ratio)
@@ -71,7 +84,7 @@ func WriteRecords(w io.Writer, recs []Record) {
 // machine LoadedNote after them.
 func (rep *PeerReport) WriteText(w io.Writer, model string) {
 	m := rep.Machine
-	fmt.Fprintf(w, "machine: %s\n%s\n%s\n", m.Describe(), rep.PyTorch.Describe(), m.LoadLine())
+	fmt.Fprintf(w, "machine: %s\n%s\n%s\n%s", m.Describe(), rep.PyTorch.Describe(), m.LoadLine(), m.blasLine())
 	fmt.Fprintf(w, "threads: lenspec 1 and %d (GOMAXPROCS), %d BLAS thread(s) per GEMM; PyTorch %d\n", m.Cores, m.BLASThreads, rep.PyTorch.Threads)
 	fmt.Fprintf(w, "%d outputs decoded alike (%d differ, all at ties: %d)\n", rep.Compared-rep.Differ, rep.Differ, rep.DifferTies)
 	if rep.Loss != 0 {

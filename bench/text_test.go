@@ -83,3 +83,22 @@ func TestWritePeerEndsWithRatios(t *testing.T) {
 		t.Fatalf("a loaded run's head: %q", lines[:3])
 	}
 }
+
+// TestPeakReported: the reference GEMM's line gives its share of the FMA
+// peak where one was measured, and stays as it was where none was.
+func TestPeakReported(t *testing.T) {
+	for _, c := range []struct {
+		peak float64
+		want string
+	}{
+		{120, "reference sgemm 512x512x512: 90.0 GFLOP/s, 75% of one core's FMA peak (avx512: 120.0 GFLOP/s)\n"},
+		{0, "reference sgemm 512x512x512: 90.0 GFLOP/s\n"},
+	} {
+		rep := &Report{Machine: Machine{BLAS: "openblas (SkylakeX)", Kernels: "avx512"}, GEMMShape: "sgemm 512x512x512", GEMMGFLOPS: 90, PeakGFLOPS: c.peak}
+		var b strings.Builder
+		rep.writeMeasurements(&b)
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("peak %v: %q lacks %q", c.peak, b.String(), c.want)
+		}
+	}
+}

@@ -30,8 +30,10 @@ rounds, stopping once the ratio's 90% interval is within --tolerance of it
 or before a round past --budget.
 
 Every run says what it measured: the CPU, the instruction set of lenspec's
-kernels, the OpenBLAS core type of each side, the thread counts, and the
-load average before and after; a run whose 1-minute load average exceeded
+kernels, the OpenBLAS core type of each side (and, where OpenBLAS chose
+kernels below the CPU's widest FMA, what lenspec ran instead; the PyTorch
+peer's OpenBLAS then runs the same), the reference GEMM's share of one
+core's FMA peak, the thread counts, and the load average before and after; a run whose 1-minute load average exceeded
 one per core at either end is labelled "` + bench.LoadedNote + `".
 After the table comes one JSON line per operation with all of it
 (--record FILE also appends them to FILE, a JSON Lines file).

@@ -246,6 +246,10 @@ func main() {
 		signal.Stop(sigs) // a second signal kills at once
 	}()
 	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	// Once per process: the BLAS ran kernels below the CPU's (ad.BLASTuning).
+	if _, note := ad.BLASTuning(); note != "" {
+		fmt.Fprintf(a.stderr, "lenspec: %s\n", note)
+	}
 	code := run(ctx, a, os.Args[1:])
 	// os.Exit runs no deferred cleanup: an external solve the verifier
 	// stopped waiting for (one that overran its time limit, or was
