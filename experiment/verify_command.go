@@ -24,6 +24,11 @@ type VerifyFlags struct {
 	// SpecPath, if set, is a spec file naming the model, input, set and
 	// K̂ instead of RunSettings (LoadSpec).
 	SpecPath string
+	// Sentences, Texts and TextFile pick a translator's sentences
+	// (RegisterTextFlags), as lenspec attack's flags do.
+	Sentences int
+	Texts     []string
+	TextFile  string
 }
 
 // RegisterFlags adds the settings to fs as lenspec verify's flags,
