@@ -47,7 +47,8 @@ type Exhaustion struct {
 	Vulnerable, Robust bool
 	// Candidates is the number of one-substitution neighbours: every
 	// position times every token but the specials and the original one.
-	// Decoded of them were decoded; Pruned were not, each for an exact
+	// Decoded of them were decoded (whole batches: the candidates after a
+	// witness in its batch count); Pruned were not, each for an exact
 	// reason (a duplicate encoder input, or an outcome already settled).
 	Candidates, Decoded, Pruned int
 	// NonFinite counts candidates whose logits overflowed before eos and
