@@ -54,7 +54,7 @@ type ExhaustRecord struct {
 
 // Substitution is one source token replaced, by position and by id and
 // string, and the substituted source (its text omitted where the source's
-// is).
+// is, or where the ids are not a text: attack.Textual).
 type Substitution struct {
 	Position int    `json:"position"`
 	From     int    `json:"from_id"`
@@ -159,10 +159,11 @@ func (f *VerifyFlags) RunExhaust(ctx context.Context, env Env, verdict bool, emi
 		if e.Position >= 0 {
 			s := &Substitution{Position: e.Position, From: x[e.Position], To: e.Token,
 				FromText: cfg.Token(x[e.Position]), ToText: cfg.Token(e.Token), IDs: slices.Clone(e.Witness)}
-			if !data.Redact {
-				if txt, err := model.DecodeText(cfg.Tokenizer, e.Witness); err == nil {
-					s.Text = txt
-				}
+			// The set holds every token sequence, texts or not (a byte token
+			// may make a control character): the text is given only when it
+			// encodes back to the same ids, so that translate replays it.
+			if textual := attack.Textual(cfg); !data.Redact && textual != nil && textual(e.Witness) {
+				s.Text, _ = model.DecodeText(cfg.Tokenizer, e.Witness)
 			}
 			rec.Substitution = s
 			r, err := model.Decode(ctx, m.D64, model.Batch[float64]{Tokens: [][]int{e.Witness}}, rec.MaxSteps)
