@@ -1,9 +1,12 @@
 package experiment
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -85,7 +88,8 @@ func (f *VerifyFlags) Translator() bool { return checkVerifiable(f.Model) != nil
 // RunExhaust is lenspec bound (verdict false) or verify (true) on a
 // translator: for each sentence picked, the exact search over every
 // source with one token substituted, each record appended to --out (if
-// given) and passed to emit. Flags of the image verifier are refused.
+// given; a sentence with the same settings already there is skipped) and
+// passed to emit. Flags of the image verifier are refused.
 func (f *VerifyFlags) RunExhaust(ctx context.Context, env Env, verdict bool, emit func(ExhaustRecord) error) error {
 	for _, name := range []string{"eps", "images", "image", "input", "data-seed", "spec", "shard"} {
 		if env.Changed(name) {
@@ -117,7 +121,11 @@ func (f *VerifyFlags) RunExhaust(ctx context.Context, env Env, verdict bool, emi
 		return err
 	}
 	var out *os.File
+	done := map[string]bool{}
 	if f.Out != "" {
+		if done, err = exhaustDone(f.Out); err != nil {
+			return err
+		}
 		if out, err = os.OpenFile(f.Out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
@@ -143,16 +151,19 @@ func (f *VerifyFlags) RunExhaust(ctx context.Context, env Env, verdict bool, emi
 			}
 			opt.MaxLen, rec.Mode, rec.MaxLen = k, "verify", &k
 		}
-		e, err := attack.ExhaustSubstitutions(ctx, m.D32, x, opt)
-		if err != nil {
-			return fmt.Errorf("sentence %d: %w", i, err)
-		}
 		rec.MaxSteps = f.MaxSteps
 		if rec.MaxSteps <= 0 {
 			rec.MaxSteps = m.D32.MaxSteps()
 		}
 		if verdict {
 			rec.MaxSteps = opt.MaxLen + 1
+		}
+		if done[rec.key()] {
+			continue // recorded by an earlier run into --out
+		}
+		e, err := attack.ExhaustSubstitutions(ctx, m.D32, x, opt)
+		if err != nil {
+			return fmt.Errorf("sentence %d: %w", i, err)
 		}
 		rec.Length, rec.Stopped = e.Length, e.Stopped
 		rec.Candidates, rec.Decoded, rec.Pruned, rec.NonFinite, rec.Seconds = e.Candidates, e.Decoded, e.Pruned, e.NonFinite, e.Seconds
@@ -212,4 +223,38 @@ func firstChangedExcept(env Env, keep []string) (string, bool) {
 		}
 	})
 	return name, name != ""
+}
+
+// key names what a record answers: the model, the sentence and every
+// setting of the search, so that a rerun into the same file skips it.
+func (r ExhaustRecord) key() string {
+	k := -1
+	if r.MaxLen != nil {
+		k = *r.MaxLen
+	}
+	return fmt.Sprint(r.ModelSHA256, r.Data, r.Sample, r.Mode, k, r.MaxSteps)
+}
+
+// exhaustDone reads the keys of the records already in path (none if it
+// does not exist).
+func exhaustDone(path string) (map[string]bool, error) {
+	done := map[string]bool{}
+	lines, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return done, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	for n, line := range bytes.Split(lines, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var r ExhaustRecord
+		if err := json.Unmarshal(line, &r); err != nil {
+			return nil, fmt.Errorf("--out %s:%d: %w", path, n+1, err)
+		}
+		done[r.key()] = true
+	}
+	return done, nil
 }

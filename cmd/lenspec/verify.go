@@ -109,7 +109,8 @@ bound is exact over every source with exactly one token substituted (any token b
 the specials; no --eps, no --max-len): all are decoded, up to --max-steps, and the
 longest output is given with its substitution (ties: the lowest position, then the
 lowest token id), replayed in float64. With --out, one JSON record per sentence,
-appended, with the number of candidates decoded and pruned.`,
+appended, with the number of candidates decoded and pruned; a rerun skips the
+sentences recorded with the same settings.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			f.Settings.Bound = true

@@ -450,6 +450,13 @@ func TestBoundTranslatorOneSubstitution(t *testing.T) {
 	if !strings.HasPrefix(stdout, fmt.Sprintf("%d (clean %d): position %d ", rec.Length, rec.CleanLength, s.Position)) {
 		t.Errorf("stdout %q", stdout)
 	}
+	// A rerun into the same file skips the sentence it holds.
+	if code, stdout, stderr := runCLI(t, "bound", "--model", dir, "--text", "die katze", "--out", out, "-q"); code != 0 || stdout != "" {
+		t.Errorf("rerun: exit %d, stdout %q, stderr %q; want 0 and nothing", code, stdout, stderr)
+	}
+	if again, err := os.ReadFile(out); err != nil || string(again) != string(b) {
+		t.Errorf("rerun changed the records: %s", again)
+	}
 	if !rec.Stopped || rec.Length <= rec.CleanLength {
 		t.Fatalf("longest output %d (stopped %v), clean %d: want a longer one, stopped", rec.Length, rec.Stopped, rec.CleanLength)
 	}
