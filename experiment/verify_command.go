@@ -24,6 +24,11 @@ type VerifyFlags struct {
 	// SpecPath, if set, is a spec file naming the model, input, set and
 	// K̂ instead of RunSettings (LoadSpec).
 	SpecPath string
+	// Sentences, Texts and TextFile pick a translator's sentences
+	// (RegisterTextFlags), as lenspec attack's flags do.
+	Sentences int
+	Texts     []string
+	TextFile  string
 }
 
 // RegisterFlags adds the settings to fs as lenspec verify's flags,
@@ -99,11 +104,12 @@ func (f *VerifyFlags) Spec(ctx context.Context, env Env) (VerifyRecord, error) {
 }
 
 // checkVerifiable refuses, as a SettingsError, the model in dir when it
-// reads tokens (a translator): verification and bounds take image
-// (continuous-input) models, and there is no text verification, so it
-// says so from config.json alone rather than fail later on the input
-// range a token model does not have. A directory whose config cannot be
-// read is left for loading the model to report.
+// reads tokens (a translator): the verifier takes image
+// (continuous-input) models, so it says so from config.json alone rather
+// than fail later on the input range a token model does not have (a
+// translator's verdict and bound are RunExhaust's, which lenspec verify
+// and bound call instead). A directory whose config cannot be read is
+// left for loading the model to report.
 func checkVerifiable(dir string) error {
 	cfg, err := model.ReadConfig(dir)
 	if err != nil || cfg.InputKind() != model.Tokens {

@@ -14,6 +14,11 @@ import (
 // runVerify verifies (or bounds) the samples f names, or its spec file's
 // problem, printing line(r) with --json and text otherwise per record.
 func runVerify(c *cobra.Command, a *app, f *experiment.VerifyFlags, line func(experiment.VerifyRecord) any, text func(io.Writer, experiment.VerifyRecord)) error {
+	if f.SpecPath == "" && f.Translator() {
+		return f.RunExhaust(c.Context(), a.env(c), !f.Settings.Bound, func(r experiment.ExhaustRecord) error {
+			return a.emit(r, func(w io.Writer) { writeExhaust(w, r) })
+		})
+	}
 	if f.SpecPath != "" {
 		rec, err := f.Spec(c.Context(), a.env(c))
 		if err != nil {
@@ -31,6 +36,20 @@ func runVerify(c *cobra.Command, a *app, f *experiment.VerifyFlags, line func(ex
 	return experiment.RunVerify(c.Context(), cfg, func(r experiment.VerifyRecord) error {
 		return a.emit(line(r), func(w io.Writer) { text(w, r) })
 	})
+}
+
+// writeExhaust prints a translator's exact search as one line: verify's
+// verdict, or bound's longest length and its substitution.
+func writeExhaust(w io.Writer, r experiment.ExhaustRecord) {
+	if r.Mode == "verify" {
+		fmt.Fprintln(w, r.Verdict)
+		return
+	}
+	if s := r.Substitution; s != nil {
+		fmt.Fprintf(w, "%d (clean %d): position %d %q → %q\n", r.Length, r.CleanLength, s.Position, s.FromText, s.ToText)
+		return
+	}
+	fmt.Fprintf(w, "%d (clean %d): no substitution\n", r.Length, r.CleanLength)
 }
 
 func newVerifyCmd(a *app) *cobra.Command {
@@ -52,7 +71,14 @@ vulnerable (a witness that replays in float64 with no tie), unknown (time limit 
 doubt). One word per sample on stdout; one JSON line per (image, δ) in --out. A sample
 whose solver fails is recorded as unknown with the error, and the run goes on. The
 defaults are the library's: experiment.DefaultVerifySettings, that is
-experiment.DefaultVerifyOptions (verify.DefaultOptions with CBC and the falsifiers).`,
+experiment.DefaultVerifyOptions (verify.DefaultOptions with CBC and the falsifiers).
+
+On a translator (--sentences, --index, --text, --text-file pick its sentences), the
+set is every source with exactly one token substituted (any token but the specials;
+no --eps), and the verdict is exact: each candidate is decoded for K̂ + 1 steps (K̂:
+--max-len, default the sentence's own output length), vulnerable at the first, in
+order of position then token id, whose output is longer (replayed in float64),
+robust when none of them is.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runVerify(c, a, f, func(r experiment.VerifyRecord) any { return r },
@@ -60,6 +86,7 @@ experiment.DefaultVerifyOptions (verify.DefaultOptions with CBC and the falsifie
 		},
 	}
 	f.RegisterFlags(c.Flags(), true)
+	f.RegisterTextFlags(c.Flags())
 	return c
 }
 
@@ -75,7 +102,15 @@ length, a proof ends the search (upper = K̂), an unknown moves K̂ up by one. T
 answer is certified when lower = upper, an interval [lower, upper] otherwise, and
 upper is null when no K̂ up to --max-len was proven. --timeout applies to each K̂
 tried. One line per sample on stdout ({"lower":…, "upper":…} with --json); with
---out, one JSON record per (image, δ) and the witnesses, resumable like verify's.`,
+--out, one JSON record per (image, δ) and the witnesses, resumable like verify's.
+
+On a translator (--sentences, --index, --text, --text-file pick its sentences), the
+bound is exact over every source with exactly one token substituted (any token but
+the specials; no --eps, no --max-len): all are decoded, up to --max-steps, and the
+longest output is given with its substitution (ties: the lowest position, then the
+lowest token id), replayed in float64. With --out, one JSON record per sentence,
+appended, with the number of candidates decoded and pruned; a rerun skips the
+sentences recorded with the same settings.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			f.Settings.Bound = true
@@ -94,6 +129,7 @@ tried. One line per sample on stdout ({"lower":…, "upper":…} with --json); w
 		},
 	}
 	f.RegisterFlags(c.Flags(), true)
+	f.RegisterTextFlags(c.Flags())
 	c.Flags().Lookup("max-len").Usage = fmt.Sprintf("the largest K̂ the search tries, 0..%d", verify.MaxK)
 	c.Flags().Lookup("max-len").DefValue = fmt.Sprint(verify.MaxK) // what −1, not given, stands for
 	return c

@@ -376,10 +376,12 @@ func TestVerifyOwnInput(t *testing.T) {
 	}
 }
 
-// TestVerifyRefusesTranslator: verify and bound (from flags or a spec
-// file) on a translator, a model that reads tokens, are refused at once
-// with exit 2 and one line naming the model directory and saying that
-// verification takes image models, not an error about its input range.
+// TestVerifyRefusesTranslator: verify and bound from a spec file on a
+// translator, a model that reads tokens, are refused at once with exit 2
+// and one line naming the model directory and saying that verification
+// takes image models, not an error about its input range; from flags, a
+// radius (--eps) is refused in one line: a translator's search is over
+// one substitution.
 func TestVerifyRefusesTranslator(t *testing.T) {
 	dir, err := filepath.Abs("../../models/nmt-m30k-de-en")
 	if err != nil {
@@ -390,14 +392,91 @@ func TestVerifyRefusesTranslator(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "lenspec: " + dir + " is a bilstm-attention-translator, which reads text: verification takes image (continuous-input) models only\n"
-	for _, args := range [][]string{
-		{"verify", "--model", dir, "--eps", "0.1", "--index", "0", "--out", filepath.Join(t.TempDir(), "v.jsonl")},
-		{"bound", "--model", dir, "--eps", "0.1", "--index", "0"},
-		{"verify", "--spec", spec},
-		{"bound", "--spec", spec},
+	eps := "lenspec: --eps: a translator's search is over one substitution; it takes no radius\n"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"verify", "--model", dir, "--eps", "0.1", "--index", "0", "--out", filepath.Join(t.TempDir(), "v.jsonl")}, eps},
+		{[]string{"bound", "--model", dir, "--eps", "0.1", "--index", "0"}, eps},
+		{[]string{"verify", "--spec", spec}, want},
+		{[]string{"bound", "--spec", spec}, want},
 	} {
-		if code, stdout, stderr := runCLI(t, append(args, "-q")...); code != 2 || stdout != "" || stderr != want {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, %q", args, code, stdout, stderr, want)
+		if code, stdout, stderr := runCLI(t, append(tc.args, "-q")...); code != 2 || stdout != "" || stderr != tc.want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, %q", tc.args, code, stdout, stderr, tc.want)
+		}
+	}
+}
+
+// TestBoundTranslatorOneSubstitution: bound and verify on a translator
+// run the exact search over one-substitution neighbours of the sentences
+// given: exit 0, one record per sentence with the substitution, its
+// float64 replay and the candidate counts, verify's verdict agreeing
+// with bound's length; the image verifier's flags are refused with exit 2.
+func TestBoundTranslatorOneSubstitution(t *testing.T) {
+	// The tiny translator with its eos logit raised: outputs then stop at
+	// lengths that vary with the substitution, below the 10-step cap.
+	m, err := model.Load[float32](tinyTranslatorDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range m.Params() {
+		if p.Name == "decoder.out.bias" {
+			p.W.Data[m.EOS()] += 7.5
+		}
+	}
+	dir := t.TempDir()
+	if err := model.Save(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "b.jsonl")
+	code, stdout, stderr := runCLI(t, "bound", "--model", dir, "--text", "die katze", "--out", out, "-q")
+	if code != 0 {
+		t.Fatalf("bound: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec experiment.ExhaustRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	s := rec.Substitution
+	if rec.Mode != "bound" || s == nil || rec.ReplayLength == nil || *rec.ReplayLength != rec.Length ||
+		rec.Candidates == 0 || rec.Decoded+rec.Pruned != rec.Candidates || s.IDs[s.Position] != s.To || rec.SourceIDs[s.Position] != s.From {
+		t.Fatalf("record %s", b)
+	}
+	if !strings.HasPrefix(stdout, fmt.Sprintf("%d (clean %d): position %d ", rec.Length, rec.CleanLength, s.Position)) {
+		t.Errorf("stdout %q", stdout)
+	}
+	// A rerun into the same file skips the sentence it holds.
+	if code, stdout, stderr := runCLI(t, "bound", "--model", dir, "--text", "die katze", "--out", out, "-q"); code != 0 || stdout != "" {
+		t.Errorf("rerun: exit %d, stdout %q, stderr %q; want 0 and nothing", code, stdout, stderr)
+	}
+	if again, err := os.ReadFile(out); err != nil || string(again) != string(b) {
+		t.Errorf("rerun changed the records: %s", again)
+	}
+	if !rec.Stopped || rec.Length <= rec.CleanLength {
+		t.Fatalf("longest output %d (stopped %v), clean %d: want a longer one, stopped", rec.Length, rec.Stopped, rec.CleanLength)
+	}
+	for _, k := range []int{rec.CleanLength, rec.Length - 1, rec.Length} {
+		want := "vulnerable\n"
+		if k >= rec.Length {
+			want = "robust\n"
+		}
+		code, stdout, stderr := runCLI(t, "verify", "--model", dir, "--text", "die katze", "--max-len", fmt.Sprint(k), "-q")
+		if code != 0 || stdout != want {
+			t.Errorf("verify --max-len %d: exit %d, stdout %q, stderr %q; want 0, %q", k, code, stdout, stderr, want)
+		}
+	}
+	for _, args := range [][]string{
+		{"verify", "--model", dir, "--text", "die katze", "--timeout", "1s"},
+		{"bound", "--model", dir, "--text", "die katze", "--max-len", "3"},
+		{"bound", "--model", dir, "--text", "die katze", "--images", "3"},
+	} {
+		if code, _, stderr := runCLI(t, append(args, "-q")...); code != 2 || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line", args, code, stderr)
 		}
 	}
 }

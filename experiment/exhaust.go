@@ -1,0 +1,260 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/lenspec/lenspec/attack"
+	"github.com/lenspec/lenspec/model"
+	"github.com/spf13/pflag"
+)
+
+// ExhaustRecord is one sentence's exact search over its one-substitution
+// neighbours (attack.ExhaustSubstitutions), as lenspec bound and verify
+// write it for a translator.
+type ExhaustRecord struct {
+	Model       string  `json:"model"`
+	ModelSHA256 string  `json:"model_sha256"`
+	Data        DataRef `json:"data"`
+	Sample      int     `json:"sample"`
+	// Mode is "bound" (the longest output) or "verify" (ℓ ≤ MaxLen?).
+	Mode   string `json:"mode"`
+	MaxLen *int   `json:"max_len,omitempty"`
+	// MaxSteps is the decoding cap: the model's or --max-steps in bound
+	// mode, MaxLen+1 in verify mode.
+	MaxSteps int `json:"max_steps"`
+	// Source is the sentence (omitted for a corpus whose text may not be
+	// copied), SourceIDs its tokens and CleanLength its own output's length.
+	Source      string `json:"source,omitempty"`
+	SourceIDs   []int  `json:"source_ids"`
+	CleanLength int    `json:"clean_length"`
+	// Verdict is verify's: robust, vulnerable or unknown.
+	Verdict string `json:"verdict,omitempty"`
+	// Length is the witness's output length (bound: the longest over all
+	// candidates); Stopped whether it ended with eos within the cap.
+	Length  int  `json:"length"`
+	Stopped bool `json:"stopped"`
+	// Substitution is the witness (nil: none).
+	Substitution *Substitution `json:"substitution,omitempty"`
+	// Replay is the witness decoded in float64: its length and smallest
+	// relative top-2 margin; Tie is set below model.RelTieMargin.
+	ReplayLength    *int     `json:"replay_length,omitempty"`
+	ReplayRelMargin *float64 `json:"replay_rel_margin,omitempty"`
+	Tie             bool     `json:"tie,omitempty"`
+	Candidates      int      `json:"candidates"`
+	Decoded         int      `json:"decoded"`
+	Pruned          int      `json:"pruned"`
+	NonFinite       int      `json:"nonfinite,omitempty"`
+	Seconds         float64  `json:"seconds"`
+}
+
+// Substitution is one source token replaced, by position and by id and
+// string, and the substituted source (its text omitted where the source's
+// is, or where the ids are not a text: attack.Textual).
+type Substitution struct {
+	Position int    `json:"position"`
+	From     int    `json:"from_id"`
+	To       int    `json:"to_id"`
+	FromText string `json:"from"`
+	ToText   string `json:"to"`
+	IDs      []int  `json:"source_ids"`
+	Text     string `json:"source,omitempty"`
+}
+
+// exhaustFlags are the flags of lenspec verify and bound a translator
+// reads; any other given is refused (an image verifier's setting would
+// otherwise look used).
+var exhaustFlags = []string{"model", "sentences", "index", "split", "seed", "text", "text-file", "out", "max-len", "max-steps"}
+
+// RegisterTextFlags adds the sentence selection of a translator's exact
+// search (--sentences, --text, --text-file) to verify's or bound's flags.
+func (f *VerifyFlags) RegisterTextFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&f.Sentences, "sentences", 0, "a translator: this many sentences of --split, drawn at random with --seed")
+	fs.StringArrayVar(&f.Texts, "text", nil, "a translator: a source sentence of your own (repeatable)")
+	fs.StringVar(&f.TextFile, "text-file", "", "a translator: a file of your own source sentences, one per line")
+}
+
+// Translator reports whether f's model reads text, from its config.json
+// (false when it cannot be read: loading the model reports that).
+func (f *VerifyFlags) Translator() bool { return checkVerifiable(f.Model) != nil }
+
+// RunExhaust is lenspec bound (verdict false) or verify (true) on a
+// translator: for each sentence picked, the exact search over every
+// source with one token substituted, each record appended to --out (if
+// given; a sentence with the same settings already there is skipped) and
+// passed to emit. Flags of the image verifier are refused.
+func (f *VerifyFlags) RunExhaust(ctx context.Context, env Env, verdict bool, emit func(ExhaustRecord) error) error {
+	for _, name := range []string{"eps", "images", "image", "input", "data-seed", "spec", "shard"} {
+		if env.Changed(name) {
+			if name == "eps" {
+				return SettingsError{fmt.Errorf("--eps: a translator's search is over one substitution; it takes no radius")}
+			}
+			return SettingsError{fmt.Errorf("--%s is for image models; %s is a translator", name, f.Model)}
+		}
+	}
+	if name, ok := firstChangedExcept(env, exhaustFlags); ok {
+		return SettingsError{fmt.Errorf("--%s is the image verifier's; %s is a translator (its flags: --%s)", name, f.Model, strings.Join(exhaustFlags, ", --"))}
+	}
+	if !verdict && env.Changed("max-len") {
+		return SettingsError{fmt.Errorf("--max-len: a translator's bound is exact, up to --max-steps; it tries no K̂")}
+	}
+	if f.MaxSteps < 0 || f.MaxSteps > model.MaxStepCap || f.MaxLen > model.MaxStepCap-1 {
+		return SettingsError{fmt.Errorf("--max-steps and --max-len: 0..%d", model.MaxStepCap)}
+	}
+	m, err := LoadModel(f.Model)
+	if err != nil {
+		return err
+	}
+	sel := TextSelection{Sentences: f.Sentences, Indices: f.Indices, Split: f.Split, Seed: f.Seed, Texts: f.Texts, File: f.TextFile}
+	if err := sel.ValidateFlags(env.Changed); err != nil {
+		return err
+	}
+	data, samples, err := sel.Select(m)
+	if err != nil {
+		return err
+	}
+	var out *os.File
+	done := map[string]bool{}
+	if f.Out != "" {
+		if done, err = exhaustDone(f.Out); err != nil {
+			return err
+		}
+		if out, err = os.OpenFile(f.Out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		defer out.Close()
+	}
+	cfg := m.D32.Config()
+	for _, i := range samples {
+		x := data.Sources[i]
+		clean, err := model.Decode(ctx, m.D64, model.Batch[float64]{Tokens: [][]int{x}}, f.MaxSteps)
+		if err != nil {
+			return err
+		}
+		rec := ExhaustRecord{Model: f.Model, ModelSHA256: m.Digest, Data: data.Ref, Sample: i, Mode: "bound",
+			SourceIDs: x, CleanLength: len(clean[0].Tokens)}
+		if !data.Redact {
+			rec.Source = data.Pairs[i].Src
+		}
+		opt := attack.ExhaustOptions{MaxLen: -1, MaxSteps: f.MaxSteps}
+		if verdict {
+			k := f.MaxLen
+			if k < 0 {
+				k = rec.CleanLength // K̂ defaults to the sentence's own output's length
+			}
+			opt.MaxLen, rec.Mode, rec.MaxLen = k, "verify", &k
+		}
+		rec.MaxSteps = f.MaxSteps
+		if rec.MaxSteps <= 0 {
+			rec.MaxSteps = m.D32.MaxSteps()
+		}
+		if verdict {
+			rec.MaxSteps = opt.MaxLen + 1
+		}
+		if done[rec.key()] {
+			continue // recorded by an earlier run into --out
+		}
+		e, err := attack.ExhaustSubstitutions(ctx, m.D32, x, opt)
+		if err != nil {
+			return fmt.Errorf("sentence %d: %w", i, err)
+		}
+		rec.Length, rec.Stopped = e.Length, e.Stopped
+		rec.Candidates, rec.Decoded, rec.Pruned, rec.NonFinite, rec.Seconds = e.Candidates, e.Decoded, e.Pruned, e.NonFinite, e.Seconds
+		if e.Position >= 0 {
+			s := &Substitution{Position: e.Position, From: x[e.Position], To: e.Token,
+				FromText: cfg.Token(x[e.Position]), ToText: cfg.Token(e.Token), IDs: slices.Clone(e.Witness)}
+			// The set holds every token sequence, texts or not (a byte token
+			// may make a control character): the text is given only when it
+			// encodes back to the same ids, so that translate replays it.
+			if textual := attack.Textual(cfg); !data.Redact && textual != nil && textual(e.Witness) {
+				s.Text, _ = model.DecodeText(cfg.Tokenizer, e.Witness)
+			}
+			rec.Substitution = s
+			r, err := model.Decode(ctx, m.D64, model.Batch[float64]{Tokens: [][]int{e.Witness}}, rec.MaxSteps)
+			if err != nil {
+				return err
+			}
+			l, margin := len(r[0].Tokens), r[0].MinRelMargin
+			rec.ReplayLength, rec.ReplayRelMargin, rec.Tie = &l, &margin, r[0].Tie()
+		}
+		if verdict {
+			rec.Verdict = "unknown"
+			switch {
+			case e.Robust:
+				rec.Verdict = "robust"
+			case e.Vulnerable && !rec.Tie && *rec.ReplayLength > opt.MaxLen:
+				rec.Verdict = "vulnerable"
+			}
+		}
+		if out != nil {
+			b, err := json.Marshal(rec)
+			if err != nil {
+				return err
+			}
+			if _, err := out.Write(append(b, '\n')); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+		}
+		if err := emit(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// firstChangedExcept is the first flag given (env.Changed) that is not
+// in keep, among the flags a Changed function can name: those of
+// lenspec verify and bound.
+func firstChangedExcept(env Env, keep []string) (string, bool) {
+	fs := pflag.NewFlagSet("verify", pflag.ContinueOnError)
+	var f VerifyFlags
+	f.RegisterFlags(fs, true)
+	name := ""
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if name == "" && !slices.Contains(keep, fl.Name) && env.Changed(fl.Name) {
+			name = fl.Name
+		}
+	})
+	return name, name != ""
+}
+
+// key names what a record answers: the model, the sentence and every
+// setting of the search, so that a rerun into the same file skips it.
+func (r ExhaustRecord) key() string {
+	k := -1
+	if r.MaxLen != nil {
+		k = *r.MaxLen
+	}
+	return fmt.Sprint(r.ModelSHA256, r.Data, r.Sample, r.Mode, k, r.MaxSteps)
+}
+
+// exhaustDone reads the keys of the records already in path (none if it
+// does not exist).
+func exhaustDone(path string) (map[string]bool, error) {
+	done := map[string]bool{}
+	lines, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return done, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	for n, line := range bytes.Split(lines, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var r ExhaustRecord
+		if err := json.Unmarshal(line, &r); err != nil {
+			return nil, fmt.Errorf("--out %s:%d: %w", path, n+1, err)
+		}
+		done[r.key()] = true
+	}
+	return done, nil
+}
