@@ -20,6 +20,7 @@ import (
 	"github.com/lenspec/lenspec/internal/fileio"
 	"github.com/lenspec/lenspec/internal/oneline"
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/results"
 	"github.com/lenspec/lenspec/safetensors"
 	"github.com/lenspec/lenspec/spec"
 	"github.com/lenspec/lenspec/verify"
@@ -68,7 +69,7 @@ type CheckOptions struct {
 type CheckedRecord struct {
 	File   string  `json:"file"`
 	Record int     `json:"record"` // 1-based position in the file
-	Kind   string  `json:"kind"`   // attack, text-attack, verify or bound
+	Kind   string  `json:"kind"`   // attack, text-attack, verify, bound or exhaust
 	Sample int     `json:"sample"`
 	Eps    float64 `json:"eps"`
 	Method string  `json:"method,omitempty"`
@@ -183,6 +184,10 @@ func CheckRecords(ctx context.Context, src Sources, files []string, opt CheckOpt
 		case "attack", "text-attack":
 			recs, err = checkFile(ctx, path, ReadAttackRecords, func(w *witnessStore, r AttackRecord) (CheckedRecord, bool) {
 				return c.attackRecord(ctx, w, r)
+			}, c)
+		case exhaustKind:
+			recs, err = checkFile(ctx, path, results.Read[ExhaustRecord], func(_ *witnessStore, r ExhaustRecord) (CheckedRecord, bool) {
+				return c.exhaustRecord(ctx, r)
 			}, c)
 		}
 		if err != nil {
@@ -353,6 +358,68 @@ func (c *checker) attackRecord(ctx context.Context, w *witnessStore, r AttackRec
 	problems := compareOutput(full, r.AdvLength, r.AdvTokens, &r.Stopped, r.NonFinite)
 	if success := spec.Exceeds(full, r.K) && !full.Tie(); success != r.Success {
 		problems = append(problems, fmt.Sprintf("success %v, the record says %v", success, r.Success))
+	}
+	return judge(cr, problems), true
+}
+
+// exhaustRecord checks a translator's one-substitution search: its
+// witness (the substituted source, in the record) must differ from the
+// sentence in exactly the recorded position, by a token that is not a
+// special one, and decode in float64 to the recorded length; a vulnerable
+// verdict must exceed K̂ with no tie. A robust verdict, or a bound with no
+// substitution longer than the sentence's own output, is a proof: only
+// rerunning the search re-derives it.
+func (c *checker) exhaustRecord(ctx context.Context, r ExhaustRecord) (CheckedRecord, bool) {
+	cr := CheckedRecord{Kind: exhaustKind, Sample: r.Sample, Method: r.Mode}
+	if r.Error != "" {
+		return cr, false
+	}
+	if r.Substitution == nil {
+		cr.Claim, cr.Outcome = fmt.Sprintf("%s: no substitution found", r.Mode), CheckProof
+		if r.Verdict != "" {
+			cr.Claim = r.Verdict
+		}
+		return cr, true
+	}
+	cr.Claim = fmt.Sprintf("%d tokens", r.Length)
+	if r.Verdict != "" {
+		cr.Claim = fmt.Sprintf("%s: %d tokens > K̂ %d", r.Verdict, r.Length, *r.MaxLen)
+		if r.Verdict == string(verify.Robust) {
+			cr.Claim, cr.Outcome = r.Verdict, CheckProof
+			return cr, true
+		}
+	}
+	m, why := c.model(r.Model, r.ModelSHA256)
+	if why != "" {
+		return notReplayable(cr, why), true
+	}
+	sub, x := r.Substitution, r.Substitution.IDs
+	var problems []string
+	diff := 0
+	for i := range x {
+		if i < len(r.SourceIDs) && x[i] != r.SourceIDs[i] {
+			diff++
+		}
+	}
+	in := m.D64.Input()
+	switch {
+	case len(x) != len(r.SourceIDs) || diff != 1 || sub.Position < 0 || sub.Position >= len(x) || x[sub.Position] != sub.To || r.SourceIDs[sub.Position] != sub.From:
+		problems = append(problems, fmt.Sprintf("the witness is not the sentence with token %d at position %d", sub.To, sub.Position))
+	case sub.To < 0 || sub.To >= in.Vocab || slices.Contains(in.Special, sub.To):
+		problems = append(problems, fmt.Sprintf("token %d is not one a substitution may use", sub.To))
+	}
+	if len(problems) > 0 {
+		return judge(cr, problems), true
+	}
+	res, err := model.Decode(ctx, m.D64, model.Batch[float64]{Tokens: [][]int{x}}, r.MaxSteps)
+	if err != nil {
+		return notReplayable(cr, "replay: "+oneline.Fold(err.Error())), true
+	}
+	l, mr := len(res[0].Tokens), margin(res[0].MinRelMargin)
+	cr.Length, cr.MinRelMargin, cr.Tie = &l, &mr, res[0].Tie()
+	problems = compareOutput(res[0], r.Length, nil, &r.Stopped, r.NonFinite > 0)
+	if r.Verdict == string(verify.Vulnerable) && (l <= *r.MaxLen || res[0].Tie()) {
+		problems = append(problems, fmt.Sprintf("vulnerable, but the witness replays to %d tokens against K̂ %d (tie %v)", l, *r.MaxLen, res[0].Tie()))
 	}
 	return judge(cr, problems), true
 }

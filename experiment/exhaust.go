@@ -1,18 +1,16 @@
 package experiment
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/lenspec/lenspec/attack"
+	"github.com/lenspec/lenspec/internal/oneline"
 	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/results"
 	"github.com/spf13/pflag"
 )
 
@@ -20,13 +18,18 @@ import (
 // neighbours (attack.ExhaustSubstitutions), as lenspec bound and verify
 // write it for a translator.
 type ExhaustRecord struct {
+	SchemaVersion int `json:"schema_version"`
+	// Kind is "exhaust": it tells these records from the others
+	// (FileKind), whose fields they partly share.
+	Kind        string  `json:"kind"`
 	Model       string  `json:"model"`
 	ModelSHA256 string  `json:"model_sha256"`
 	Data        DataRef `json:"data"`
 	Sample      int     `json:"sample"`
 	// Mode is "bound" (the longest output) or "verify" (ℓ ≤ MaxLen?).
 	Mode   string `json:"mode"`
-	MaxLen *int   `json:"max_len,omitempty"`
+	MaxLen *int   `json:"max_len"` // null in bound mode: part of the key
+
 	// MaxSteps is the decoding cap: the model's or --max-steps in bound
 	// mode, MaxLen+1 in verify mode.
 	MaxSteps int `json:"max_steps"`
@@ -53,7 +56,19 @@ type ExhaustRecord struct {
 	Pruned          int      `json:"pruned"`
 	NonFinite       int      `json:"nonfinite,omitempty"`
 	Seconds         float64  `json:"seconds"`
+	// Error is why the sentence has no result (Crashed: its process died
+	// crashLimit times in it); the run goes on with the next sentence.
+	Error   string `json:"error,omitempty"`
+	Crashed bool   `json:"crashed,omitempty"`
 }
+
+// exhaustKind is ExhaustRecord.Kind.
+const exhaustKind = "exhaust"
+
+// exhaustKey is what an ExhaustRecord answers: the model, the sentence and
+// every setting of the search, so that a rerun into the same file skips it
+// and a changed setting does the new work.
+var exhaustKey = results.KeyFields("kind", "model_sha256", "data", "sample", "mode", "max_len", "max_steps")
 
 // Substitution is one source token replaced, by position and by id and
 // string, and the substituted source (its text omitted where the source's
@@ -120,13 +135,9 @@ func (f *VerifyFlags) RunExhaust(ctx context.Context, env Env, verdict bool, emi
 	if err != nil {
 		return err
 	}
-	var out *os.File
-	done := map[string]bool{}
+	var out *results.File
 	if f.Out != "" {
-		if done, err = exhaustDone(f.Out); err != nil {
-			return err
-		}
-		if out, err = os.OpenFile(f.Out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		if out, err = openOut(f.Out, Shard{}, exhaustKey); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
 		defer out.Close()
@@ -138,7 +149,7 @@ func (f *VerifyFlags) RunExhaust(ctx context.Context, env Env, verdict bool, emi
 		if err != nil {
 			return err
 		}
-		rec := ExhaustRecord{Model: f.Model, ModelSHA256: m.Digest, Data: data.Ref, Sample: i, Mode: "bound",
+		rec := ExhaustRecord{SchemaVersion: SchemaVersion, Kind: exhaustKind, Model: f.Model, ModelSHA256: m.Digest, Data: data.Ref, Sample: i, Mode: "bound",
 			SourceIDs: x, CleanLength: len(clean[0].Tokens)}
 		if !data.Redact {
 			rec.Source = data.Pairs[i].Src
@@ -158,12 +169,42 @@ func (f *VerifyFlags) RunExhaust(ctx context.Context, env Env, verdict bool, emi
 		if verdict {
 			rec.MaxSteps = opt.MaxLen + 1
 		}
-		if done[rec.key()] {
-			continue // recorded by an earlier run into --out
+		key := ""
+		if out != nil {
+			raw, err := json.Marshal(rec)
+			if err != nil {
+				return err
+			}
+			if key, err = exhaustKey(raw); err != nil {
+				return err
+			}
+			if out.Done(key) {
+				continue // recorded by an earlier run into --out
+			}
 		}
-		e, err := attack.ExhaustSubstitutions(ctx, m.D32, x, opt)
+		var e attack.Exhaustion
+		switch {
+		case out != nil && out.Attempts(key) >= crashLimit:
+			err = crashed(out, key)
+		case out != nil:
+			err = guard(ctx, out, []string{key}, func() error {
+				var err error
+				e, err = attack.ExhaustSubstitutions(ctx, m.D32, x, opt)
+				return err
+			})
+		default:
+			e, err = attack.ExhaustSubstitutions(ctx, m.D32, x, opt)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err() // interrupted: nothing to record
+		}
 		if err != nil {
-			return fmt.Errorf("sentence %d: %w", i, err)
+			// A failing sentence is recorded, and the run goes on.
+			rec.Error, rec.Crashed = oneline.Fold(fmt.Sprintf("sentence %d: %v", i, err)), isCrash(err)
+			if err := appendExhaust(out, key, rec, emit); err != nil {
+				return err
+			}
+			continue
 		}
 		rec.Length, rec.Stopped = e.Length, e.Stopped
 		rec.Candidates, rec.Decoded, rec.Pruned, rec.NonFinite, rec.Seconds = e.Candidates, e.Decoded, e.Pruned, e.NonFinite, e.Seconds
@@ -193,20 +234,22 @@ func (f *VerifyFlags) RunExhaust(ctx context.Context, env Env, verdict bool, emi
 				rec.Verdict = "vulnerable"
 			}
 		}
-		if out != nil {
-			b, err := json.Marshal(rec)
-			if err != nil {
-				return err
-			}
-			if _, err := out.Write(append(b, '\n')); err != nil {
-				return fmt.Errorf("--out: %w", err)
-			}
-		}
-		if err := emit(rec); err != nil {
+		if err := appendExhaust(out, key, rec, emit); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// appendExhaust appends rec to out under key (if out is set) and passes
+// it to emit.
+func appendExhaust(out *results.File, key string, rec ExhaustRecord, emit func(ExhaustRecord) error) error {
+	if out != nil {
+		if err := out.Append(key, rec); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	return emit(rec)
 }
 
 // firstChangedExcept is the first flag given (env.Changed) that is not
@@ -223,38 +266,4 @@ func firstChangedExcept(env Env, keep []string) (string, bool) {
 		}
 	})
 	return name, name != ""
-}
-
-// key names what a record answers: the model, the sentence and every
-// setting of the search, so that a rerun into the same file skips it.
-func (r ExhaustRecord) key() string {
-	k := -1
-	if r.MaxLen != nil {
-		k = *r.MaxLen
-	}
-	return fmt.Sprint(r.ModelSHA256, r.Data, r.Sample, r.Mode, k, r.MaxSteps)
-}
-
-// exhaustDone reads the keys of the records already in path (none if it
-// does not exist).
-func exhaustDone(path string) (map[string]bool, error) {
-	done := map[string]bool{}
-	lines, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return done, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("--out: %w", err)
-	}
-	for n, line := range bytes.Split(lines, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var r ExhaustRecord
-		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, fmt.Errorf("--out %s:%d: %w", path, n+1, err)
-		}
-		done[r.key()] = true
-	}
-	return done, nil
 }

@@ -48,6 +48,9 @@ func Merge(out string, inputs []string, opt JoinOptions) (*MergeReport, error) {
 	if kind == "" {
 		return nil, errors.New("merge: the input files hold no records")
 	}
+	if kind == exhaustKind {
+		return nil, errNoExhaust("merge")
+	}
 	paths := inputs
 	if _, err := os.Stat(out); err == nil {
 		paths = append([]string{out}, inputs...)
@@ -73,6 +76,9 @@ func FileKind(path string) (string, error) {
 	if err != nil || !ok {
 		return "", err
 	}
+	if string(first["kind"]) == `"`+exhaustKind+`"` {
+		return exhaustKind, nil // before verdict, which a translator's verify record has too
+	}
 	if _, ok := first["verdict"]; ok {
 		return "verify", nil
 	}
@@ -90,7 +96,7 @@ func FileKind(path string) (string, error) {
 }
 
 // kindKeys are the record keys of each kind FileKind names.
-var kindKeys = map[string]func(json.RawMessage) (string, error){"attack": attackKey, "text-attack": attackKey, "verify": verifyKey}
+var kindKeys = map[string]func(json.RawMessage) (string, error){"attack": attackKey, "text-attack": attackKey, "verify": verifyKey, exhaustKind: exhaustKey}
 
 // merge merges paths, records of the kind FileKind names, into out.
 func merge[R Record](kind, out string, paths []string, opt JoinOptions) (*MergeReport, error) {
@@ -149,4 +155,11 @@ func merge[R Record](kind, out string, paths []string, opt JoinOptions) (*MergeR
 		}
 	}
 	return rep, f.Close()
+}
+
+// errNoExhaust is what merge and summary say of a translator's exact
+// one-substitution search records, which they do not read yet: the
+// records are JSONL, a sentence each, and results check replays them.
+func errNoExhaust(what string) error {
+	return fmt.Errorf("%s: these are a translator's one-substitution search records (lenspec bound/verify on a translator), which %s does not read yet; they are JSONL, one sentence a record", what, what)
 }

@@ -40,6 +40,8 @@ func SummariseFiles(files []string, dir, title string, opt JoinOptions) (Summary
 		return nil, err
 	}
 	switch kind {
+	case exhaustKind:
+		return nil, errNoExhaust("summary")
 	case "text-attack":
 		j, err := Join[AttackRecord](files, opt)
 		if err != nil {

@@ -460,6 +460,35 @@ func TestBoundTranslatorOneSubstitution(t *testing.T) {
 	if !rec.Stopped || rec.Length <= rec.CleanLength {
 		t.Fatalf("longest output %d (stopped %v), clean %d: want a longer one, stopped", rec.Length, rec.Stopped, rec.CleanLength)
 	}
+	// results check replays the witness the record holds; a record whose
+	// claimed length is wrong disagrees (exit 1); summary and merge say
+	// they do not read these records (exit 1), rather than misread them.
+	checked := func(path string) (int, experiment.CheckFile) {
+		code, stdout, stderr := runCLI(t, "--json", "results", "check", "--model-dir", filepath.Dir(dir), path)
+		var rep experiment.CheckReport
+		if err := json.Unmarshal([]byte(stdout), &rep); (code == 0 || code == 1) && (err != nil || len(rep.Files) != 1) {
+			t.Fatalf("check %s: exit %d, %v: %s%s", path, code, err, stdout, stderr)
+		}
+		if len(rep.Files) == 0 {
+			return code, experiment.CheckFile{}
+		}
+		return code, rep.Files[0]
+	}
+	if code, f := checked(out); code != 0 || f.Claims != 1 || f.Agree != 1 {
+		t.Errorf("check: exit %d, %+v; want one claim, agreeing", code, f)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	if err := os.WriteFile(bad, []byte(strings.Replace(string(b), fmt.Sprintf(`"length":%d,`, rec.Length), fmt.Sprintf(`"length":%d,`, rec.Length+1), 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, f := checked(bad); code != 1 || f.Disagree != 1 {
+		t.Errorf("check of a wrong length: exit %d, %+v; want 1, one disagreeing", code, f)
+	}
+	for _, args := range [][]string{{"results", "summary", "--out", t.TempDir(), out}, {"results", "merge", "--out", filepath.Join(t.TempDir(), "m.jsonl"), out}} {
+		if code, _, stderr := runCLI(t, args...); code != 1 || !strings.Contains(stderr, "one-substitution search records") {
+			t.Errorf("%v: exit %d, stderr %q; want 1 saying it does not read them", args[:2], code, stderr)
+		}
+	}
 	for _, k := range []int{rec.CleanLength, rec.Length - 1, rec.Length} {
 		want := "vulnerable\n"
 		if k >= rec.Length {
