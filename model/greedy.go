@@ -363,22 +363,37 @@ func decode[T ad.Float](ctx context.Context, d Decoder[T], b Batch[T], maxSteps 
 // gap to the second largest and that gap relative to max(1, |largest|).
 func Argmax[T ad.Float](row []T) (idx int, gap, rel float64) { return argmaxSkip(row, -1) }
 
-// argmaxSkip is Argmax over the entries other than skip (−1: all).
+// argmaxSkip is Argmax over the entries other than skip (−1: all), in one
+// pass and in T: it runs on every row of every decoding step over the
+// whole vocabulary, where a second pass through math.Max in float64 cost
+// as much as a third of the output layer's product. A NaN other than the
+// largest makes the gap NaN (the replay's non-finite check sees it), as
+// math.Max would; argmaxSkipNaive in the tests is the two-pass reference.
 func argmaxSkip[T ad.Float](row []T, skip int) (idx int, gap, rel float64) {
 	idx = -1
+	second, nan := T(math.Inf(-1)), false
 	for j, v := range row {
-		if j != skip && (idx < 0 || v > row[idx]) {
+		switch {
+		case j == skip:
+		case idx < 0:
 			idx = j
+		case v > row[idx]: // the old largest (not NaN: v > NaN is false) becomes a candidate second
+			if top := row[idx]; top > second {
+				second = top
+			}
+			idx = j
+		case v != v:
+			nan = true
+		case v > second:
+			second = v
 		}
 	}
-	second := math.Inf(-1)
-	for j, v := range row {
-		if j != idx && j != skip {
-			second = math.Max(second, float64(v))
-		}
+	sec := float64(second)
+	if nan {
+		sec = math.NaN()
 	}
 	top := float64(row[idx])
-	gap = top - second
+	gap = top - sec
 	return idx, gap, gap / math.Max(1, math.Abs(top))
 }
 
