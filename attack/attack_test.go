@@ -300,7 +300,7 @@ func sameWhateverBatch[E any](t *testing.T, d32 model.Decoder[float32], d64 mode
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 				opt := RandomOptions{Samples: samples, Batch: batch, MaxSteps: 8}
 				var res []model.Result
-				if err := draws(ctx, d32, tg, opt, 8, func(r model.Result, _ func() E) { res = append(res, r) }); err != nil {
+				if err := draws(ctx, d32, tg, opt, 8, func(r model.Result, _ func(int) E, _ int) { res = append(res, r) }); err != nil {
 					t.Fatal(err)
 				}
 				out, err := RandomSearch(ctx, d32, d64, tg, opt)

@@ -118,7 +118,6 @@ func ExhaustSubstitutions[T ad.Float](ctx context.Context, d model.Decoder[T], x
 	}
 	out.Pruned = out.Candidates - len(todo)
 	batch := model.ChunkRows(spec, len(x)) * exhaustChunks * runtime.GOMAXPROCS(0)
-	best := model.Result{}
 	for lo := 0; lo < len(todo); lo += batch {
 		hi := min(len(todo), lo+batch)
 		b := model.Batch[T]{Tokens: make([][]int, hi-lo)}
@@ -141,7 +140,7 @@ func ExhaustSubstitutions[T ad.Float](ctx context.Context, d model.Decoder[T], x
 				if verdict && len(r.Tokens) < steps {
 					continue // a NonFinite short of the cap is no witness
 				}
-				best, out.Length = r, len(r.Tokens)
+				out.Length, out.Output, out.Stopped = len(r.Tokens), r.Tokens, r.Stopped
 				out.Position, out.Token, out.Witness = todo[lo+i].pos, todo[lo+i].tok, b.Tokens[i]
 				if len(r.Tokens) >= steps {
 					done = true // verdict: a witness; bound: nothing is longer
@@ -153,9 +152,6 @@ func ExhaustSubstitutions[T ad.Float](ctx context.Context, d model.Decoder[T], x
 			out.Pruned += len(todo) - hi
 			break
 		}
-	}
-	if out.Position >= 0 {
-		out.Output, out.Stopped = best.Tokens, best.Stopped
 	}
 	if verdict {
 		out.Vulnerable = out.Position >= 0

@@ -30,12 +30,12 @@ func RandomSearch[E any](ctx context.Context, d32 model.Decoder[float32], d64 mo
 	bestLen := -1
 	counts := make([]int64, maxSteps+2)
 	var evals int64
-	err := draws(ctx, d32, tg, opt, maxSteps, func(r model.Result, point func() E) {
+	err := draws(ctx, d32, tg, opt, maxSteps, func(r model.Result, point func(int) E, i int) {
 		evals++
 		countLength(counts, r)
 		if l := rank(r, maxSteps); l > bestLen {
 			bestLen = l
-			best = point()
+			best = point(i)
 		}
 	})
 	if err != nil {
@@ -50,13 +50,14 @@ func RandomSearch[E any](ctx context.Context, d32 model.Decoder[float32], d64 mo
 }
 
 // draws draws opt.Samples points of tg's set from its own source and
-// decodes them in float32, a batch at a time, passing each result and
-// its point (valid during the call) to visit in the order drawn. A batch
+// decodes them in float32, a batch at a time, passing each result, its
+// batch's points and its index among them (point(i) is valid during the
+// call) to visit in the order drawn: no closure a draw. A batch
 // holds whole chunks of model.Decode (model.ChunkRows): a draw is then
 // decoded beside the same draws whatever opt.Batch and the cores, and
 // since a float32 row's rounding depends on the rows decoded with it,
 // that is what makes every result the same for any batch size.
-func draws[E any](ctx context.Context, d32 model.Decoder[float32], tg Target[E], opt RandomOptions, maxSteps int, visit func(r model.Result, point func() E)) error {
+func draws[E any](ctx context.Context, d32 model.Decoder[float32], tg Target[E], opt RandomOptions, maxSteps int, visit func(r model.Result, point func(int) E, i int)) error {
 	set := tg.Set
 	tokens := 0
 	if x, ok := any(set.Center()).([]int); ok {
@@ -98,7 +99,7 @@ func draws[E any](ctx context.Context, d32 model.Decoder[float32], tg Target[E],
 			return err
 		}
 		for i, r := range res {
-			visit(r, func() E { return point(i) })
+			visit(r, point, i)
 			bestLen = max(bestLen, rank(r, maxSteps))
 		}
 		done += n

@@ -147,10 +147,11 @@ func RunAttack(ctx context.Context, c AttackConfig, emit func(AttackRecord) erro
 	}
 	defer f.Close()
 	units, label := c.units(), methodLabel(c.base())
-	if err := resume(c.Logf, f, attackKey, units, label); err != nil {
+	crashes, err := resume(c.Logf, f, attackKey, units, label)
+	if err != nil {
 		return err
 	}
-	r := &attackRun{c: &c, f: f, emit: emit, m: m}
+	r := &attackRun{c: &c, f: f, emit: emit, m: m, crashes: crashes}
 	size := 1
 	if m.Batched {
 		size = c.Batch
@@ -179,15 +180,16 @@ func RunAttack(ctx context.Context, c AttackConfig, emit func(AttackRecord) erro
 			return err
 		}
 	}
-	return checkCrashed(f, attackKey, units, label)
+	return crashes.err(f, units, label)
 }
 
 // attackRun is the state of one RunAttack.
 type attackRun struct {
-	c    *AttackConfig
-	f    *results.File
-	emit func(AttackRecord) error
-	m    Method
+	c       *AttackConfig
+	f       *results.File
+	emit    func(AttackRecord) error
+	m       Method
+	crashes crashLog // the units recorded as crashed, by this run or an earlier one
 }
 
 // checkRun checks the settings every attack shares: the step cap (0: the
@@ -212,6 +214,9 @@ func (r *attackRun) fail(u unit, cause error) error {
 	rec := r.c.base()
 	rec.Sample, rec.Eps, rec.Error, rec.Crashed = u.sample, u.eps, oneline.Fold(cause.Error()), isCrash(cause)
 	r.c.Data.failed(&rec, u.sample)
+	if rec.Crashed {
+		r.crashes[u.key] = true
+	}
 	return record(r.f, r.emit, u.key, rec)
 }
 

@@ -127,11 +127,11 @@ func (b Budgets) Apply(cfgs []AttackConfig, changed func(flag string) bool) erro
 	var methods []string
 	for i := range cfgs {
 		methods = append(methods, cfgs[i].Method)
-		if flag := cfgs[i].Method + "-budget"; b[cfgs[i].Method] != nil && changed(flag) {
-			if err := CheckBudget(flag, *b[cfgs[i].Method]); err != nil {
+		if v, flag := b[cfgs[i].Method], cfgs[i].Method+"-budget"; v != nil && changed(flag) {
+			if err := CheckBudget(flag, *v); err != nil {
 				return err
 			}
-			cfgs[i].Settings.Budget = *b[cfgs[i].Method]
+			cfgs[i].Settings.Budget = *v
 		}
 	}
 	for _, m := range TextMethods {

@@ -169,9 +169,7 @@ var errUnreadable = errors.New("witness unreadable")
 // or several side by side.
 func CaptionTable(rows []CaptionRow, capLen int) string {
 	var cells [][]string
-	noRatio := 0
 	for _, r := range rows {
-		noRatio += r.NoRatio
 		longest := fmt.Sprint(r.Longest)
 		if r.Unstopped > 0 {
 			longest = fmt.Sprintf("≥%d (%d without eos)", r.Longest, r.Unstopped)
@@ -193,5 +191,5 @@ func CaptionTable(rows []CaptionRow, capLen int) string {
 	}
 	header := []string{"model", "δ", "method", "images", "lengthened", "mean length ratio", "longest",
 		fmt.Sprintf("outputs > %d", capLen), fmt.Sprintf("sampled outputs > %d", capLen), "ties", "witnesses replayed", "evaluations", "seconds"}
-	return failedTable(header, cells, func(i int) int { return rows[i].Failed }) + ratioNote(noRatio)
+	return attackTable(header, cells, func(i int) int { return rows[i].Failed }, func(i int) int { return rows[i].NoRatio })
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -280,13 +281,13 @@ func (c *checker) verifyRecord(ctx context.Context, path string, w *witnessStore
 	if why != "" {
 		return notReplayable(cr, why), true
 	}
-	name := filepath.Base(r.Witness)
-	x, where, err := w.find(r.Witness, name, keyHash(VerifyKey(r)), m.D64.Input())
+	name, kh := filepath.Base(r.Witness), keyHash(VerifyKey(r))
+	x, where, err := w.find(r.Witness, name, kh, m.D64.Input())
 	rerun := ""
 	if err == nil && where == "" && c.opt.Rederive != "" && r.Bound == nil {
 		rerun = c.rederive(ctx, path, m, r)
 		w.refresh()
-		x, where, err = w.find(r.Witness, name, keyHash(VerifyKey(r)), m.D64.Input())
+		x, where, err = w.find(r.Witness, name, kh, m.D64.Input())
 	}
 	if why := witnessProblem(where, err); why != "" {
 		if rerun != "" {
@@ -566,13 +567,14 @@ func (c *checker) model(path, digest string) (*Model, string) {
 		if d == "" || (digest != "" && d != digest) {
 			continue
 		}
+		if m, ok := c.models[d]; ok { // a schema-0 record's model, loaded for an earlier record
+			return m, ""
+		}
 		m, err := LoadModel(dir)
 		if err != nil {
 			return nil, fmt.Sprintf("model %s: %s", dir, oneline.Fold(err.Error()))
 		}
-		if digest != "" {
-			c.models[digest] = m
-		}
+		c.models[d] = m
 		return m, ""
 	}
 	if digest == "" {
@@ -673,13 +675,16 @@ func (c *checker) witnesses(path string) *witnessStore {
 		w.dirs = append(w.dirs, wd)
 	}
 	w.dirs = append(w.dirs, filepath.Join(dir, base+".witnesses"))
+	w.members = map[string][]byte{}
 	w.refresh()
+	w.err = w.readArchive() // once: nothing the check writes goes into it
 	return w
 }
 
-// refresh lists the directories and reads the archive (again).
+// refresh lists the directories again (a rerun may have written a witness
+// into one), files first, then the archive's members no file shadows.
 func (w *witnessStore) refresh() {
-	w.files, w.members, w.byKey, w.err = map[string]string{}, map[string][]byte{}, map[string]string{}, nil
+	w.files, w.byKey = map[string]string{}, map[string]string{}
 	for _, d := range w.dirs {
 		entries, _ := os.ReadDir(d)
 		for _, e := range entries {
@@ -691,7 +696,11 @@ func (w *witnessStore) refresh() {
 			}
 		}
 	}
-	w.err = w.readArchive()
+	for _, n := range slices.Sorted(maps.Keys(w.members)) {
+		if _, ok := w.files[n]; !ok {
+			w.index(n)
+		}
+	}
 }
 
 // index files a witness name under its record key's hash, the last part

@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -145,41 +144,40 @@ func (f *VerifyFlags) RunExhaust(ctx context.Context, env Env, verdict bool, emi
 	cfg := m.D32.Config()
 	for _, i := range samples {
 		x := data.Sources[i]
-		clean, err := model.Decode(ctx, m.D64, model.Batch[float64]{Tokens: [][]int{x}}, f.MaxSteps)
-		if err != nil {
-			return err
+		cleanLength := func() (int, error) {
+			clean, err := model.Decode(ctx, m.D64, model.Batch[float64]{Tokens: [][]int{x}}, f.MaxSteps)
+			if err != nil {
+				return 0, err
+			}
+			return len(clean[0].Tokens), nil
 		}
 		rec := ExhaustRecord{SchemaVersion: SchemaVersion, Kind: exhaustKind, Model: f.Model, ModelSHA256: m.Digest, Data: data.Ref, Sample: i, Mode: "bound",
-			SourceIDs: x, CleanLength: len(clean[0].Tokens)}
+			SourceIDs: x, CleanLength: -1, MaxSteps: stepCap(f.MaxSteps, m)}
 		if !data.Redact {
 			rec.Source = data.Pairs[i].Src
 		}
 		opt := attack.ExhaustOptions{MaxLen: -1, MaxSteps: f.MaxSteps}
 		if verdict {
 			k := f.MaxLen
-			if k < 0 {
-				k = rec.CleanLength // K̂ defaults to the sentence's own output's length
+			if k < 0 { // K̂ defaults to the sentence's own output's length
+				if rec.CleanLength, err = cleanLength(); err != nil {
+					return err
+				}
+				k = rec.CleanLength
 			}
-			opt.MaxLen, rec.Mode, rec.MaxLen = k, "verify", &k
-		}
-		rec.MaxSteps = f.MaxSteps
-		if rec.MaxSteps <= 0 {
-			rec.MaxSteps = m.D32.MaxSteps()
-		}
-		if verdict {
-			rec.MaxSteps = opt.MaxLen + 1
+			opt.MaxLen, rec.Mode, rec.MaxLen, rec.MaxSteps = k, "verify", &k, k+1
 		}
 		key := ""
 		if out != nil {
-			raw, err := json.Marshal(rec)
-			if err != nil {
-				return err
-			}
-			if key, err = exhaustKey(raw); err != nil {
-				return err
-			}
-			if out.Done(key) {
+			// The key does not read the clean length: a sentence already
+			// recorded is skipped before its clean decode in bound mode.
+			if key = mustKey(exhaustKey, rec); out.Done(key) {
 				continue // recorded by an earlier run into --out
+			}
+		}
+		if rec.CleanLength < 0 {
+			if rec.CleanLength, err = cleanLength(); err != nil {
+				return err
 			}
 		}
 		var e attack.Exhaustion

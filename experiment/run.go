@@ -313,17 +313,26 @@ func (e *CrashedError) Error() string {
 		e.Results, len(e.Units), units, strings.Join(names, ", "), train.ShellWord(e.Results))
 }
 
-// crashedUnits lists the units of us recorded as crashed in the results
-// file f, whose records key derives the keys of; method labels them.
-func crashedUnits(f *results.File, key func(json.RawMessage) (string, error), us []unit, method string) ([]CrashedUnit, error) {
+// crashLog holds the keys of a results file's units recorded as crashed:
+// read once, when a run opens the file (resume), added to as the run
+// records crashes, and turned into the run's CrashedError at its end, so
+// that the file is not read again for it. The run's lock on the file
+// keeps it true.
+type crashLog map[string]bool
+
+// resume reads the units recorded as crashed in f, whose records key
+// derives the keys of, and, if l is set and f holds records, logs that
+// the run resumes, with how many of its units us are recorded as crashed
+// (method labels them).
+func resume(l func(string, ...any), f *results.File, key func(json.RawMessage) (string, error), us []unit, method string) (crashLog, error) {
+	crashed := crashLog{}
 	if f.Len() == 0 {
-		return nil, nil
+		return crashed, nil
 	}
 	raws, err := results.Read[json.RawMessage](f.Path())
 	if err != nil {
 		return nil, err
 	}
-	crashed := map[string]bool{}
 	for _, raw := range raws {
 		if _, c := failure(raw); c {
 			k, err := key(raw)
@@ -333,40 +342,36 @@ func crashedUnits(f *results.File, key func(json.RawMessage) (string, error), us
 			crashed[k] = true
 		}
 	}
+	if l == nil {
+		return crashed, nil
+	}
+	if n := len(crashed.units(us, method)); n > 0 {
+		l("%s: %d records already done, %d of this run's units recorded as crashed and not run again (`lenspec results retry %s` redoes them); resuming",
+			f.Path(), f.Len(), n, train.ShellWord(f.Path()))
+	} else {
+		l("%s: %d records already done; resuming", f.Path(), f.Len())
+	}
+	return crashed, nil
+}
+
+// units lists the units of us recorded as crashed, in run order; method
+// labels them.
+func (c crashLog) units(us []unit, method string) []CrashedUnit {
 	var out []CrashedUnit
 	for _, u := range us {
-		if crashed[u.key] {
+		if c[u.key] {
 			out = append(out, CrashedUnit{Sample: u.sample, Eps: u.eps, Method: method})
 		}
 	}
-	return out, nil
+	return out
 }
 
-// resume reports a resumed file, naming how many of the run's units us
-// are recorded as crashed (they are not run again).
-func resume(l func(string, ...any), f *results.File, key func(json.RawMessage) (string, error), us []unit, method string) error {
-	if l == nil || f.Len() == 0 {
-		return nil
-	}
-	crashed, err := crashedUnits(f, key, us, method)
-	if err != nil {
-		return err
-	}
+// err is the end of a run over us writing f: a CrashedError if units of
+// us are recorded as crashed, else nil.
+func (c crashLog) err(f *results.File, us []unit, method string) error {
+	crashed := c.units(us, method)
 	if len(crashed) == 0 {
-		l("%s: %d records already done; resuming", f.Path(), f.Len())
 		return nil
-	}
-	l("%s: %d records already done, %d of this run's units recorded as crashed and not run again (`lenspec results retry %s` redoes them); resuming",
-		f.Path(), f.Len(), len(crashed), train.ShellWord(f.Path()))
-	return nil
-}
-
-// checkCrashed is the end of a run: a CrashedError if units of us are
-// recorded as crashed in f, else nil.
-func checkCrashed(f *results.File, key func(json.RawMessage) (string, error), us []unit, method string) error {
-	crashed, err := crashedUnits(f, key, us, method)
-	if err != nil || len(crashed) == 0 {
-		return err
 	}
 	return &CrashedError{Results: f.Path(), Units: crashed}
 }
@@ -375,7 +380,7 @@ func checkCrashed(f *results.File, key func(json.RawMessage) (string, error), us
 // whether it was one (or nil); units of one file join into one error.
 func joinCrashed(crashed *[]*CrashedError, err error) bool {
 	var c *CrashedError
-	if err == nil || !errors.As(err, &c) {
+	if !errors.As(err, &c) { // nil too
 		return err == nil
 	}
 	for _, o := range *crashed {

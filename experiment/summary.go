@@ -133,11 +133,7 @@ func SummariseAttacks(recs []AttackRecord, outDir, title string) (*AttackSummary
 		rows = append(rows, cells)
 	}
 	header := []string{"δ", "method", "images", "mean length ratio", "success (> original)", "longest", "ties", "evaluations", "seconds"}
-	noRatio := 0
-	for _, r := range sum.Rows {
-		noRatio += r.NoRatio
-	}
-	sum.Table = failedTable(header, rows, func(i int) int { return sum.Rows[i].Failed }) + ratioNote(noRatio)
+	sum.Table = attackTable(header, rows, func(i int) int { return sum.Rows[i].Failed }, func(i int) int { return sum.Rows[i].NoRatio })
 	if err := fileio.WriteFileAtomic(sum.TableFile, []byte(sum.Table)); err != nil {
 		return nil, err
 	}
@@ -306,6 +302,16 @@ func failedTable(header []string, rows [][]string, failed func(i int) int) strin
 // failedRule says under a table with failed units how they are counted.
 const failedRule = "Failed units (an error or a crash; their records say why) count only under \"failed\": every other count, rate, mean and time is over the units that completed."
 
+// attackTable is an attack summary's table: failedTable, then the note of
+// how many completed units (noRatio(i) of row i) have no length ratio.
+func attackTable(header []string, rows [][]string, failed, noRatio func(i int) int) string {
+	n := 0
+	for i := range rows {
+		n += noRatio(i)
+	}
+	return failedTable(header, rows, failed) + ratioNote(n)
+}
+
 // ratioNote says under an attack table that n completed units, whose
 // original output is empty, are left out of the mean length ratio (an
 // empty line if none are).
@@ -431,17 +437,13 @@ func SummariseVerify(recs []VerifyRecord, outDir, title string) (*VerifySummary,
 			counts = append(counts, vc)
 		}
 		med := func(xs []float64) string { return number("%.0f", report.Quantile(xs, 0.5)) }
-		maxSecs := math.NaN()
-		if len(secs) > 0 {
-			maxSecs = slices.Max(secs)
-		}
 		margin := "–"
 		if len(open) > 0 {
 			margin = fmt.Sprintf("%.3g (%.3g–%.3g)", report.Quantile(open, 0.5), slices.Min(open), slices.Max(open))
 		}
 		rows = append(rows, []string{fmt.Sprint(e), fmt.Sprint(n), fmt.Sprint(vc.Robust), fmt.Sprint(vc.Vulnerable), fmt.Sprint(vc.Unknown),
 			over(n, "%.0f%%", 100*float64(vc.Unknown)/float64(max(n, 1))),
-			number("%.2f", report.Quantile(secs, 0.5)), number("%.2f", report.Quantile(secs, 0.9)), number("%.2f", maxSecs),
+			number("%.2f", report.Quantile(secs, 0.5)), number("%.2f", report.Quantile(secs, 0.9)), number("%.2f", report.Quantile(secs, 1)),
 			med(unstI) + " → " + med(unstC), stageCounts(decided), margin})
 	}
 	sum := &VerifySummary{
@@ -568,16 +570,10 @@ func SummariseBound(recs []VerifyRecord, outDir, title string) (*VerifySummary, 
 	if err != nil {
 		return nil, err
 	}
-	num := func(v float64) string {
-		if math.IsNaN(v) {
-			return "–"
-		}
-		return fmt.Sprintf("%g", v)
-	}
 	var rows [][]string
 	for i, s := range stats { // sorted by δ, as eps
 		rows = append(rows, []string{fmt.Sprint(s.Delta), fmt.Sprint(s.Images), fmt.Sprint(s.Certified), fmt.Sprint(s.Images - s.Proven),
-			num(s.MedianUpper), num(s.MaxUpper), num(s.MedianLower), num(s.MaxLower),
+			number("%g", s.MedianUpper), number("%g", s.MaxUpper), number("%g", s.MedianLower), number("%g", s.MaxLower),
 			fmt.Sprintf("%.2f", report.Quantile(secs[i], 0.5)), fmt.Sprintf("%.2f", report.Quantile(secs[i], 0.9))})
 	}
 	// A δ whose every unit failed has no row: its failures are counted
@@ -591,7 +587,7 @@ func SummariseBound(recs []VerifyRecord, outDir, title string) (*VerifySummary, 
 	sum.Table = failedTable([]string{"δ", "images", "certified", "no upper proven", "median proven", "max proven", "median witnessed", "max witnessed", "median s", "p90 s"}, rows, func(i int) int { return failed[stats[i].Delta] })
 	if len(lost) > 0 {
 		sum.Table += fmt.Sprintf("\nEvery unit failed at some radii, which have no row: %s.\n", strings.Join(lost, ", "))
-		if !strings.Contains(sum.Table, failedRule) {
+		if !slices.ContainsFunc(stats, func(s report.BoundStats) bool { return failed[s.Delta] > 0 }) { // failedTable said it already
 			sum.Table += failedRule + "\n"
 		}
 	}

@@ -196,11 +196,7 @@ func SummariseTextAttacks(recs []AttackRecord, outDir, title string) (*TextSumma
 	header := []string{"δ", "method", "sentences", "evaluations / sentence", "mean length ratio", "success (> original)",
 		fmt.Sprintf("outputs > %d", LongOutput), fmt.Sprintf("sampled outputs > %d", LongOutput), "longest", "ties", "seconds"}
 	var b strings.Builder
-	noRatio := 0
-	for _, r := range sum.Rows {
-		noRatio += r.NoRatio
-	}
-	b.WriteString(failedTable(header, rows, func(i int) int { return sum.Rows[i].Failed }) + ratioNote(noRatio))
+	b.WriteString(attackTable(header, rows, func(i int) int { return sum.Rows[i].Failed }, func(i int) int { return sum.Rows[i].NoRatio }))
 	for _, r := range sum.Rows {
 		if r.PickSample+r.PickArgmax > 0 {
 			fmt.Fprintf(&b, "\nGumbel PGD at δ = %g: the final sentence drawn from softmax(π) won %d times, the argmax %d times.", r.Eps, r.PickSample, r.PickArgmax)

@@ -257,7 +257,8 @@ func RunVerify(ctx context.Context, c VerifyConfig, emit func(VerifyRecord) erro
 	}
 	defer f.Close()
 	units := c.units()
-	if err := resume(c.Logf, f, verifyKey, units, ""); err != nil {
+	crashes, err := resume(c.Logf, f, verifyKey, units, "")
+	if err != nil {
 		return err
 	}
 	opt := c.options()
@@ -298,6 +299,9 @@ func RunVerify(ctx context.Context, c VerifyConfig, emit func(VerifyRecord) erro
 		if err := f.Append(u.key, rec); err != nil {
 			return err
 		}
+		if rec.Crashed {
+			crashes[u.key] = true
+		}
 		counts[rec.Verdict]++
 		if c.Progress != nil {
 			detail := fmt.Sprintf("robust %d vulnerable %d unknown %d", counts[string(verify.Robust)], counts[string(verify.Vulnerable)], counts[string(verify.Unknown)])
@@ -312,7 +316,7 @@ func RunVerify(ctx context.Context, c VerifyConfig, emit func(VerifyRecord) erro
 			}
 		}
 	}
-	return checkCrashed(f, verifyKey, units, "")
+	return crashes.err(f, units, "")
 }
 
 // failed is the record of a unit that failed.

@@ -236,7 +236,7 @@ func Lower(d model.Decoder[float64]) (*Net, error) {
 	}
 	n.enc = rec.t
 	// The first step reads the encoder's state.
-	if n.first, err = n.record(0, rec.widths()); err != nil {
+	if n.first, err = n.record(0, rec.t.writes()); err != nil {
 		return nil, err
 	}
 	n.width = n.first.nodes[n.first.out].width
@@ -333,9 +333,6 @@ func (r *recorder) outputs(state map[string]nn.Value) (map[string]int, error) {
 	}
 	return out, nil
 }
-
-// widths are the widths of the state the template writes.
-func (r *recorder) widths() map[string]int { return r.t.writes() }
 
 // writes are the widths of the state t writes.
 func (t *template) writes() map[string]int {

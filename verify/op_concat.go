@@ -1,25 +1,15 @@
 package verify
 
+import "slices"
+
 // concat lays its inputs end to end: a state that grows by one vector per
 // step (a cache of the tokens emitted so far). Like slice it moves values
 // and is exact in every rule.
 type concat struct{ widths []int }
 
-func (c concat) eval(ins [][]float64, _ int) []float64 {
-	var out []float64
-	for _, x := range ins {
-		out = append(out, x...)
-	}
-	return out
-}
+func (c concat) eval(ins [][]float64, _ int) []float64 { return slices.Concat(ins...) }
 
-func (c concat) interval(ins [][]Interval, _ []bool) []Interval {
-	var out []Interval
-	for _, x := range ins {
-		out = append(out, x...)
-	}
-	return out
-}
+func (c concat) interval(ins [][]Interval, _ []bool) []Interval { return slices.Concat(ins...) }
 
 // back hands each input the coefficients of its columns.
 func (c concat) back(s *backState, n *node) {
@@ -59,10 +49,4 @@ func (c concat) forward(_ *backState, _ *node, ins []*block) *block {
 	return out
 }
 
-func (c concat) encode(_ *encoding, _ *node, ins [][]lin) []lin {
-	var out []lin
-	for _, x := range ins {
-		out = append(out, x...)
-	}
-	return out
-}
+func (c concat) encode(_ *encoding, _ *node, ins [][]lin) []lin { return slices.Concat(ins...) }
