@@ -294,3 +294,13 @@ func (tp *Tape[T]) Backward(loss *Node[T]) error {
 	}
 	return nil
 }
+
+// Float64s returns a copy of the parameter's values as float64: how a
+// layer's description hands its weights to the verifier (nn.Tensor).
+func (p *Param[T]) Float64s() []float64 {
+	out := make([]float64, len(p.W.Data))
+	for i, v := range p.W.Data {
+		out[i] = float64(v)
+	}
+	return out
+}

@@ -253,18 +253,40 @@ func (m *Captioner[T]) Start(tp *ad.Tape[T], in Input[T]) (State[T], error) {
 }
 
 // Step feeds i₀ at the first step (prev nil) and the embedding of the
-// previous token afterwards.
+// previous token afterwards: describeStep on the tape.
 func (m *Captioner[T]) Step(tp *ad.Tape[T], st State[T], prev []int) (*ad.Node[T], State[T]) {
 	s := st.(*captionerState[T])
-	in := s.i0
-	if prev != nil {
-		in = m.Emb.Forward(tp, prev)
-	}
-	if in == nil {
+	if prev == nil && s.i0 == nil {
 		panic("model: captioner step after the first needs the previous tokens")
 	}
-	next := &captionerState[T]{s: m.cell.step(tp, in, s.s)}
-	return m.Out.Forward(tp, next.s[0]), next
+	e := nn.NewEval(tp, s.s[0].Value.Shape[0])
+	e.Tokens = prev
+	var i0 nn.Value
+	if prev == nil {
+		i0 = e.Input(s.i0)
+	}
+	state := make([]nn.Value, len(s.s))
+	for k, v := range s.s {
+		state[k] = e.Input(v)
+	}
+	out, next := m.describeStep(e, prev == nil, i0, state)
+	ns := &captionerState[T]{s: make([]*ad.Node[T], len(next))}
+	for k, v := range next {
+		ns.s[k] = e.Node(v)
+	}
+	return m.Out.Forward(tp, e.Node(out)), ns
+}
+
+// describeStep is one decoder step: the cell fed i₀ at the first step and
+// the embedding of the token fed back afterwards, on state s. It returns
+// the vector the output layer reads and the next state.
+func (m *Captioner[T]) describeStep(b nn.Builder, first bool, i0 nn.Value, s []nn.Value) (nn.Value, []nn.Value) {
+	x := i0
+	if !first {
+		x = b.Embed("emb", m.Emb.W, m.Vocab(), m.Arch.Embedding)
+	}
+	next := m.cell.describe(b, x, s)
+	return next[0], next
 }
 
 // Cost counts a model's floating-point operations per input (2 per

@@ -35,25 +35,17 @@ func cellNames() []string {
 }
 
 // cell is a decoder cell as the captioner drives it: its state is a list
-// of [B, Hidden] tensors, h first (an LSTM's c second), all zero at the
-// start. A new cell is a file in nn (its forward pass and its lowering)
-// and a case in newCell.
+// of [B, Hidden] vectors, h first (an LSTM's c second), all zero at the
+// start. A new cell is a file in nn (its description) and a case in
+// newCell.
 type cell[T ad.Float] interface {
-	// states is the number of state tensors.
+	// states is the number of state vectors.
 	states() int
-	// step computes the next state from input x and state s.
-	step(tp *ad.Tape[T], x *ad.Node[T], s []*ad.Node[T]) []*ad.Node[T]
-	// lower describes one step to the verifier; s holds zero Values at the
-	// first step.
-	lower(b nn.Builder, in nn.CellInput, s []nn.Value) []nn.Value
-	// interval propagates boxes through one step: the input box xc ± xr
-	// (xr nil: exact) and the state's boxes (certified training).
-	interval(tp *ad.Tape[T], xc, xr *ad.Node[T], s []box[T]) []box[T]
+	// describe is one step from input x and state s; s holds zero Values
+	// at the first step as the verifier describes it.
+	describe(b nn.Builder, x nn.Value, s []nn.Value) []nn.Value
 	params() []*ad.Param[T]
 }
-
-// box is a tensor's interval as centre and radius.
-type box[T ad.Float] struct{ c, r *ad.Node[T] }
 
 // newCell builds a cell of the given kind named prefix.
 func newCell[T ad.Float](kind, prefix string, in, hidden int, rng *rand.Rand) (cell[T], error) {
@@ -71,46 +63,24 @@ func newCell[T ad.Float](kind, prefix string, in, hidden int, rng *rand.Rand) (c
 type rnnCell[T ad.Float] struct{ *nn.RNNCell[T] }
 
 func (rnnCell[T]) states() int { return 1 }
-func (c rnnCell[T]) step(tp *ad.Tape[T], x *ad.Node[T], s []*ad.Node[T]) []*ad.Node[T] {
-	return []*ad.Node[T]{c.Forward(tp, x, s[0])}
-}
-func (c rnnCell[T]) lower(b nn.Builder, in nn.CellInput, s []nn.Value) []nn.Value {
-	return []nn.Value{c.Lower(b, in, s[0])}
-}
-func (c rnnCell[T]) interval(tp *ad.Tape[T], xc, xr *ad.Node[T], s []box[T]) []box[T] {
-	h, r := c.Interval(tp, xc, xr, s[0].c, s[0].r)
-	return []box[T]{{h, r}}
+func (c rnnCell[T]) describe(b nn.Builder, x nn.Value, s []nn.Value) []nn.Value {
+	return []nn.Value{c.Describe(b, x, s[0])}
 }
 func (c rnnCell[T]) params() []*ad.Param[T] { return c.Params() }
 
 type lstmCell[T ad.Float] struct{ *nn.LSTMCell[T] }
 
 func (lstmCell[T]) states() int { return 2 }
-func (c lstmCell[T]) step(tp *ad.Tape[T], x *ad.Node[T], s []*ad.Node[T]) []*ad.Node[T] {
-	h, cn := c.Forward(tp, x, s[0], s[1])
-	return []*ad.Node[T]{h, cn}
-}
-func (c lstmCell[T]) lower(b nn.Builder, in nn.CellInput, s []nn.Value) []nn.Value {
-	h, cn := c.Lower(b, in, s[0], s[1])
+func (c lstmCell[T]) describe(b nn.Builder, x nn.Value, s []nn.Value) []nn.Value {
+	h, cn := c.Describe(b, x, s[0], s[1])
 	return []nn.Value{h, cn}
-}
-func (c lstmCell[T]) interval(tp *ad.Tape[T], xc, xr *ad.Node[T], s []box[T]) []box[T] {
-	h, hr, cn, cr := c.Interval(tp, xc, xr, s[0].c, s[0].r, s[1].c, s[1].r)
-	return []box[T]{{h, hr}, {cn, cr}}
 }
 func (c lstmCell[T]) params() []*ad.Param[T] { return c.Params() }
 
 type gruCell[T ad.Float] struct{ *nn.GRUCell[T] }
 
 func (gruCell[T]) states() int { return 1 }
-func (c gruCell[T]) step(tp *ad.Tape[T], x *ad.Node[T], s []*ad.Node[T]) []*ad.Node[T] {
-	return []*ad.Node[T]{c.Forward(tp, x, s[0])}
-}
-func (c gruCell[T]) lower(b nn.Builder, in nn.CellInput, s []nn.Value) []nn.Value {
-	return []nn.Value{c.Lower(b, in, s[0])}
-}
-func (c gruCell[T]) interval(tp *ad.Tape[T], xc, xr *ad.Node[T], s []box[T]) []box[T] {
-	h, r := c.Interval(tp, xc, xr, s[0].c, s[0].r)
-	return []box[T]{{h, r}}
+func (c gruCell[T]) describe(b nn.Builder, x nn.Value, s []nn.Value) []nn.Value {
+	return []nn.Value{c.Describe(b, x, s[0])}
 }
 func (c gruCell[T]) params() []*ad.Param[T] { return c.Params() }

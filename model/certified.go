@@ -145,47 +145,49 @@ func (m *Captioner[T]) worstLogits(tp *ad.Tape[T], x *ad.Node[T], labels [][]int
 		return nil, fmt.Errorf("certified loss: %w", err)
 	}
 	c, r := m.inputBox(tp, x, eps)
-	for _, cv := range m.Conv {
-		c, r = cv.Interval(tp, c, r)
-		c, r = nn.ReLUInterval(tp, c, r)
-	}
-	c, r = tp.Reshape(c, b, c.Value.Len()/b), tp.Reshape(r, b, r.Value.Len()/b)
-	zc, zr := m.FC1.Interval(tp, c, r)
+	iv := nn.NewInterval(tp, b)
+	zc, zr := iv.Box(m.describeFC1(iv, m.describeConvs(iv, iv.Input(c, r))))
 	return m.headLogits(tp, zc, zr, labels, steps, bound), nil
 }
 
 // headLogits is worstLogits from fc1's pre-activation box (centre zc,
 // radius zr; [B, FCHidden]) on: the bounds hold for every pre-activation
-// of the box.
+// of the box. The steps' boxes are the interval interpretation of
+// describeStep; under CROWN-IBP each step's pre-activation bounds are also
+// back-substituted (crownHead), and the tighter taken, before the ReLU.
 func (m *Captioner[T]) headLogits(tp *ad.Tape[T], zc, zr *ad.Node[T], labels [][]int, steps int, bound Bound) []*ad.Node[T] {
 	b := len(labels)
-	c, r := nn.ReLUInterval(tp, zc, zr)
-	c, r = m.FC2.Interval(tp, c, r)
+	iv := nn.NewInterval(tp, b)
+	i0 := m.describeTail(iv, iv.Input(zc, zr))
 	var head *crownHead[T]
 	if bound == BoundCROWNIBP {
 		head = m.newCROWNHead(tp, zc, zr)
 	}
-	state := make([]box[T], m.cell.states())
+	state := make([]nn.Value, m.cell.states())
 	for k := range state {
-		state[k] = box[T]{tp.Const(ad.New[T](b, m.Arch.Hidden)), tp.Const(ad.New[T](b, m.Arch.Hidden))}
+		state[k] = iv.Input(tp.Const(ad.New[T](b, m.Arch.Hidden)), tp.Const(ad.New[T](b, m.Arch.Hidden)))
 	}
 	targets, next := make([]int, b), make([]int, b)
 	out := make([]*ad.Node[T], steps)
 	for t := range out {
-		xc, xr := c, r
-		if t > 0 {
-			xc, xr = m.Emb.Forward(tp, next), nil
-		}
 		stepTargets(targets, labels, t, m.EOS())
+		iv.Tokens = next
+		if head != nil {
+			iv.Relax = func(name string, a nn.Activation, pc, pr *ad.Node[T]) (*ad.Node[T], *ad.Node[T], bool) {
+				if name != "" || a != nn.ReLU { // only the cell's own ReLU
+					return nil, nil, false
+				}
+				lo, hi := head.step(tp, t, pc, pr, next)
+				hlo, hhi := tp.ReLU(lo), tp.ReLU(hi)
+				return tp.Scale(tp.Add(hlo, hhi), 0.5), tp.Scale(tp.Sub(hhi, hlo), 0.5), true
+			}
+		}
+		var h nn.Value
+		h, state = m.describeStep(iv, t == 0, i0, state)
+		hc, hr := iv.Box(h)
 		if head == nil {
-			state = m.cell.interval(tp, xc, xr, state)
-			out[t] = tp.Add(m.Out.Forward(tp, state[0].c), m.marginSpread(tp, state[0].r, targets))
+			out[t] = tp.Add(m.Out.Forward(tp, hc), m.marginSpread(tp, hr, targets))
 		} else {
-			pc, pr := m.RNN.PreInterval(tp, xc, xr, state[0].c, state[0].r)
-			lo, hi := head.step(tp, t, pc, pr, next)
-			hlo, hhi := tp.ReLU(lo), tp.ReLU(hi)
-			hc, hr := tp.Scale(tp.Add(hlo, hhi), 0.5), tp.Scale(tp.Sub(hhi, hlo), 0.5)
-			state[0] = box[T]{hc, hr}
 			// Margins rather than logits: the interval bound's, elided
 			// as above, and back-substitution's, whichever is smaller.
 			out[t] = minimum(tp, m.intervalMargins(tp, hc, hr, targets), head.margins(tp, t, targets))

@@ -67,36 +67,25 @@ func (e *encoder[T]) imageBatch(arch string, in Input[T]) (int, error) {
 	return in.X.Value.Shape[0], nil
 }
 
-// encodeBlock is how many images the convolutions of inference take at a
-// time: their intermediate activations then stay in the core's cache
-// (16 Multi-MNIST canvases: 400 KB after conv1) instead of streaming
-// through memory, which bound them at a whole chunk of 256.
+// encodeBlock is how many images encode runs through the convolutions at
+// a time when it does not record: a block's feature maps stay in cache.
 const encodeBlock = 16
 
-// encode maps images x [B, C·H·W] to the embedding, with dropout
-// (probability drop, masks from rng) on the fully connected layers'
-// inputs when training.
+// encode runs the encoder on images x [B, C·H·W] (describe on the tape),
+// with dropout drop after the convolutions and after FC₁ while training.
+// Without a tape to record, a large batch goes through the convolutions a
+// block at a time, each on a scratch tape.
 func (e *encoder[T]) encode(tp *ad.Tape[T], x *ad.Node[T], drop float64, rng *rand.Rand) *ad.Node[T] {
-	in := e.in
 	b := x.Value.Shape[0]
-	var a *ad.Node[T]
+	ev := nn.NewEval(tp, b)
+	ev.Drop, ev.Rng = drop, rng
 	if tp.Recording() || len(e.Conv) == 0 || b <= encodeBlock {
-		a = tp.Reshape(x, b, in.Channels, in.Height, in.Width)
-		for _, c := range e.Conv {
-			a = c.ForwardReLU(tp, a)
-		}
-		a = tp.Reshape(a, b, a.Value.Len()/b)
-	} else {
-		a = tp.Const(e.features(tp, x.Value.Data, b))
+		return ev.Node(e.describe(ev, ev.Input(x)))
 	}
-	a = e.FC1.ForwardReLU(tp, tp.Dropout(a, drop, rng))
-	return e.FC2.Forward(tp, tp.Dropout(a, drop, rng))
+	return ev.Node(e.describeHead(ev, ev.Input(tp.Const(e.features(tp, x.Value.Data, b)))))
 }
 
-// features runs the convolutions of inference block by block (see
-// encodeBlock) into one [B, C·H·W] tensor for the fully connected layers;
-// each block's last convolution writes its rows of it directly. Needs at
-// least one convolution.
+// features runs the convolutions on x, encodeBlock images at a time.
 func (e *encoder[T]) features(tp *ad.Tape[T], x []T, b int) *ad.Tensor[T] {
 	in := e.in
 	size := in.Channels * in.Height * in.Width
@@ -105,25 +94,43 @@ func (e *encoder[T]) features(tp *ad.Tape[T], x []T, b int) *ad.Tensor[T] {
 	for lo := 0; lo < b; lo += encodeBlock {
 		hi := min(b, lo+encodeBlock)
 		st := tp.Scratch()
-		a := st.Const(ad.FromSlice(x[lo*size:hi*size], hi-lo, in.Channels, in.Height, in.Width))
-		last := len(e.Conv) - 1
-		for _, cv := range e.Conv[:last] {
-			a = cv.ForwardReLU(st, a)
-		}
-		e.Conv[last].ForwardReLUInto(st, a, feat.Data[lo*fsz:hi*fsz]) // the block's rows, in place
+		ev := nn.NewEval(st, hi-lo)
+		out := ev.Node(e.describeConvs(ev, ev.Input(st.Const(ad.FromSlice(x[lo*size:hi*size], hi-lo, size)))))
+		copy(feat.Data[lo*fsz:hi*fsz], out.Value.Data)
 	}
 	return feat
 }
 
-// lower describes the convolutions, FC₁ (each with its ReLU) and FC₂ to b
-// and returns FC₂'s output.
-func (e *encoder[T]) lower(b nn.Builder, x nn.Value) nn.Value {
+// describe is the encoder: the convolutions, FC₁ (each with its ReLU) and
+// FC₂, from the image x to the vector the decoder reads first.
+func (e *encoder[T]) describe(b nn.Builder, x nn.Value) nn.Value {
+	return e.describeHead(b, e.describeConvs(b, x))
+}
+
+// describeConvs is the convolutions, each with its ReLU.
+func (e *encoder[T]) describeConvs(b nn.Builder, x nn.Value) nn.Value {
 	shape := [3]int{e.in.Channels, e.in.Height, e.in.Width}
 	for i, c := range e.Conv {
 		name := fmt.Sprintf("conv%d", i+1)
-		x = b.Act(name+".relu", nn.ReLU, c.Lower(b, name, x, shape))
-		shape = [3]int{c.Out, c.Geom.Out(shape[1]), c.Geom.Out(shape[2])}
+		x, shape = c.Describe(b, name, x, shape)
+		x = b.Act(name+".relu", nn.ReLU, x)
 	}
-	x = b.Act("fc1.relu", nn.ReLU, e.FC1.Lower(b, "fc1", x))
-	return e.FC2.Lower(b, "fc2", x)
+	return x
+}
+
+// describeHead is FC₁ with its ReLU and FC₂ on the features, with dropout
+// before each.
+func (e *encoder[T]) describeHead(b nn.Builder, x nn.Value) nn.Value {
+	return e.describeTail(b, e.describeFC1(b, x))
+}
+
+// describeFC1 is FC₁'s pre-activation, from the features after dropout.
+func (e *encoder[T]) describeFC1(b nn.Builder, x nn.Value) nn.Value {
+	return e.FC1.Describe(b, "fc1", b.Dropout("drop1", x))
+}
+
+// describeTail is the encoder from FC₁'s pre-activation z: its ReLU, and
+// FC₂ after dropout.
+func (e *encoder[T]) describeTail(b nn.Builder, z nn.Value) nn.Value {
+	return e.FC2.Describe(b, "fc2", b.Dropout("drop2", b.Act("fc1.relu", nn.ReLU, z)))
 }

@@ -26,36 +26,33 @@ type Lowerer interface {
 	LowerLogits() (w, b []float64)
 }
 
-// LowerEncoder describes the convolutions, FC₁ (each with its ReLU) and
-// FC₂ to b: the state "i0", the first step's input.
+// LowerEncoder describes the encoder to b: the state "i0", the first
+// step's input.
 func (m *Captioner[T]) LowerEncoder(b nn.Builder, x nn.Value) (map[string]nn.Value, error) {
-	return map[string]nn.Value{"i0": m.lower(b, x)}, nil
+	return map[string]nn.Value{"i0": m.describe(b, x)}, nil
 }
 
-// cellState names the cell's state tensors: h, then c.
+// cellState names the cell's state vectors: h, then c.
 var cellState = []string{"h", "c"}
 
-// LowerStep describes one step of the cell: fed i₀ with a zero state at
-// the first step, the embedding of the token fed back afterwards.
+// LowerStep describes one step of the cell (describeStep): fed i₀ with a
+// zero state at the first step, the token fed back afterwards.
 func (m *Captioner[T]) LowerStep(b nn.Builder, first bool, s map[string]nn.Value) (nn.Value, map[string]nn.Value, error) {
-	in := nn.CellInput{Emb: m.Emb.Rows()}
-	if first {
-		in = nn.CellInput{X: s["i0"]}
-	}
 	state := make([]nn.Value, m.cell.states())
 	if !first {
 		for k := range state {
 			state[k] = s[cellState[k]]
 		}
 	}
-	next := map[string]nn.Value{}
-	for k, v := range m.cell.lower(b, in, state) {
-		next[cellState[k]] = v
+	out, next := m.describeStep(b, first, s["i0"], state)
+	named := map[string]nn.Value{}
+	for k, v := range next {
+		named[cellState[k]] = v
 	}
-	return next["h"], next, nil
+	return out, named, nil
 }
 
 // LowerLogits returns the output layer.
 func (m *Captioner[T]) LowerLogits() (w, b []float64) {
-	return nn.Float64s(m.Out.W.W.Data), nn.Float64s(m.Out.B.W.Data)
+	return m.Out.W.Float64s(), m.Out.B.Float64s()
 }

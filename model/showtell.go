@@ -190,43 +190,45 @@ func (m *ShowTell[T]) Step(tp *ad.Tape[T], st State[T], prev []int) (*ad.Node[T]
 // [B, 4·Hidden] (i, f, g, o), which GateSaturation measures.
 func (m *ShowTell[T]) StepGates(tp *ad.Tape[T], st State[T], prev []int) (*ad.Node[T], State[T], *ad.Node[T]) {
 	s := st.(*showTellState[T])
-	ids := prev
-	if ids == nil {
-		ids = make([]int, s.h.Value.Shape[0])
-		for i := range ids {
-			ids[i] = m.startID()
-		}
+	e := nn.NewEval(tp, s.h.Value.Shape[0])
+	e.Tokens = prev
+	h, c, gates := m.describeStep(e, prev == nil, e.Input(s.h), e.Input(s.c))
+	hn := e.Node(h)
+	return m.Out.Forward(tp, hn), &showTellState[T]{h: hn, c: e.Node(c)}, e.Node(gates)
+}
+
+// describeStep is one LSTM step on state (h, c): fed the start token's
+// embedding at the first step, the token fed back afterwards. It returns
+// the next state and the gates' pre-activations.
+func (m *ShowTell[T]) describeStep(b nn.Builder, first bool, h, c nn.Value) (hNext, cNext, gates nn.Value) {
+	var x nn.Value
+	if first {
+		x = b.Row("start", m.Emb.W, m.startID(), m.Arch.Embedding)
+	} else {
+		x = b.Embed("emb", m.Emb.W, m.Vocab(), m.Arch.Embedding)
 	}
-	l := m.LSTM
-	x := m.Emb.Forward(tp, ids)
-	gates := tp.Add(tp.Linear(x, tp.Param(l.Wih), tp.Param(l.Bih)), tp.Linear(s.h, tp.Param(l.Whh), tp.Param(l.Bhh)))
-	h, c := tp.LSTMCell(gates, s.c)
-	return m.Out.Forward(tp, h), &showTellState[T]{h: h, c: c}, gates
+	gates = m.LSTM.Gates(b, m.LSTM.Project(b, x), h)
+	hNext, cNext = nn.LSTMUpdate(b, gates, c, m.Arch.Hidden)
+	return hNext, cNext, gates
 }
 
 // LowerEncoder describes the encoder to b, and the LSTM's step −1 on the
 // image embedding from a zero state: the state (h, c) the first step
 // reads.
 func (m *ShowTell[T]) LowerEncoder(b nn.Builder, x nn.Value) (map[string]nn.Value, error) {
-	h, c := m.LSTM.Lower(nn.Scope(b, "h0"), nn.CellInput{X: m.lower(b, x)}, nn.Value{}, nn.Value{})
+	h, c := m.LSTM.Describe(nn.Scope(b, "h0"), m.describe(b, x), nn.Value{}, nn.Value{})
 	return map[string]nn.Value{"h": h, "c": c}, nil
 }
 
-// LowerStep describes one LSTM step: fed the start token's embedding at
-// the first step, the token fed back afterwards.
+// LowerStep describes one LSTM step (describeStep).
 func (m *ShowTell[T]) LowerStep(b nn.Builder, first bool, s map[string]nn.Value) (nn.Value, map[string]nn.Value, error) {
-	rows := m.Emb.Rows()
-	in := nn.CellInput{Emb: rows[:m.Vocab()]}
-	if first {
-		in = nn.CellInput{X: b.Const("start", rows[m.startID()])}
-	}
-	h, c := m.LSTM.Lower(b, in, s["h"], s["c"])
+	h, c, _ := m.describeStep(b, first, s["h"], s["c"])
 	return h, map[string]nn.Value{"h": h, "c": c}, nil
 }
 
 // LowerLogits returns the output layer.
 func (m *ShowTell[T]) LowerLogits() (w, b []float64) {
-	return nn.Float64s(m.Out.W.W.Data), nn.Float64s(m.Out.B.W.Data)
+	return m.Out.W.Float64s(), m.Out.B.Float64s()
 }
 
 // Cost counts the model's operations per image.

@@ -36,13 +36,12 @@ func (m *Captioner[T]) StabilityLoss(tp *ad.Tape[T], x *ad.Node[T], eps float64)
 		t := tp.Scale(tp.Sum(tp.Tanh(tp.Add(tp.Mul(l, u), tp.Const(ad.Full[T](1, l.Value.Shape...))))), T(-1)/T(n))
 		loss = tp.AddTo(loss, t)
 	}
-	for _, cv := range m.Conv {
-		c, r = cv.Interval(tp, c, r)
+	iv := nn.NewInterval(tp, b)
+	iv.Relax = func(_ string, _ nn.Activation, c, r *ad.Node[T]) (*ad.Node[T], *ad.Node[T], bool) {
 		term(c, r)
-		c, r = nn.ReLUInterval(tp, c, r)
+		return nil, nil, false
 	}
-	c, r = tp.Reshape(c, b, c.Value.Len()/b), tp.Reshape(r, b, r.Value.Len()/b)
-	c, r = m.FC1.Interval(tp, c, r)
+	c, r = iv.Box(m.describeFC1(iv, m.describeConvs(iv, iv.Input(c, r))))
 	term(c, r)
 	return loss, unstable
 }

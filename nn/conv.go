@@ -34,20 +34,11 @@ func (c *Conv2D[T]) ForwardReLU(tp *ad.Tape[T], x *ad.Node[T]) *ad.Node[T] {
 	return tp.Conv2DReLU(x, tp.Param(c.W), tp.Param(c.B), c.Geom)
 }
 
-// ForwardReLUInto is ForwardReLU with the output written to dst, on a
-// tape that does not record (ad.Tape.Conv2DReLUInto).
-func (c *Conv2D[T]) ForwardReLUInto(tp *ad.Tape[T], x *ad.Node[T], dst []T) *ad.Node[T] {
-	return tp.Conv2DReLUInto(dst, x, tp.Param(c.W), tp.Param(c.B), c.Geom)
-}
-
 // Params lists the layer's parameters.
 func (c *Conv2D[T]) Params() []*ad.Param[T] { return []*ad.Param[T]{c.W, c.B} }
 
-// Interval propagates the box with centre c and radius r ≥ 0 (both
-// [B, In, H, W]) through the convolution: the image box has centre
-// conv(c) + b and radius conv(r) with |W|. It is the interval bound rule,
-// differentiable so that training can shape the bounds.
-func (c *Conv2D[T]) Interval(tp *ad.Tape[T], mid, rad *ad.Node[T]) (*ad.Node[T], *ad.Node[T]) {
-	w := tp.Param(c.W)
-	return tp.Conv2D(mid, w, tp.Param(c.B), c.Geom), tp.Conv2D(rad, tp.Abs(w), nil, c.Geom)
+// Describe is the convolution of x, shaped in = [C, H, W], and returns
+// the output's shape beside it.
+func (c *Conv2D[T]) Describe(b Builder, name string, x Value, in [3]int) (Value, [3]int) {
+	return b.Conv(name, x, c.W, c.B, in, c.Out, c.Geom), [3]int{c.Out, c.Geom.Out(in[1]), c.Geom.Out(in[2])}
 }

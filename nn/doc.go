@@ -1,10 +1,12 @@
 // Package nn holds lenspec's layers. A layer owns its parameters (as
 // ad.Params with PyTorch-style names and layouts, so safetensors files map
-// one to one onto PyTorch state dicts) and composes ad operations in its
-// forward pass; the gradient comes from the ops. Beside its forward pass a
-// layer describes itself to the verifier (Lower, through a Builder), so
-// that what it computes and what the verifier is told it computes are read
-// together; the verifier owns the operators' bound rules.
+// one to one onto PyTorch state dicts) and is written once, as a
+// description of its computation to a Builder (Describe). Three
+// interpreters give the description its meanings: Eval runs it on an
+// autodiff tape (training differentiates it, decoding and float64 replay
+// run it), Interval propagates boxes through it on a tape (certified
+// training), and package verify records it as a graph of operators with
+// bound rules of their own.
 package nn
 
 import (

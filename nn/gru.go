@@ -41,48 +41,36 @@ func NewGRUCell[T ad.Float](prefix string, in, hidden int, rng *rand.Rand) *GRUC
 	return c
 }
 
-// Forward computes h' from input x [B, In] and state h [B, Hidden].
-func (c *GRUCell[T]) Forward(tp *ad.Tape[T], x, h *ad.Node[T]) *ad.Node[T] {
+// Describe is one step of the cell: the input's three gate terms as one
+// operator, the recurrent terms as another, r and z from their sums, n =
+// tanh(·) with r⊙(W_hn·h + b_hn) as a product, and h' = n + z⊙(h − n)
+// (= (1 − z)⊙n + z⊙h). With h the zero Value (the first step, as the
+// verifier sees it) the recurrent terms are the bias b_hh and h' = n − z⊙n.
+func (c *GRUCell[T]) Describe(b Builder, x, h Value) Value {
 	H := c.Hidden
-	xs := tp.Split(tp.Linear(x, tp.Param(c.Wih), tp.Param(c.Bih)), 1, H, H, H)
-	hs := tp.Split(tp.Linear(h, tp.Param(c.Whh), tp.Param(c.Bhh)), 1, H, H, H)
-	r := tp.Sigmoid(tp.Add(xs[0], hs[0]))
-	z := tp.Sigmoid(tp.Add(xs[1], hs[1]))
-	n := tp.Tanh(tp.Add(xs[2], tp.Mul(r, hs[2])))
-	// (1 − z)⊙n + z⊙h = n + z⊙(h − n)
-	return tp.Add(n, tp.Mul(z, tp.Sub(h, n)))
-}
-
-// Params lists the layer's parameters.
-func (c *GRUCell[T]) Params() []*ad.Param[T] { return []*ad.Param[T]{c.Wih, c.Whh, c.Bih, c.Bhh} }
-
-// Lower describes one step of the cell to b and returns h': the input's
-// three gate terms as one operator (W_ih·x + b_ih, or the token fed back,
-// W_ih·Emb[y] + b_ih), the recurrent terms as another, r and z from their
-// sums, n = tanh(·) with r⊙(W_hn·h + b_hn) as a product, and
-// h' = n + z⊙(h − n). With h the zero Value (the first step) the
-// recurrent terms are the bias b_hh and h' = n − z⊙n.
-func (c *GRUCell[T]) Lower(b Builder, in CellInput, h Value) Value {
-	H := c.Hidden
-	wih, bih, bhh := Float64s(c.Wih.W.Data), Float64s(c.Bih.W.Data), Float64s(c.Bhh.W.Data)
-	var x Value
-	if in.Emb != nil {
-		x = b.Token("token", fold(wih, 3*H, c.In, in.Emb, bih))
-	} else {
-		x = b.Dense("in", in.X, wih, bih, 3*H)
-	}
+	xw := b.Dense("in", x, c.Wih, c.Bih, 3*H)
 	var rec Value
 	if h.Valid() {
-		rec = b.Dense("rec", h, Float64s(c.Whh.W.Data), bhh, 3*H)
+		rec = b.Dense("rec", h, c.Whh, c.Bhh, 3*H)
 	} else {
-		rec = b.Const("rec", bhh)
+		rec = b.Const("rec", c.Bhh)
 	}
-	sum := b.Add("rz.pre", b.Slice("in.rz", x, 0, 2*H), b.Slice("rec.rz", rec, 0, 2*H))
+	sum := b.Add("rz.pre", b.Slice("in.rz", xw, 0, 2*H), b.Slice("rec.rz", rec, 0, 2*H))
 	r := b.Act("r", Sigmoid, b.Slice("r.pre", sum, 0, H))
 	z := b.Act("z", Sigmoid, b.Slice("z.pre", sum, H, 2*H))
-	n := b.Act("n", Tanh, b.Add("n.pre", b.Slice("in.n", x, 2*H, 3*H), b.Mul("rn", r, b.Slice("rec.n", rec, 2*H, 3*H))))
+	n := b.Act("n", Tanh, b.Add("n.pre", b.Slice("in.n", xw, 2*H, 3*H), b.Mul("rn", r, b.Slice("rec.n", rec, 2*H, 3*H))))
 	if !h.Valid() {
 		return b.Sub("", n, b.Mul("zn", z, n))
 	}
 	return b.Add("", n, b.Mul("zd", z, b.Sub("d", h, n)))
 }
+
+// Forward computes h' from input x [B, In] and state h [B, Hidden]:
+// Describe run on the tape.
+func (c *GRUCell[T]) Forward(tp *ad.Tape[T], x, h *ad.Node[T]) *ad.Node[T] {
+	e := NewEval(tp, x.Value.Shape[0])
+	return e.Node(c.Describe(e, e.Input(x), e.Input(h)))
+}
+
+// Params lists the layer's parameters.
+func (c *GRUCell[T]) Params() []*ad.Param[T] { return []*ad.Param[T]{c.Wih, c.Whh, c.Bih, c.Bhh} }

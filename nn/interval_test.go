@@ -29,24 +29,36 @@ func TestIntervalContainsForward(t *testing.T) {
 		ival  func(c, r *ad.Node[float64]) (*ad.Node[float64], *ad.Node[float64])
 	}{
 		{"conv", []int{1, 2, 5, 6}, func(x *ad.Node[float64]) *ad.Node[float64] { return conv.Forward(tp, x) },
-			func(c, r *ad.Node[float64]) (*ad.Node[float64], *ad.Node[float64]) { return conv.Interval(tp, c, r) }},
+			func(c, r *ad.Node[float64]) (*ad.Node[float64], *ad.Node[float64]) {
+				iv := NewInterval(tp, 1)
+				out, _ := conv.Describe(iv, "c", iv.Input(c, r), [3]int{2, 5, 6})
+				return iv.Box(out)
+			}},
 		{"linear", []int{1, 5}, func(x *ad.Node[float64]) *ad.Node[float64] { return lin.Forward(tp, x) },
-			func(c, r *ad.Node[float64]) (*ad.Node[float64], *ad.Node[float64]) { return lin.Interval(tp, c, r) }},
+			func(c, r *ad.Node[float64]) (*ad.Node[float64], *ad.Node[float64]) {
+				iv := NewInterval(tp, 1)
+				return iv.Box(lin.Describe(iv, "l", iv.Input(c, r)))
+			}},
 		{"relu", []int{1, 7}, func(x *ad.Node[float64]) *ad.Node[float64] { return tp.ReLU(x) },
-			func(c, r *ad.Node[float64]) (*ad.Node[float64], *ad.Node[float64]) { return ReLUInterval(tp, c, r) }},
+			func(c, r *ad.Node[float64]) (*ad.Node[float64], *ad.Node[float64]) {
+				iv := NewInterval(tp, 1)
+				return iv.Box(iv.Act("r", ReLU, iv.Input(c, r)))
+			}},
 		// The cell's input (3) and state (4) side by side in one box.
 		{"rnn cell", []int{1, 7}, func(x *ad.Node[float64]) *ad.Node[float64] {
 			p := tp.Split(x, 1, 3, 4)
 			return cell.Forward(tp, p[0], p[1])
 		}, func(c, r *ad.Node[float64]) (*ad.Node[float64], *ad.Node[float64]) {
 			pc, pr := tp.Split(c, 1, 3, 4), tp.Split(r, 1, 3, 4)
-			return cell.Interval(tp, pc[0], pr[0], pc[1], pr[1])
+			iv := NewInterval(tp, 1)
+			return iv.Box(cell.Describe(iv, iv.Input(pc[0], pr[0]), iv.Input(pc[1], pr[1])))
 		}},
 		// An exact input: a box around the state only.
 		{"rnn cell, exact input", []int{1, 4}, func(x *ad.Node[float64]) *ad.Node[float64] {
 			return cell.Forward(tp, tp.Const(ad.Full[float64](0.7, 1, 3)), x)
 		}, func(c, r *ad.Node[float64]) (*ad.Node[float64], *ad.Node[float64]) {
-			return cell.Interval(tp, tp.Const(ad.Full[float64](0.7, 1, 3)), nil, c, r)
+			iv := NewInterval(tp, 1)
+			return iv.Box(cell.Describe(iv, iv.Input(tp.Const(ad.Full[float64](0.7, 1, 3)), nil), iv.Input(c, r)))
 		}},
 	}
 	for _, l := range layers {
@@ -113,8 +125,10 @@ func TestGatedIntervals(t *testing.T) {
 		}
 	}
 	node := func(v []float64) *ad.Node[float64] { return tp.Const(ad.FromSlice(v, 1, len(v))) }
-	mc, mr := MulInterval(tp, node(cx), node(rx), node(cy), node(ry))
-	sc, sr := MonotoneInterval(tp, tp.Sigmoid, node(cx), node(rx))
+	iv := NewInterval(tp, 1)
+	x, y := iv.Input(node(cx), node(rx)), iv.Input(node(cy), node(ry))
+	mc, mr := iv.Box(iv.Mul("m", x, y))
+	sc, sr := iv.Box(iv.Act("s", Sigmoid, x))
 	for i := range cx {
 		for k := 0; k < 12; k++ {
 			u, v := 2*rng.Float64()-1, 2*rng.Float64()-1
@@ -140,8 +154,10 @@ func TestGatedIntervals(t *testing.T) {
 			v[i] = math.Abs(v[i])
 		}
 	}
-	lh, lhr, lc, lcr := lstm.Interval(tp, node(xc), node(xr), node(hc), node(hr), node(c0), node(r0))
-	gh, ghr := gru.Interval(tp, node(xc), node(xr), node(hc), node(hr))
+	lhv, lcv := lstm.Describe(iv, iv.Input(node(xc), node(xr)), iv.Input(node(hc), node(hr)), iv.Input(node(c0), node(r0)))
+	lh, lhr := iv.Box(lhv)
+	lc, lcr := iv.Box(lcv)
+	gh, ghr := iv.Box(gru.Describe(iv, iv.Input(node(xc), node(xr)), iv.Input(node(hc), node(hr))))
 	point := func(c, r []float64) []float64 {
 		p := make([]float64, len(c))
 		for i := range p {

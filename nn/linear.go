@@ -56,17 +56,7 @@ func (l *Linear[T]) Params() []*ad.Param[T] {
 	return []*ad.Param[T]{l.W, l.B}
 }
 
-// Interval propagates the box with centre c and radius r ≥ 0 through the
-// layer: centre W·c + b, radius |W|·r (the interval bound rule,
-// differentiable for training).
-func (l *Linear[T]) Interval(tp *ad.Tape[T], mid, rad *ad.Node[T]) (*ad.Node[T], *ad.Node[T]) {
-	w := tp.Param(l.W)
-	return tp.Linear(mid, w, l.bias(tp)), tp.Linear(rad, tp.Abs(w), nil)
-}
-
-// ReLUInterval maps the pre-activation box (centre, radius) to the box of
-// ReLU's output, [ReLU(c−r), ReLU(c+r)], again as centre and radius.
-func ReLUInterval[T ad.Float](tp *ad.Tape[T], mid, rad *ad.Node[T]) (*ad.Node[T], *ad.Node[T]) {
-	lo, hi := tp.ReLU(tp.Sub(mid, rad)), tp.ReLU(tp.Add(mid, rad))
-	return tp.Scale(tp.Add(lo, hi), 0.5), tp.Scale(tp.Sub(hi, lo), 0.5)
+// Describe is the layer on x: W·x + b.
+func (l *Linear[T]) Describe(b Builder, name string, x Value) Value {
+	return b.Dense(name, x, l.W, param(l.B), l.Out)
 }

@@ -57,55 +57,81 @@ func newLSTMCell[T ad.Float](prefix, suffix string, in, hidden int, rng *rand.Ra
 	return c
 }
 
-// Forward computes the next state (h', c') from input x [B, In] and state
-// h, c [B, Hidden].
-func (c *LSTMCell[T]) Forward(tp *ad.Tape[T], x, h, cell *ad.Node[T]) (hNext, cNext *ad.Node[T]) {
-	return c.Step(tp, tp.Linear(x, tp.Param(c.Wih), tp.Param(c.Bih)), h, cell)
+// Describe is one step of the cell on input x and state (h, cell): the
+// four gates' pre-activations (Gates), then the update (LSTMUpdate). With h
+// and cell the zero Value (the first step, as the verifier sees it) the
+// recurrent term is its bias and the forget term is left out.
+func (c *LSTMCell[T]) Describe(b Builder, x, h, cell Value) (hNext, cNext Value) {
+	return c.Recur(b, c.Project(b, x), h, cell)
 }
 
-// Step is Forward with the input's projection W_ih·x + b_ih already
-// computed (xw [B, 4·Hidden]): a layer run over a whole sequence projects
-// every step's input in one GEMM before the recurrence.
-func (c *LSTMCell[T]) Step(tp *ad.Tape[T], xw, h, cell *ad.Node[T]) (hNext, cNext *ad.Node[T]) {
-	gates := tp.Add(xw, tp.Linear(h, tp.Param(c.Whh), tp.Param(c.Bhh)))
-	return tp.LSTMCell(gates, cell)
+// Project is the input's part of the gates, W_ih·x + b_ih: a layer run
+// over a whole sequence projects every step's input in one GEMM before
+// the recurrence (Recur).
+func (c *LSTMCell[T]) Project(b Builder, x Value) Value {
+	return b.Dense("in", x, c.Wih, c.Bih, 4*c.Hidden)
 }
 
-// Params lists the layer's parameters.
-func (c *LSTMCell[T]) Params() []*ad.Param[T] { return []*ad.Param[T]{c.Wih, c.Whh, c.Bih, c.Bhh} }
+// Recur is Describe from the input's projection xw (Project).
+func (c *LSTMCell[T]) Recur(b Builder, xw, h, cell Value) (hNext, cNext Value) {
+	return LSTMUpdate(b, c.Gates(b, xw, h), cell, c.Hidden)
+}
 
-// Lower describes one step of the cell to b and returns (h', c'): the
-// gates as one operator over all four (the recurrent term, then the input
-// term: W_ih·x, or the token fed back, W_ih·Emb[y]), sliced into i, f, g,
-// o; c' = σ(f)⊙c + σ(i)⊙tanh(g) and h' = σ(o)⊙tanh(c') as products. With
-// h and cell the zero Value (the first step) the recurrent and forget
-// terms are left out.
-func (c *LSTMCell[T]) Lower(b Builder, in CellInput, h, cell Value) (hNext, cNext Value) {
-	H := c.Hidden
-	wih, bias := Float64s(c.Wih.W.Data), sumBias(c.Bih, c.Bhh)
-	var gates Value
+// Gates is the gates' pre-activations [i, f, g, o] from the input's
+// projection xw: xw + W_hh·h + b_hh.
+func (c *LSTMCell[T]) Gates(b Builder, xw, h Value) Value {
 	if !h.Valid() {
-		gates = b.Dense("gates", in.X, wih, bias, 4*H)
-	} else {
-		rec := b.Dense("rec", h, Float64s(c.Whh.W.Data), bias, 4*H)
-		var x Value
-		if in.Emb != nil {
-			x = b.Token("token", fold(wih, 4*H, c.In, in.Emb, nil))
-		} else {
-			x = b.Dense("in", in.X, wih, nil, 4*H)
-		}
-		gates = b.Add("gates", rec, x)
+		return b.Add("gates", xw, b.Const("rec", c.Bhh))
 	}
+	return b.Add("gates", b.Dense("rec", h, c.Whh, c.Bhh, 4*c.Hidden), xw)
+}
+
+// lstmFuser is a Builder that runs the LSTM update as one operation (Eval:
+// one kernel); ok false declines.
+type lstmFuser interface {
+	LSTMUpdate(gates, c Value) (h, cNext Value, ok bool)
+}
+
+// LSTMUpdate is the LSTM's update from its gates' pre-activations [i, f,
+// g, o] (each hidden wide) and the cell state c: c' = σ(f)⊙c +
+// σ(i)⊙tanh(g) and h' = σ(o)⊙tanh(c'). With c the zero Value the forget
+// term is left out. A Builder that fuses the update (Eval) runs it as one
+// kernel, which a test holds equal to these operators.
+func LSTMUpdate(b Builder, gates, c Value, hidden int) (h, cNext Value) {
+	if f, ok := b.(lstmFuser); ok && c.Valid() {
+		if h, cNext, ok := f.LSTMUpdate(gates, c); ok {
+			return h, cNext
+		}
+	}
+	H := hidden
 	gate := func(name string, k int, a Activation) Value {
 		return b.Act(name, a, b.Slice(name+".pre", gates, k*H, (k+1)*H))
 	}
 	i, g := gate("i", 0, Sigmoid), gate("g", 2, Tanh)
-	if cell.Valid() {
+	if c.Valid() {
 		f := gate("f", 1, Sigmoid)
-		cNext = b.Add("c", b.Mul("fc", f, cell), b.Mul("ig", i, g))
+		cNext = b.Add("c", b.Mul("fc", f, c), b.Mul("ig", i, g))
 	} else {
 		cNext = b.Mul("c", i, g)
 	}
 	o := gate("o", 3, Sigmoid)
 	return b.Mul("", o, b.Act("tanhc", Tanh, cNext)), cNext
 }
+
+// Forward computes the next state (h', c') from input x [B, In] and state
+// h, c [B, Hidden]: Describe run on the tape.
+func (c *LSTMCell[T]) Forward(tp *ad.Tape[T], x, h, cell *ad.Node[T]) (hNext, cNext *ad.Node[T]) {
+	e := NewEval(tp, x.Value.Shape[0])
+	hv, cv := c.Describe(e, e.Input(x), e.Input(h), e.Input(cell))
+	return e.Node(hv), e.Node(cv)
+}
+
+// Step is Forward from the input's projection xw [B, 4·Hidden] (Recur).
+func (c *LSTMCell[T]) Step(tp *ad.Tape[T], xw, h, cell *ad.Node[T]) (hNext, cNext *ad.Node[T]) {
+	e := NewEval(tp, xw.Value.Shape[0])
+	hv, cv := c.Recur(e, e.Input(xw), e.Input(h), e.Input(cell))
+	return e.Node(hv), e.Node(cv)
+}
+
+// Params lists the layer's parameters.
+func (c *LSTMCell[T]) Params() []*ad.Param[T] { return []*ad.Param[T]{c.Wih, c.Whh, c.Bih, c.Bhh} }

@@ -79,9 +79,9 @@ func (m *maxDecoder[T]) LowerStep(b nn.Builder, first bool, s map[string]nn.Valu
 	}
 	e := m.Emb.Dim
 	if first {
-		return b.Concat("out", h, b.Const("max", make([]float64, e))), next, nil
+		return b.Concat("out", h, b.Const("max", nn.Values(make([]float64, e)))), next, nil
 	}
-	cache := b.Token("emb", m.Emb.Rows())
+	cache := b.Embed("cache.emb", m.Emb.W, m.Vocab(), e)
 	if c, ok := s["cache"]; ok {
 		cache = b.Concat("cache", c, cache)
 	}
@@ -98,7 +98,7 @@ func (m *maxDecoder[T]) LowerStep(b nn.Builder, first bool, s map[string]nn.Valu
 // LowerLogits is [W | G]·[h; max] + b.
 func (m *maxDecoder[T]) LowerLogits() (w, bias []float64) {
 	ow, bias := m.Captioner.LowerLogits()
-	gw := nn.Float64s(m.g.W.W.Data)
+	gw := m.g.W.Float64s()
 	h, e := len(ow)/m.Vocab(), m.Emb.Dim
 	for z := 0; z < m.Vocab(); z++ {
 		w = append(w, ow[z*h:(z+1)*h]...)

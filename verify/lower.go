@@ -117,29 +117,118 @@ func (r *recorder) node(name string, o op, width int, want int, xs ...nn.Value) 
 	return nn.Value{ID: len(r.t.nodes), Width: width}
 }
 
-// Dense records W·x + b.
-func (r *recorder) Dense(name string, x nn.Value, w, b []float64, out int) nn.Value {
-	if out <= 0 || len(w) != out*x.Width || b != nil && len(b) != out {
-		return r.fail("lowering: %s: weight of %d values and bias of %d for %d×%d", name, len(w), len(b), out, x.Width)
+// Dense records W·x + b. Over a token fed back (or a constant) it records
+// the token's term instead, W·table[y] + b for every token y (W·v + b): the
+// verifier ranges over the tokens, not over a box around their
+// embeddings.
+func (r *recorder) Dense(name string, x nn.Value, w, b nn.Tensor, out int) nn.Value {
+	wv, bv := w.Float64s(), floats(b)
+	if out <= 0 || len(wv) != out*x.Width || bv != nil && len(bv) != out {
+		return r.fail("lowering: %s: weight of %d values and bias of %d for %d×%d", name, len(wv), len(bv), out, x.Width)
 	}
-	return r.node(name, newDense(w, b, x.Width, out), out, -1, x)
+	if r.err == nil && x.ID >= 1 && x.ID <= len(r.t.nodes) {
+		switch o := r.t.nodes[x.ID-1].op.(type) {
+		case *feedback:
+			return r.token(name, affineRows(wv, bv, out, o.tokens))
+		case constant:
+			return r.node(name, constant{v: affineRows(wv, bv, out, [][]float64{o.v})[0]}, out, -1)
+		}
+	}
+	return r.node(name, newDense(wv, bv, x.Width, out), out, -1, x)
+}
+
+// floats is t's values, nil for no tensor.
+func floats(t nn.Tensor) []float64 {
+	if t == nil {
+		return nil
+	}
+	return t.Float64s()
+}
+
+// affineRows returns W·v + b (b nil: none) for every row v of rows, W
+// [out × len(v)] row-major.
+func affineRows(w, b []float64, out int, rows [][]float64) [][]float64 {
+	res := make([][]float64, len(rows))
+	for z, v := range rows {
+		p := make([]float64, out)
+		for j := range p {
+			for k, x := range v {
+				p[j] += w[j*len(v)+k] * x
+			}
+			if b != nil {
+				p[j] += b[j]
+			}
+		}
+		res[z] = p
+	}
+	return res
 }
 
 // Conv records a convolution of x shaped in.
-func (r *recorder) Conv(name string, x nn.Value, w, b []float64, in [3]int, out int, g ad.ConvGeom) nn.Value {
-	if in[0]*in[1]*in[2] != x.Width || out <= 0 || len(w) != out*in[0]*g.Kernel*g.Kernel || len(b) != out || g.Kernel <= 0 || g.Stride <= 0 {
+func (r *recorder) Conv(name string, x nn.Value, w, b nn.Tensor, in [3]int, out int, g ad.ConvGeom) nn.Value {
+	wv, bv := w.Float64s(), floats(b)
+	if in[0]*in[1]*in[2] != x.Width || out <= 0 || len(wv) != out*in[0]*g.Kernel*g.Kernel || len(bv) != out || g.Kernel <= 0 || g.Stride <= 0 {
 		return r.fail("lowering: %s: convolution of %v into %d channels does not fit its weights or input", name, in, out)
 	}
-	c := newConv(w, b, in[:], out, g)
+	c := newConv(wv, bv, in[:], out, g)
 	return r.node(name, c, c.outSize(), -1, x)
 }
 
-// Add records the element-wise sum.
+// Add records the element-wise sum. A constant added to one other term
+// (a bias) joins that term's own constant when it is a Dense, a token's
+// term or a constant.
 func (r *recorder) Add(name string, xs ...nn.Value) nn.Value {
 	if len(xs) == 0 {
 		return r.fail("lowering: %s adds nothing", name)
 	}
+	if len(xs) == 2 && r.err == nil {
+		for k, x := range xs {
+			c, ok := r.op(x).(constant)
+			if !ok || x.Width != xs[1-k].Width {
+				continue
+			}
+			switch o := r.op(xs[1-k]).(type) {
+			case *dense:
+				return r.node(name, newDense(o.w, plus(o.b, c.v), o.in, o.out), o.out, -1, r.inputs(xs[1-k])...)
+			case *feedback:
+				rows := make([][]float64, len(o.tokens))
+				for z, row := range o.tokens {
+					rows[z] = plus(row, c.v)
+				}
+				return r.token(name, rows)
+			case constant:
+				return r.node(name, constant{v: plus(o.v, c.v)}, len(c.v), -1)
+			}
+		}
+	}
 	return r.node(name, add{}, xs[0].Width, xs[0].Width, xs...)
+}
+
+// op is the operator recorded for x (nil for a placeholder or a value not
+// of this template).
+func (r *recorder) op(x nn.Value) op {
+	if x.ID < 1 || x.ID > len(r.t.nodes) {
+		return nil
+	}
+	return r.t.nodes[x.ID-1].op
+}
+
+// inputs are the values x's operator reads.
+func (r *recorder) inputs(x nn.Value) []nn.Value {
+	var out []nn.Value
+	for _, p := range r.t.nodes[x.ID-1].in {
+		out = append(out, nn.Value{ID: p + 1, Width: r.t.nodes[p].width})
+	}
+	return out
+}
+
+// plus is a + b element-wise, in a new slice.
+func plus(a, b []float64) []float64 {
+	out := slices.Clone(a)
+	for j, v := range b {
+		out[j] += v
+	}
+	return out
 }
 
 // Sub records x − y.
@@ -187,12 +276,38 @@ func (r *recorder) Slice(name string, x nn.Value, from, to int) nn.Value {
 }
 
 // Const records a constant vector.
-func (r *recorder) Const(name string, v []float64) nn.Value {
-	return r.node(name, constant{v: slices.Clone(v)}, len(v), -1)
+func (r *recorder) Const(name string, v nn.Tensor) nn.Value {
+	vals := v.Float64s()
+	return r.node(name, constant{v: vals}, len(vals), -1)
 }
 
-// Token records the token fed back.
-func (r *recorder) Token(name string, table [][]float64) nn.Value {
+// Row records row id of table as a constant.
+func (r *recorder) Row(name string, table nn.Tensor, id, dim int) nn.Value {
+	vals := table.Float64s()
+	if dim <= 0 || id < 0 || (id+1)*dim > len(vals) {
+		return r.fail("lowering: %s: row %d of a table of %d values %d wide", name, id, len(vals), dim)
+	}
+	return r.node(name, constant{v: vals[id*dim : (id+1)*dim]}, dim, -1)
+}
+
+// Embed records the token fed back: table's first rows rows.
+func (r *recorder) Embed(name string, table nn.Tensor, rows, dim int) nn.Value {
+	vals := table.Float64s()
+	if rows <= 0 || dim <= 0 || rows*dim > len(vals) {
+		return r.fail("lowering: %s: %d rows %d wide of a table of %d values", name, rows, dim, len(vals))
+	}
+	t := make([][]float64, rows)
+	for z := range t {
+		t[z] = vals[z*dim : (z+1)*dim]
+	}
+	return r.token(name, t)
+}
+
+// Dropout is the identity: the verifier bounds the model as it decodes.
+func (r *recorder) Dropout(_ string, x nn.Value) nn.Value { return x }
+
+// token records a token's term, table[y] for the token y fed back.
+func (r *recorder) token(name string, table [][]float64) nn.Value {
 	if !r.tokens {
 		return r.fail("lowering: %s: only a decoder step after the first reads a token", name)
 	}
@@ -234,6 +349,7 @@ func Lower(d model.Decoder[float64]) (*Net, error) {
 	if rec.t.next, err = rec.outputs(state); err != nil {
 		return nil, n.wrap("encoder", err)
 	}
+	rec.t.prune(false)
 	n.enc = rec.t
 	// The first step reads the encoder's state.
 	if n.first, err = n.record(0, rec.t.writes()); err != nil {
@@ -283,6 +399,7 @@ func (n *Net) record(t int, widths map[string]int) (*template, error) {
 	if rec.t.next, err = rec.outputs(next); err != nil {
 		return nil, n.wrap(what, err)
 	}
+	rec.t.prune(true)
 	if !first {
 		// Unrolling feeds a later step's state to the next: it must write
 		// back what it reads (wider, for a state that grows).
@@ -332,6 +449,51 @@ func (r *recorder) outputs(state map[string]nn.Value) (map[string]int, error) {
 		out[name] = v.ID - 1
 	}
 	return out, nil
+}
+
+// prune drops the operators nothing the template writes reads (what a
+// folded Dense or bias left behind, a lookup folded into its token term),
+// keeping the placeholders; out counts as written for a step.
+func (t *template) prune(step bool) {
+	live := make([]bool, len(t.nodes))
+	var mark func(int)
+	mark = func(i int) {
+		if live[i] {
+			return
+		}
+		live[i] = true
+		for _, p := range t.nodes[i].in {
+			mark(p)
+		}
+	}
+	for i, tn := range t.nodes {
+		if tn.op == nil {
+			live[i] = true
+		}
+	}
+	for _, id := range t.next {
+		mark(id)
+	}
+	if step {
+		mark(t.out)
+	}
+	idx := make([]int, len(t.nodes))
+	var kept []tnode
+	for i, tn := range t.nodes {
+		if !live[i] {
+			continue
+		}
+		idx[i] = len(kept)
+		for k, p := range tn.in {
+			tn.in[k] = idx[p]
+		}
+		kept = append(kept, tn)
+	}
+	t.nodes = kept
+	t.out = idx[t.out]
+	for name, id := range t.next {
+		t.next[name] = idx[id]
+	}
 }
 
 // writes are the widths of the state t writes.

@@ -402,7 +402,7 @@ func (b badLowering) LowerStep(bd nn.Builder, first bool, s map[string]nn.Value)
 	case 2: // an activation the verifier has no rules for
 		bd.Act("bad", "softplus", out)
 	case 3: // a token at the first step
-		bd.Token("bad", [][]float64{{1}})
+		bd.Embed("bad", nn.Values{1}, 1, 1)
 	}
 	return out, next, err
 }
