@@ -221,6 +221,16 @@ func TestGradients(t *testing.T) {
 			_, k := tp.RelaxReLU(in[0], in[1], hi)
 			return k
 		}},
+		{name: "RelaxSigmoid", shapes: [][]int{{6, 5}, {2, 5}, {2, 5}}, avoid: nearKink, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			hi := tp.Add(tp.Add(in[1], tp.Mul(in[2], in[2])), tp.Const(Full[float64](0.1, 2, 5)))
+			c, k := tp.RelaxSShape(SigmoidShape, in[0], tp.Scale(in[1], 2), tp.Scale(hi, 2))
+			return tp.Concat(1, c, tp.Reshape(k, 6, 1))
+		}},
+		{name: "RelaxTanh", shapes: [][]int{{6, 5}, {2, 5}, {2, 5}}, avoid: nearKink, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			hi := tp.Add(tp.Add(in[1], tp.Mul(in[2], in[2])), tp.Const(Full[float64](0.1, 2, 5)))
+			c, k := tp.RelaxSShape(TanhShape, in[0], in[1], hi)
+			return tp.Concat(1, c, tp.Reshape(k, 6, 1))
+		}},
 		{name: "Where", shapes: [][]int{{3, 4}, {3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
 			return tp.Where([]bool{true, false, true}, in[0], tp.Tanh(in[1]))
 		}},

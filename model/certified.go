@@ -116,14 +116,10 @@ func (m *Captioner[T]) CertifiedLoss(tp *ad.Tape[T], x *ad.Node[T], labels [][]i
 	return total, n, nil
 }
 
-// CheckBound implements Certifier: every cell takes the interval bound,
-// the ReLU cell CROWN-IBP as well.
+// CheckBound implements Certifier: every cell takes either bound.
 func (m *Captioner[T]) CheckBound(bound Bound) error {
-	switch {
-	case !bound.Valid():
+	if !bound.Valid() {
 		return fmt.Errorf("unknown bound %q (want one of %v)", bound, Bounds())
-	case bound == BoundCROWNIBP && m.RNN == nil:
-		return fmt.Errorf("the %s bound relaxes the %s cell's ReLU, not the %s cell (use the %s bound)", bound, CellReLU, m.Arch.Cell, BoundInterval)
 	}
 	return nil
 }
@@ -153,16 +149,25 @@ func (m *Captioner[T]) worstLogits(tp *ad.Tape[T], x *ad.Node[T], labels [][]int
 // headLogits is worstLogits from fc1's pre-activation box (centre zc,
 // radius zr; [B, FCHidden]) on: the bounds hold for every pre-activation
 // of the box. The steps' boxes are the interval interpretation of
-// describeStep; under CROWN-IBP each step's pre-activation bounds are also
-// back-substituted (crownHead), and the tighter taken, before the ReLU.
+// describeStep. Under CROWN-IBP the margins are also bounded by
+// back-substitution and the tighter taken: for the ReLU cell by crownHead,
+// which also tightens each step's pre-activations before the ReLU; for
+// any other cell by nn.CROWN, over the same description.
 func (m *Captioner[T]) headLogits(tp *ad.Tape[T], zc, zr *ad.Node[T], labels [][]int, steps int, bound Bound) []*ad.Node[T] {
 	b := len(labels)
-	iv := nn.NewInterval(tp, b)
-	i0 := m.describeTail(iv, iv.Input(zc, zr))
 	var head *crownHead[T]
-	if bound == BoundCROWNIBP {
+	var back *nn.CROWN[T]
+	iv := nn.NewInterval(tp, b)
+	var bd nn.Builder = iv
+	switch {
+	case bound == BoundCROWNIBP && m.RNN != nil:
 		head = m.newCROWNHead(tp, zc, zr)
+	case bound == BoundCROWNIBP:
+		back = nn.NewCROWN(tp, b)
+		back.Tighten = true
+		iv, bd = back.Interval, back
 	}
+	i0 := m.describeTail(bd, iv.Input(zc, zr))
 	state := make([]nn.Value, m.cell.states())
 	for k := range state {
 		state[k] = iv.Input(tp.Const(ad.New[T](b, m.Arch.Hidden)), tp.Const(ad.New[T](b, m.Arch.Hidden)))
@@ -183,14 +188,19 @@ func (m *Captioner[T]) headLogits(tp *ad.Tape[T], zc, zr *ad.Node[T], labels [][
 			}
 		}
 		var h nn.Value
-		h, state = m.describeStep(iv, t == 0, i0, state)
+		h, state = m.describeStep(bd, t == 0, i0, state)
 		hc, hr := iv.Box(h)
-		if head == nil {
-			out[t] = tp.Add(m.Out.Forward(tp, hc), m.marginSpread(tp, hr, targets))
-		} else {
+		switch {
+		case head != nil:
 			// Margins rather than logits: the interval bound's, elided
 			// as above, and back-substitution's, whichever is smaller.
-			out[t] = minimum(tp, m.intervalMargins(tp, hc, hr, targets), head.margins(tp, t, targets))
+			out[t] = nn.Minimum(tp, m.intervalMargins(tp, hc, hr, targets), head.margins(tp, t, targets))
+		case back != nil:
+			spec, db := m.marginSpec(tp, targets)
+			crown := tp.Reshape(tp.Add(back.Upper(spec, h), db), b, m.Vocab())
+			out[t] = nn.Minimum(tp, m.intervalMargins(tp, hc, hr, targets), crown)
+		default:
+			out[t] = tp.Add(m.Out.Forward(tp, hc), m.marginSpread(tp, hr, targets))
 		}
 		for i, y := range targets {
 			if y >= 0 {

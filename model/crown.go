@@ -2,6 +2,7 @@ package model
 
 import (
 	"github.com/lenspec/lenspec/ad"
+	"github.com/lenspec/lenspec/nn"
 )
 
 // crownHead holds what back-substitution over the captioner's head needs
@@ -50,8 +51,8 @@ func (hd *crownHead[T]) step(tp *ad.Tape[T], t int, pc, pr *ad.Node[T], next []i
 	}
 	hd.in = append(hd.in, in)
 	parts := tp.Split(tp.Reshape(hd.back(tp, hd.eye, t), hd.b, 2*h), 1, h, h)
-	lo = maximum(tp, tp.Sub(pc, pr), tp.Scale(parts[1], -1))
-	hi = minimum(tp, tp.Add(pc, pr), parts[0])
+	lo = nn.Maximum(tp, tp.Sub(pc, pr), tp.Scale(parts[1], -1))
+	hi = nn.Minimum(tp, tp.Add(pc, pr), parts[0])
 	hd.lo, hd.hi = append(hd.lo, lo), append(hd.hi, hi)
 	return lo, hi
 }
@@ -59,19 +60,26 @@ func (hd *crownHead[T]) step(tp *ad.Tape[T], t int, pc, pr *ad.Node[T], next []i
 // margins returns upper bounds [B, V] of step t's margins z_j − z_y by
 // back-substitution (0 at j = y); y = targets[i], 0 for a finished row.
 func (hd *crownHead[T]) margins(tp *ad.Tape[T], t int, targets []int) *ad.Node[T] {
-	m := hd.m
-	v := m.Vocab()
-	js, ys := make([]int, hd.b*v), make([]int, hd.b*v)
+	spec, db := hd.m.marginSpec(tp, targets)
+	lam, k := tp.RelaxReLU(spec, hd.lo[t], hd.hi[t])
+	return tp.Reshape(tp.Add(tp.Add(hd.back(tp, lam, t), k), db), hd.b, hd.m.Vocab())
+}
+
+// marginSpec returns the margins z_j − z_y of every token j for each row's
+// target y (0 for a finished row) as linear functions of the output
+// layer's input: coefficients W_j − W_y ([B·V, Hidden], V rows per
+// example) and constants b_j − b_y ([B·V]).
+func (m *Captioner[T]) marginSpec(tp *ad.Tape[T], targets []int) (lam, db *ad.Node[T]) {
+	v, b := m.Vocab(), len(targets)
+	js, ys := make([]int, b*v), make([]int, b*v)
 	for i, y := range targets {
 		for j := range v {
 			js[i*v+j], ys[i*v+j] = j, max(y, 0)
 		}
 	}
 	w := tp.Param(m.Out.W)
-	lam, k := tp.RelaxReLU(tp.Sub(tp.Gather(w, js), tp.Gather(w, ys)), hd.lo[t], hd.hi[t])
 	bias := tp.Reshape(tp.Param(m.Out.B), v, 1)
-	db := tp.Reshape(tp.Sub(tp.Gather(bias, js), tp.Gather(bias, ys)), hd.b*v)
-	return tp.Reshape(tp.Add(tp.Add(hd.back(tp, lam, t), k), db), hd.b, v)
+	return tp.Sub(tp.Gather(w, js), tp.Gather(w, ys)), tp.Reshape(tp.Sub(tp.Gather(bias, js), tp.Gather(bias, ys)), b*v)
 }
 
 // back returns, for coefficients lam [R, Hidden] on p_{t+1} (R/B rows per
@@ -112,15 +120,4 @@ func (m *Captioner[T]) intervalMargins(tp *ad.Tape[T], hc, hr *ad.Node[T], targe
 	}
 	wy := tp.Reshape(tp.RowDot(worst, tp.Const(onehot)), b, 1)
 	return tp.Sub(worst, tp.Linear(wy, tp.Const(ad.Full[T](1, v, 1)), nil))
-}
-
-// minimum is the elementwise min(a, b) = a − ReLU(a − b); its gradient
-// goes to the smaller one.
-func minimum[T ad.Float](tp *ad.Tape[T], a, b *ad.Node[T]) *ad.Node[T] {
-	return tp.Sub(a, tp.ReLU(tp.Sub(a, b)))
-}
-
-// maximum is the elementwise max(a, b) = a + ReLU(b − a).
-func maximum[T ad.Float](tp *ad.Tape[T], a, b *ad.Node[T]) *ad.Node[T] {
-	return tp.Add(a, tp.ReLU(tp.Sub(b, a)))
 }

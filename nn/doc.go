@@ -1,11 +1,11 @@
 // Package nn holds lenspec's layers. A layer owns its parameters (as
 // ad.Params with PyTorch-style names and layouts, so safetensors files map
 // one to one onto PyTorch state dicts) and is written once, as a
-// description of its computation to a Builder (Describe). Three
-// interpreters give the description its meanings: Eval runs it on an
-// autodiff tape (training differentiates it, decoding and float64 replay
-// run it), Interval propagates boxes through it on a tape (certified
-// training), and package verify records it as a graph of operators with
+// description of its computation to a Builder (Describe). Interpreters
+// give the description its meanings: Eval runs it on an autodiff tape
+// (training differentiates it, decoding and float64 replay run it),
+// Interval propagates boxes through it on a tape (certified training),
+// CROWN back-substitutes through it (CROWN-IBP), and package verify records it as a graph of operators with
 // bound rules of their own.
 package nn
 

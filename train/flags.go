@@ -36,7 +36,7 @@ func (o *Options) RegisterRobustnessFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.IBP, "ibp", o.IBP, "weight of the interval-bound (certified) loss at the end of its ramp, in [0, 1] (0: off)")
 	fs.Float64Var(&o.IBPEps, "ibp-eps", o.IBPEps, "L∞ radius the certified loss trains for, at most the input range's width (with --ibp only; required with it)")
 	fs.Float64Var(&o.IBPRamp, "ibp-ramp", o.IBPRamp, "fraction of the steps over which the certified loss's weight and radius ramp up from 0 (with --ibp only)")
-	fs.StringVar((*string)(&o.IBPBound), "ibp-bound", string(o.IBPBound), "the certified loss's bound: interval (IBP) or crown-ibp (tighter: linear bounds above fc1; rnn_relu cell only; with --ibp only)")
+	fs.StringVar((*string)(&o.IBPBound), "ibp-bound", string(o.IBPBound), "the certified loss's bound: interval (IBP) or crown-ibp (tighter: linear bounds above fc1; with --ibp only)")
 	fs.BoolVar(&o.IBPAttack, "ibp-attack", o.IBPAttack, "take the cross-entropy term at a one-step attack inside the ball (MTL-IBP) instead of at the image (with --ibp only)")
 	fs.Float64Var(&o.SABR, "ibp-sabr", o.SABR, "SABR: take the certified loss over a box of this fraction of --ibp-eps, around a one-step attack point inside the ball, instead of over the whole ball; in [0, 1) (0: off; with --ibp only)")
 }
