@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/spf13/cobra"
 )
 
 func newResultsCmd(a *app) *cobra.Command {
-	return group("results", "Merge, summarise, retry and check results files", newMergeCmd(a), newSummaryCmd(a), newRetryCmd(a), newCheckCmd(a))
+	return group("results", "Merge, summarise, retry, check and rerun results files", newMergeCmd(a), newSummaryCmd(a), newRetryCmd(a), newCheckCmd(a), newRerunCmd(a))
 }
 
 func newMergeCmd(a *app) *cobra.Command {
@@ -185,4 +188,90 @@ read), 2 for a usage error.`,
 	check.Flags().StringArrayVar(&opt.ModelDirs, "model-dir", nil, "a model directory, or a directory of them, to find records' models in by sha256 (repeatable; default models)")
 	check.Flags().StringVar(&opt.Rederive, "rederive", "", "directory where vulnerable verdicts' missing witnesses are made again by rerunning their units with their recorded settings")
 	return check
+}
+
+func newRerunCmd(a *app) *cobra.Command {
+	opt := experiment.RerunOptions{Samples: 300, Budget: experiment.DefaultRerunBudget}
+	rerun := &cobra.Command{
+		Use:   "rerun [--samples N] [--budget SECONDS] [--model-dir DIR] [--out DIR] FILE.jsonl...",
+		Short: "Verify a stratified sample of recorded verdicts again and report any that flip",
+		Long: `Verify again --samples records of verification results files (verify's or
+bound's records), each with its record's own model (found by its sha256, as
+results check finds it), data and settings (everything the record's key
+holds), through the same library call verify makes, and compare: per sample
+the recorded and the new verdict, the recorded and the new bound (a
+verification's proven bound on the max-min margin, a worst-case length
+search's proven length and its witnessed length) and the time; then the
+summary: samples rerun, every verdict flip, the samples decided differently,
+the largest bound difference (absolute, and relative to the larger of the
+two), and the time recorded against the time now.
+
+A flip is robust against vulnerable (for a worst-case length search,
+brackets [lower, upper] that do not meet): one of the two runs is unsound.
+Unknown against robust or vulnerable (open against certified) is reported
+apart as "decided differently", not as a flip: a time limit decides those,
+and the machine's speed and load move them.
+
+The choice is deterministic: records that claim a verdict (no error), each
+key once, are grouped by file and recorded verdict (robust, vulnerable,
+unknown, certified, open), each group ordered by recorded time, shortest
+first; rounds take the next record of every group in turn until N are
+chosen. A record that would bring the chosen records' recorded time above
+--budget seconds closes its group, so the rerun takes about --budget seconds
+on a machine like the one that made the records (0: no cap; unknowns, which
+ran to their time limit, are the first to stop being chosen).
+
+The rerun's records go to a temporary directory, removed at the end; with
+--out DIR they are kept in DIR/STEM.jsonl (witnesses in DIR/STEM.witnesses/)
+and a rerun into the same DIR resumes from them, so give a fresh DIR after
+changing the code. Progress is on stderr.
+
+A file that does not hold verification records, a record of schema 0 (its
+settings were not all recorded), one whose clean input is the user's own
+file, one whose model is not found or whose data set cannot be read is
+refused before any rerun, in one line naming the file and record.
+Exit status 0 when no verdict flips and every rerun completes (samples
+decided differently included), 1 on a flip, a failed rerun or a refused
+file, 2 for a usage error, 130/143 interrupted (the rows finished are
+printed; with --out, rerunning resumes).`,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("give the verification results files to rerun")
+			}
+			if opt.Samples < 1 {
+				return usagef("--samples %d: want at least 1", opt.Samples)
+			}
+			if !(opt.Budget >= 0) || math.IsInf(opt.Budget, 0) {
+				return usagef("--budget %v: want seconds ≥ 0 (0: no cap)", opt.Budget)
+			}
+			src, err := a.sources()
+			if err != nil {
+				return err
+			}
+			progress, finish := a.bars()
+			opt.Logf, opt.Progress = a.logf, progress
+			rep, err := experiment.RerunRecords(c.Context(), src, args, opt)
+			finish()
+			if rep != nil {
+				if werr := a.emit(rep, rep.WriteText); werr != nil {
+					return werr
+				}
+			}
+			switch {
+			case rep != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+				return interruptedError{fmt.Sprintf("%d of %d samples rerun, %d flips among them", len(rep.Rows), rep.Chosen, rep.Flips)}
+			case err != nil:
+				return err
+			case rep.Problems() > 0:
+				return fmt.Errorf("%d verdict flips, %d failed reruns", rep.Flips, rep.Failed)
+			}
+			return nil
+		},
+	}
+	f := rerun.Flags()
+	f.IntVar(&opt.Samples, "samples", opt.Samples, "how many records to rerun")
+	f.Float64Var(&opt.Budget, "budget", opt.Budget, "cap on the chosen records' recorded seconds (0: none)")
+	f.StringArrayVar(&opt.ModelDirs, "model-dir", nil, "a model directory, or a directory of them, to find records' models in by sha256 (repeatable; default models)")
+	f.StringVar(&opt.Out, "out", "", "directory to keep the rerun's records in (default: a temporary one, removed)")
+	return rerun
 }

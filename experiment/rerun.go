@@ -1,0 +1,535 @@
+package experiment
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lenspec/lenspec/internal/oneline"
+	"github.com/lenspec/lenspec/model"
+	"github.com/lenspec/lenspec/verify"
+)
+
+// Outcomes of a rerun sample (RerunRow.Outcome).
+const (
+	// RerunSame: the rerun reached the recorded verdict (a worst-case
+	// length search: the same certified length, or the same open verdict).
+	RerunSame = "same"
+	// RerunFlip: the verdicts contradict each other: robust against
+	// vulnerable, or worst-case length brackets that do not meet. One of
+	// the two runs is unsound.
+	RerunFlip = "flip"
+	// RerunDecidedDifferently: unknown against robust or vulnerable
+	// (certified against open): one run decided what the other left open
+	// within its time limit. Time limits move these, so they are reported,
+	// not failed.
+	RerunDecidedDifferently = "decided differently"
+	// RerunFailed: the rerun recorded an error, or no record of the
+	// record's key (its settings do not reproduce it).
+	RerunFailed = "failed"
+)
+
+// DefaultRerunBudget is lenspec results rerun's --budget: the recorded
+// seconds the chosen samples may add up to.
+const DefaultRerunBudget = 1200
+
+// RerunOptions are lenspec results rerun's settings.
+type RerunOptions struct {
+	// Samples is how many records to rerun (at most).
+	Samples int
+	// Budget caps the sum of the chosen records' recorded seconds (0: no
+	// cap), so a rerun's time is known before it starts.
+	Budget float64
+	// ModelDirs are model directories, or directories of them, searched
+	// for the model a record names by its sha256 (default: "models").
+	ModelDirs []string
+	// Out, if set, keeps the rerun's records (Out/STEM.jsonl) and
+	// witnesses (Out/STEM.witnesses/); a rerun into the same Out resumes
+	// from the records there. Empty: a temporary directory, removed.
+	Out      string
+	Logf     func(format string, args ...any)
+	Progress Progress
+
+	// data, if set, replaces the data sets a record's DataRef names
+	// (tests).
+	data func(ref DataRef, in model.InputSpec) (Data, error)
+}
+
+// RerunPick is a record chosen to rerun: its file, 1-based position and
+// the record.
+type RerunPick struct {
+	File   string
+	Record int
+	Rec    VerifyRecord
+}
+
+// RerunRow compares one record with its rerun.
+type RerunRow struct {
+	File   string  `json:"file"`
+	Record int     `json:"record"` // 1-based position in the file
+	Sample int     `json:"sample"`
+	Eps    float64 `json:"eps"`
+	K      int     `json:"k"`
+	Old    string  `json:"old_verdict"`
+	New    string  `json:"new_verdict"`
+	// OldBound and NewBound are what the records prove: a verification's
+	// bound on the max-min margin (proven_bound), a worst-case length
+	// search's proven length (bound.upper); nil when the record holds none.
+	OldBound *float64 `json:"old_bound"`
+	NewBound *float64 `json:"new_bound"`
+	// OldLower and NewLower are a worst-case length search's witnessed
+	// lengths (bound.lower).
+	OldLower   *int    `json:"old_lower,omitempty"`
+	NewLower   *int    `json:"new_lower,omitempty"`
+	OldSeconds float64 `json:"old_seconds"`
+	NewSeconds float64 `json:"new_seconds"`
+	Outcome    string  `json:"outcome"`
+	Reason     string  `json:"reason,omitempty"`
+}
+
+// BoundDiff is the largest difference between a recorded and a rerun
+// bound, and the record it was seen on.
+type BoundDiff struct {
+	Value  float64 `json:"value"`
+	File   string  `json:"file"`
+	Record int     `json:"record"`
+}
+
+// RerunReport is lenspec results rerun's report: a row per sample rerun
+// and the summary.
+type RerunReport struct {
+	Files []string `json:"files"`
+	// Eligible counts the records that could be chosen: those that
+	// claim a verdict (no error), each key once.
+	Eligible int `json:"eligible"`
+	// Asked is --samples; Chosen the records chosen (fewer when the
+	// budget or the eligible records run out); ChosenSeconds their
+	// recorded seconds.
+	Asked         int        `json:"asked"`
+	Chosen        int        `json:"chosen"`
+	ChosenSeconds float64    `json:"chosen_seconds"`
+	Budget        float64    `json:"budget"`
+	Rows          []RerunRow `json:"rows"`
+	Flips         int        `json:"flips"`
+	Decided       int        `json:"decided_differently"`
+	Failed        int        `json:"failed"`
+	// MaxAbs and MaxRel are the largest bound differences, absolute and
+	// relative (|new − old| / max(|old|, |new|)), over the rows where both
+	// records hold a bound; nil when none does.
+	MaxAbs *BoundDiff `json:"max_abs_bound_diff"`
+	MaxRel *BoundDiff `json:"max_rel_bound_diff"`
+	// OldSeconds and NewSeconds add up the rows' recorded and rerun
+	// seconds; WallSeconds is the rerun's wall time.
+	OldSeconds  float64 `json:"old_seconds"`
+	NewSeconds  float64 `json:"new_seconds"`
+	WallSeconds float64 `json:"wall_seconds"`
+	// Out is where the rerun's records were kept ("" when removed).
+	Out string `json:"out,omitempty"`
+}
+
+// rerunVerdicts is the order of the strata within a file.
+var rerunVerdicts = []string{string(verify.Robust), string(verify.Vulnerable), string(verify.Unknown), VerdictCertified, VerdictOpen}
+
+// SelectRerun chooses at most n of the records, files[i]'s records being
+// recs[i], deterministically: records that claim a verdict (no error),
+// each key once (its first record), are grouped into strata by file and
+// verdict (files in the order given; robust, vulnerable, unknown,
+// certified, open), each stratum ordered by recorded seconds, shortest
+// first (then by position). Rounds take the next record of every stratum
+// in turn until n are chosen; with budget > 0, a record that would bring
+// the chosen records' recorded seconds above budget closes its stratum
+// (the ones after it are no shorter). The chosen records are returned in
+// file order, and eligible counts the records that could be chosen.
+func SelectRerun(files []string, recs [][]VerifyRecord, n int, budget float64) (picks []RerunPick, eligible int) {
+	type stratum struct {
+		file, verdict int
+		picks         []RerunPick
+	}
+	var strata []*stratum
+	seen := map[string]bool{}
+	for fi, rs := range recs {
+		by := map[string]*stratum{}
+		for i, r := range rs {
+			if r.Error != "" {
+				continue
+			}
+			k := VerifyKey(r)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			eligible++
+			s := by[r.Verdict]
+			if s == nil {
+				vi := slices.Index(rerunVerdicts, r.Verdict)
+				if vi < 0 {
+					vi = len(rerunVerdicts)
+				}
+				s = &stratum{file: fi, verdict: vi}
+				by[r.Verdict] = s
+				strata = append(strata, s)
+			}
+			s.picks = append(s.picks, RerunPick{File: files[fi], Record: i + 1, Rec: r})
+		}
+	}
+	slices.SortStableFunc(strata, func(a, b *stratum) int {
+		return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.verdict, b.verdict), strings.Compare(a.picks[0].Rec.Verdict, b.picks[0].Rec.Verdict))
+	})
+	for _, s := range strata {
+		slices.SortStableFunc(s.picks, func(a, b RerunPick) int {
+			return cmp.Or(cmp.Compare(a.Rec.Seconds, b.Rec.Seconds), cmp.Compare(a.Record, b.Record))
+		})
+	}
+	next := make([]int, len(strata))
+	total := 0.0
+	for open := len(strata); len(picks) < n && open > 0; {
+		for i, s := range strata {
+			if len(picks) == n {
+				break
+			}
+			if next[i] >= len(s.picks) {
+				continue
+			}
+			p := s.picks[next[i]]
+			if budget > 0 && total+p.Rec.Seconds > budget {
+				next[i], open = len(s.picks), open-1
+				continue
+			}
+			picks, total, next[i] = append(picks, p), total+p.Rec.Seconds, next[i]+1
+			if next[i] == len(s.picks) {
+				open--
+			}
+		}
+	}
+	fileIndex := map[string]int{}
+	for i, f := range files {
+		if _, ok := fileIndex[f]; !ok {
+			fileIndex[f] = i
+		}
+	}
+	slices.SortFunc(picks, func(a, b RerunPick) int {
+		return cmp.Or(cmp.Compare(fileIndex[a.File], fileIndex[b.File]), cmp.Compare(a.Record, b.Record))
+	})
+	return picks, eligible
+}
+
+// RerunRecords verifies again a stratified choice of the records of
+// verification results files (SelectRerun), each with its record's own
+// model (by sha256), data and settings, through RunVerify, and compares
+// the verdicts and bounds. It refuses, naming the file and record, a file
+// that does not hold verification records, a record of schema 0 (whose
+// settings were not all recorded), one whose clean input is not a data
+// set sample, and one whose model is not found, before rerunning anything.
+// An interrupted rerun returns the rows it finished with ctx's error.
+func RerunRecords(ctx context.Context, src Sources, files []string, opt RerunOptions) (*RerunReport, error) {
+	t0 := time.Now()
+	if len(opt.ModelDirs) == 0 {
+		opt.ModelDirs = []string{"models"}
+	}
+	c := &checker{src: src, opt: CheckOptions{ModelDirs: opt.ModelDirs, data: opt.data}, models: map[string]*Model{}, digests: map[string]string{}, data: map[string]Data{}}
+	recs := make([][]VerifyRecord, len(files))
+	for i, path := range files {
+		kind, err := FileKind(path)
+		if err != nil {
+			return nil, err
+		}
+		if kind != "verify" {
+			return nil, fmt.Errorf("%s: %s records, not verification records: only verify's and bound's records are rerun", path, kind)
+		}
+		if recs[i], err = ReadVerifyRecords(path); err != nil {
+			return nil, err
+		}
+		if len(recs[i]) == 0 {
+			return nil, fmt.Errorf("%s: no records", path)
+		}
+	}
+	picks, eligible := SelectRerun(files, recs, opt.Samples, opt.Budget)
+	rep := &RerunReport{Files: files, Eligible: eligible, Asked: opt.Samples, Chosen: len(picks), Budget: opt.Budget}
+	// Every record that could be chosen is checked first, so a refusal
+	// does not depend on --samples and comes before any work.
+	for i, path := range files {
+		for j, r := range recs[i] {
+			if r.Error != "" {
+				continue
+			}
+			if _, _, err := c.rerunnable(ctx, r); err != nil {
+				return nil, fmt.Errorf("%s: record %d: %w", path, j+1, err)
+			}
+		}
+	}
+	for _, p := range picks {
+		rep.ChosenSeconds += p.Rec.Seconds
+	}
+	c.logf("rerun: %d of %d eligible records chosen from %d files (%.0f s recorded)", len(picks), eligible, len(files), rep.ChosenSeconds)
+	dir := opt.Out
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "lenspec-rerun-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	} else {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
+		}
+		rep.Out = dir
+	}
+	progress := func(done int) {
+		if opt.Progress != nil {
+			opt.Progress("rerun", done, len(picks), fmt.Sprintf("flips %d decided differently %d failed %d", rep.Flips, rep.Decided, rep.Failed))
+		}
+	}
+	progress(0)
+	for i, p := range picks {
+		m, d, _ := c.rerunnable(ctx, p.Rec) // checked above
+		out, wdir := rederivePaths(dir, p.File)
+		now, ok, err := rerunUnit(ctx, m, d, p.Rec, out, wdir)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			rep.WallSeconds = time.Since(t0).Seconds()
+			return rep, ctxErr
+		}
+		row := compareRerun(p, now, ok, err)
+		rep.add(row)
+		if row.Outcome != RerunSame {
+			c.logf("rerun: %s record %d (sample %d, δ %g): %s → %s: %s%s", p.File, p.Record, p.Rec.Sample, p.Rec.Eps, row.Old, row.New, row.Outcome, reasonSuffix(row.Reason))
+		}
+		progress(i + 1)
+	}
+	rep.WallSeconds = time.Since(t0).Seconds()
+	return rep, nil
+}
+
+func reasonSuffix(r string) string {
+	if r == "" {
+		return ""
+	}
+	return " (" + r + ")"
+}
+
+// rerunnable finds record r's model and data set, or says why its unit
+// cannot be rerun.
+func (c *checker) rerunnable(ctx context.Context, r VerifyRecord) (*Model, Data, error) {
+	if r.ModelSHA256 == "" {
+		return nil, Data{}, errors.New("a schema-0 record (no model sha256): its settings were not all recorded, so it cannot be rerun as it ran")
+	}
+	m, d, why := c.unitData(ctx, r.Model, r.ModelSHA256, r.Data, r.Sample)
+	if why != "" {
+		return nil, Data{}, errors.New(why)
+	}
+	return m, d, nil
+}
+
+// rerunUnit verifies record r's unit again with model m, data d and r's
+// own settings into the results file out (witnesses into wdir), resuming
+// there, and returns the rerun's record of r's key; ok is false when the
+// rerun recorded none under that key (the settings do not reproduce it).
+func rerunUnit(ctx context.Context, m *Model, d Data, r VerifyRecord, out, wdir string) (rec VerifyRecord, ok bool, err error) {
+	cfg := VerifyConfig{Model: m, Data: d, Samples: []int{r.Sample}, Eps: []float64{r.Eps}, Settings: r.Settings, Out: out, WitnessDir: wdir}
+	if err := RunVerify(ctx, cfg, nil); err != nil {
+		return VerifyRecord{}, false, err
+	}
+	rs, err := ReadVerifyRecords(out)
+	if err != nil {
+		return VerifyRecord{}, false, err
+	}
+	key := VerifyKey(r)
+	for _, rr := range rs {
+		if VerifyKey(rr) == key {
+			return rr, true, nil
+		}
+	}
+	return VerifyRecord{}, false, nil
+}
+
+// compareRerun compares pick p's record with its rerun now (ok: found;
+// err: the rerun's failure).
+func compareRerun(p RerunPick, now VerifyRecord, ok bool, err error) RerunRow {
+	old := p.Rec
+	row := RerunRow{File: p.File, Record: p.Record, Sample: old.Sample, Eps: old.Eps, K: old.K, Old: old.Verdict, OldSeconds: old.Seconds}
+	row.OldBound, row.OldLower = provenBound(old)
+	switch {
+	case err != nil:
+		row.Outcome, row.Reason = RerunFailed, "rerun: "+oneline.Fold(err.Error())
+		return row
+	case !ok:
+		row.Outcome, row.Reason = RerunFailed, "the rerun's record has another key: the record's settings do not reproduce it"
+		return row
+	}
+	row.New, row.NewSeconds = now.Verdict, now.Seconds
+	row.NewBound, row.NewLower = provenBound(now)
+	if now.Error != "" {
+		row.Outcome, row.Reason = RerunFailed, "the rerun failed: "+now.Error
+		return row
+	}
+	decided := func(v string) bool { return v == string(verify.Robust) || v == string(verify.Vulnerable) }
+	switch {
+	case old.Bound != nil && now.Bound != nil:
+		if contradicts(old.Bound, now.Bound) {
+			row.Outcome, row.Reason = RerunFlip, fmt.Sprintf("worst-case length in %s recorded, in %s now", bracket(old.Bound), bracket(now.Bound))
+			return row
+		}
+	case old.Bound != nil || now.Bound != nil:
+		row.Outcome, row.Reason = RerunFailed, "one record is a worst-case length search, the other a verification"
+		return row
+	case decided(old.Verdict) && decided(now.Verdict) && old.Verdict != now.Verdict:
+		row.Outcome = RerunFlip
+		return row
+	}
+	row.Outcome = RerunSame
+	if old.Verdict != now.Verdict {
+		row.Outcome = RerunDecidedDifferently
+	}
+	return row
+}
+
+// provenBound is what a record proves: a worst-case length search's
+// proven length and witnessed length, or a verification's bound on the
+// max-min margin.
+func provenBound(r VerifyRecord) (*float64, *int) {
+	if r.Bound == nil {
+		return r.ProvenBound, nil
+	}
+	lo := r.Bound.Lower
+	if r.Bound.Upper == nil {
+		return nil, &lo
+	}
+	up := float64(*r.Bound.Upper)
+	return &up, &lo
+}
+
+// contradicts reports whether two worst-case length brackets [lower,
+// upper] do not meet: both cannot hold.
+func contradicts(a, b *BoundResult) bool {
+	return (a.Upper != nil && b.Lower > *a.Upper) || (b.Upper != nil && a.Lower > *b.Upper)
+}
+
+func bracket(b *BoundResult) string {
+	if b.Upper == nil {
+		return fmt.Sprintf("[%d, ∞)", b.Lower)
+	}
+	return fmt.Sprintf("[%d, %d]", b.Lower, *b.Upper)
+}
+
+// add counts row into the report.
+func (rep *RerunReport) add(row RerunRow) {
+	rep.Rows = append(rep.Rows, row)
+	switch row.Outcome {
+	case RerunFlip:
+		rep.Flips++
+	case RerunDecidedDifferently:
+		rep.Decided++
+	case RerunFailed:
+		rep.Failed++
+	}
+	rep.OldSeconds += row.OldSeconds
+	rep.NewSeconds += row.NewSeconds
+	if row.OldBound == nil || row.NewBound == nil {
+		return
+	}
+	o, n := *row.OldBound, *row.NewBound
+	abs := math.Abs(n - o)
+	rel := 0.0
+	if d := max(math.Abs(o), math.Abs(n)); d > 0 {
+		rel = abs / d
+	}
+	if rep.MaxAbs == nil || abs > rep.MaxAbs.Value {
+		rep.MaxAbs = &BoundDiff{abs, row.File, row.Record}
+	}
+	if rep.MaxRel == nil || rel > rep.MaxRel.Value {
+		rep.MaxRel = &BoundDiff{rel, row.File, row.Record}
+	}
+}
+
+// Problems counts the rows that fail the rerun: flips and failed reruns.
+func (rep *RerunReport) Problems() int { return rep.Flips + rep.Failed }
+
+// WriteText writes a row per sample, then the summary: the samples
+// rerun, every flip, the samples decided differently, failures, the
+// largest bound differences and the time recorded against the time now.
+func (rep *RerunReport) WriteText(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "file\trecord\tsample\tδ\tK̂\trecorded\tnow\trecorded bound\tbound now\trecorded s\ts now\toutcome")
+	for _, r := range rep.Rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%g\t%d\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%s\n", r.File, r.Record, r.Sample, r.Eps, r.K, r.Old, dash(r.New),
+			boundText(r.OldBound, r.OldLower), boundText(r.NewBound, r.NewLower), r.OldSeconds, r.NewSeconds, r.Outcome)
+	}
+	tw.Flush()
+	counts := map[string]int{}
+	for _, r := range rep.Rows {
+		counts[r.Old]++
+	}
+	var by []string
+	for _, v := range rerunVerdicts {
+		if n := counts[v]; n > 0 {
+			by = append(by, fmt.Sprintf("%s %d", v, n))
+		}
+	}
+	fmt.Fprintf(w, "samples rerun: %d of %d asked (%s), from %d eligible records of %d files\n", len(rep.Rows), rep.Asked, strings.Join(by, ", "), rep.Eligible, len(rep.Files))
+	if rep.Chosen < rep.Asked && rep.Chosen < rep.Eligible {
+		fmt.Fprintf(w, "  the budget of %g s of recorded time (--budget) left no room for more\n", rep.Budget)
+	}
+	fmt.Fprintf(w, "verdict flips: %d\n", rep.Flips)
+	for _, r := range rep.Rows {
+		if r.Outcome == RerunFlip {
+			fmt.Fprintf(w, "  flip: %s record %d (sample %d, δ %g, K̂ %d): %s recorded, %s now%s\n", r.File, r.Record, r.Sample, r.Eps, r.K, r.Old, r.New, reasonSuffix(r.Reason))
+		}
+	}
+	fmt.Fprintf(w, "decided differently: %d (unknown against a verdict, or open against certified: time limits move these)\n", rep.Decided)
+	for _, r := range rep.Rows {
+		if r.Outcome == RerunDecidedDifferently {
+			fmt.Fprintf(w, "  %s record %d (sample %d, δ %g): %s recorded, %s now\n", r.File, r.Record, r.Sample, r.Eps, r.Old, r.New)
+		}
+	}
+	if rep.Failed > 0 {
+		fmt.Fprintf(w, "failed: %d\n", rep.Failed)
+		for _, r := range rep.Rows {
+			if r.Outcome == RerunFailed {
+				fmt.Fprintf(w, "  %s record %d (sample %d, δ %g): %s\n", r.File, r.Record, r.Sample, r.Eps, r.Reason)
+			}
+		}
+	}
+	if rep.MaxAbs == nil {
+		fmt.Fprintln(w, "largest bound difference: no sample's records both hold a bound")
+	} else {
+		fmt.Fprintf(w, "largest bound difference: %.6g absolute (%s record %d), %.3g relative (%s record %d)\n",
+			rep.MaxAbs.Value, rep.MaxAbs.File, rep.MaxAbs.Record, rep.MaxRel.Value, rep.MaxRel.File, rep.MaxRel.Record)
+	}
+	ratio := ""
+	if rep.OldSeconds > 0 {
+		ratio = fmt.Sprintf(" (%.2f×)", rep.NewSeconds/rep.OldSeconds)
+	}
+	fmt.Fprintf(w, "time: %.1f s recorded, %.1f s now%s; %.1f s wall\n", rep.OldSeconds, rep.NewSeconds, ratio, rep.WallSeconds)
+	if rep.Out != "" {
+		fmt.Fprintf(w, "the rerun's records: %s\n", rep.Out)
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// boundText is a row's bound: a worst-case length bracket, or a margin
+// bound.
+func boundText(b *float64, lower *int) string {
+	switch {
+	case lower != nil && b == nil:
+		return fmt.Sprintf("[%d, ∞)", *lower)
+	case lower != nil:
+		return fmt.Sprintf("[%d, %g]", *lower, *b)
+	case b == nil:
+		return "—"
+	}
+	return fmt.Sprintf("%.6g", *b)
+}
