@@ -119,13 +119,20 @@ type RerunReport struct {
 	Budget        float64    `json:"budget"`
 	Rows          []RerunRow `json:"rows"`
 	Flips         int        `json:"flips"`
-	Decided       int        `json:"decided_differently"`
+	DecidedDiff   int        `json:"decided_differently"`
 	Failed        int        `json:"failed"`
 	// MaxAbs and MaxRel are the largest bound differences, absolute and
 	// relative (|new − old| / max(|old|, |new|)), over the rows where both
-	// records hold a bound; nil when none does.
-	MaxAbs *BoundDiff `json:"max_abs_bound_diff"`
-	MaxRel *BoundDiff `json:"max_rel_bound_diff"`
+	// records hold a bound; nil when none does. Decided holds them over
+	// the rows whose verdicts are both decided (robust, vulnerable,
+	// certified): an unknown's or an open search's bound is where a time
+	// limit stopped it, and moves with the machine's speed.
+	MaxAbs  *BoundDiff `json:"max_abs_bound_diff"`
+	MaxRel  *BoundDiff `json:"max_rel_bound_diff"`
+	Decided struct {
+		MaxAbs *BoundDiff `json:"max_abs_bound_diff"`
+		MaxRel *BoundDiff `json:"max_rel_bound_diff"`
+	} `json:"decided"`
 	// OldSeconds and NewSeconds add up the rows' recorded and rerun
 	// seconds; WallSeconds is the rerun's wall time.
 	OldSeconds  float64 `json:"old_seconds"`
@@ -140,20 +147,30 @@ var rerunVerdicts = []string{string(verify.Robust), string(verify.Vulnerable), s
 
 // SelectRerun chooses at most n of the records, files[i]'s records being
 // recs[i], deterministically: records that claim a verdict (no error),
-// each key once (its first record), are grouped into strata by file and
-// verdict (files in the order given; robust, vulnerable, unknown,
-// certified, open), each stratum ordered by recorded seconds, shortest
-// first (then by position). Rounds take the next record of every stratum
-// in turn until n are chosen; with budget > 0, a record that would bring
-// the chosen records' recorded seconds above budget closes its stratum
-// (the ones after it are no shorter). The chosen records are returned in
-// file order, and eligible counts the records that could be chosen.
+// each key once (its first record), are grouped by file and verdict, each
+// group ordered by recorded seconds, shortest first (then by position).
+// Rounds take the next record of every group in turn until n are chosen,
+// the group whose next record is shortest first (ties: files in the order
+// given; robust, vulnerable, unknown, certified, open). With budget > 0,
+// the chosen records' recorded seconds stay within it, and there are as
+// many as it allows (up to n): a record is taken only if as many records
+// can still be chosen with it as without it (counting the shortest
+// records left), otherwise its group is closed (the records after it are
+// no shorter); and after the first round, only if it takes at most an
+// equal share of the budget left among those picks, otherwise it waits
+// for a later round. So every group's shortest record comes first, the
+// long ones (unknowns, which ran to their time limit) only while they
+// leave room for the rest, and the short groups fill the rest in turns.
+// The chosen records are returned in file order; eligible counts the
+// records that could be chosen.
 func SelectRerun(files []string, recs [][]VerifyRecord, n int, budget float64) (picks []RerunPick, eligible int) {
 	type stratum struct {
 		file, verdict int
 		picks         []RerunPick
+		next          int
 	}
 	var strata []*stratum
+	var all []*RerunPick // every eligible record, shortest first: the reserve
 	seen := map[string]bool{}
 	for fi, rs := range recs {
 		by := map[string]*stratum{}
@@ -180,33 +197,70 @@ func SelectRerun(files []string, recs [][]VerifyRecord, n int, budget float64) (
 			s.picks = append(s.picks, RerunPick{File: files[fi], Record: i + 1, Rec: r})
 		}
 	}
-	slices.SortStableFunc(strata, func(a, b *stratum) int {
-		return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.verdict, b.verdict), strings.Compare(a.picks[0].Rec.Verdict, b.picks[0].Rec.Verdict))
-	})
-	for _, s := range strata {
-		slices.SortStableFunc(s.picks, func(a, b RerunPick) int {
-			return cmp.Or(cmp.Compare(a.Rec.Seconds, b.Rec.Seconds), cmp.Compare(a.Record, b.Record))
-		})
+	byTime := func(a, b RerunPick) int {
+		return cmp.Or(cmp.Compare(a.Rec.Seconds, b.Rec.Seconds), strings.Compare(a.File, b.File), cmp.Compare(a.Record, b.Record))
 	}
-	next := make([]int, len(strata))
+	for _, s := range strata {
+		slices.SortStableFunc(s.picks, byTime)
+		for i := range s.picks {
+			all = append(all, &s.picks[i])
+		}
+	}
+	slices.SortStableFunc(all, func(a, b *RerunPick) int { return byTime(*a, *b) })
+	chosen := map[*RerunPick]bool{}
+	// fit counts the shortest records not chosen, p aside, that fit in sec
+	// seconds, at most k of them.
+	fit := func(sec float64, k int, p *RerunPick) int {
+		cnt, sum := 0, 0.0
+		for _, q := range all {
+			if cnt == k {
+				break
+			}
+			if q == p || chosen[q] {
+				continue
+			}
+			if sum+q.Rec.Seconds > sec {
+				break
+			}
+			cnt, sum = cnt+1, sum+q.Rec.Seconds
+		}
+		return cnt
+	}
 	total := 0.0
-	for open := len(strata); len(picks) < n && open > 0; {
-		for i, s := range strata {
+	for round := 0; len(picks) < n; round++ {
+		var live []*stratum
+		for _, s := range strata {
+			if s.next < len(s.picks) {
+				live = append(live, s)
+			}
+		}
+		slices.SortStableFunc(live, func(a, b *stratum) int {
+			return cmp.Or(cmp.Compare(a.picks[a.next].Rec.Seconds, b.picks[b.next].Rec.Seconds), cmp.Compare(a.file, b.file), cmp.Compare(a.verdict, b.verdict),
+				strings.Compare(a.picks[0].Rec.Verdict, b.picks[0].Rec.Verdict))
+		})
+		taken := 0
+		for _, s := range live {
 			if len(picks) == n {
 				break
 			}
-			if next[i] >= len(s.picks) {
-				continue
+			p := &s.picks[s.next]
+			if budget > 0 {
+				left := budget - total
+				target := fit(left, n-len(picks), nil) // the most picks the budget left holds
+				if target == 0 || p.Rec.Seconds > left || fit(left-p.Rec.Seconds, target-1, p) < target-1 {
+					s.next = len(s.picks) // nor will it fit later
+					continue
+				}
+				if round > 0 && p.Rec.Seconds > left/float64(target) {
+					continue // over its share of the budget left, this round
+				}
 			}
-			p := s.picks[next[i]]
-			if budget > 0 && total+p.Rec.Seconds > budget {
-				next[i], open = len(s.picks), open-1
-				continue
-			}
-			picks, total, next[i] = append(picks, p), total+p.Rec.Seconds, next[i]+1
-			if next[i] == len(s.picks) {
-				open--
-			}
+			picks, total, chosen[p] = append(picks, *p), total+p.Rec.Seconds, true
+			s.next++
+			taken++
+		}
+		if taken == 0 {
+			break
 		}
 	}
 	fileIndex := map[string]int{}
@@ -234,7 +288,7 @@ func RerunRecords(ctx context.Context, src Sources, files []string, opt RerunOpt
 	if len(opt.ModelDirs) == 0 {
 		opt.ModelDirs = []string{"models"}
 	}
-	c := &checker{src: src, opt: CheckOptions{ModelDirs: opt.ModelDirs, data: opt.data}, models: map[string]*Model{}, digests: map[string]string{}, data: map[string]Data{}}
+	c := &checker{src: src, opt: CheckOptions{ModelDirs: opt.ModelDirs, Logf: opt.Logf, data: opt.data}, models: map[string]*Model{}, digests: map[string]string{}, data: map[string]Data{}}
 	recs := make([][]VerifyRecord, len(files))
 	for i, path := range files {
 		kind, err := FileKind(path)
@@ -285,7 +339,7 @@ func RerunRecords(ctx context.Context, src Sources, files []string, opt RerunOpt
 	}
 	progress := func(done int) {
 		if opt.Progress != nil {
-			opt.Progress("rerun", done, len(picks), fmt.Sprintf("flips %d decided differently %d failed %d", rep.Flips, rep.Decided, rep.Failed))
+			opt.Progress("rerun", done, len(picks), fmt.Sprintf("flips %d decided differently %d failed %d", rep.Flips, rep.DecidedDiff, rep.Failed))
 		}
 	}
 	progress(0)
@@ -370,7 +424,6 @@ func compareRerun(p RerunPick, now VerifyRecord, ok bool, err error) RerunRow {
 		row.Outcome, row.Reason = RerunFailed, "the rerun failed: "+now.Error
 		return row
 	}
-	decided := func(v string) bool { return v == string(verify.Robust) || v == string(verify.Vulnerable) }
 	switch {
 	case old.Bound != nil && now.Bound != nil:
 		if contradicts(old.Bound, now.Bound) {
@@ -380,7 +433,7 @@ func compareRerun(p RerunPick, now VerifyRecord, ok bool, err error) RerunRow {
 	case old.Bound != nil || now.Bound != nil:
 		row.Outcome, row.Reason = RerunFailed, "one record is a worst-case length search, the other a verification"
 		return row
-	case decided(old.Verdict) && decided(now.Verdict) && old.Verdict != now.Verdict:
+	case old.Verdict != now.Verdict && decided(old) && decided(now): // robust against vulnerable
 		row.Outcome = RerunFlip
 		return row
 	}
@@ -426,7 +479,7 @@ func (rep *RerunReport) add(row RerunRow) {
 	case RerunFlip:
 		rep.Flips++
 	case RerunDecidedDifferently:
-		rep.Decided++
+		rep.DecidedDiff++
 	case RerunFailed:
 		rep.Failed++
 	}
@@ -441,11 +494,16 @@ func (rep *RerunReport) add(row RerunRow) {
 	if d := max(math.Abs(o), math.Abs(n)); d > 0 {
 		rel = abs / d
 	}
-	if rep.MaxAbs == nil || abs > rep.MaxAbs.Value {
-		rep.MaxAbs = &BoundDiff{abs, row.File, row.Record}
+	larger := func(m **BoundDiff, v float64) {
+		if *m == nil || v > (*m).Value {
+			*m = &BoundDiff{v, row.File, row.Record}
+		}
 	}
-	if rep.MaxRel == nil || rel > rep.MaxRel.Value {
-		rep.MaxRel = &BoundDiff{rel, row.File, row.Record}
+	larger(&rep.MaxAbs, abs)
+	larger(&rep.MaxRel, rel)
+	if decided(VerifyRecord{Verdict: row.Old}) && decided(VerifyRecord{Verdict: row.New}) {
+		larger(&rep.Decided.MaxAbs, abs)
+		larger(&rep.Decided.MaxRel, rel)
 	}
 }
 
@@ -483,7 +541,7 @@ func (rep *RerunReport) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "  flip: %s record %d (sample %d, δ %g, K̂ %d): %s recorded, %s now%s\n", r.File, r.Record, r.Sample, r.Eps, r.K, r.Old, r.New, reasonSuffix(r.Reason))
 		}
 	}
-	fmt.Fprintf(w, "decided differently: %d (unknown against a verdict, or open against certified: time limits move these)\n", rep.Decided)
+	fmt.Fprintf(w, "decided differently: %d (unknown against a verdict, or open against certified: time limits move these)\n", rep.DecidedDiff)
 	for _, r := range rep.Rows {
 		if r.Outcome == RerunDecidedDifferently {
 			fmt.Fprintf(w, "  %s record %d (sample %d, δ %g): %s recorded, %s now\n", r.File, r.Record, r.Sample, r.Eps, r.Old, r.New)
@@ -497,12 +555,16 @@ func (rep *RerunReport) WriteText(w io.Writer) {
 			}
 		}
 	}
-	if rep.MaxAbs == nil {
-		fmt.Fprintln(w, "largest bound difference: no sample's records both hold a bound")
-	} else {
-		fmt.Fprintf(w, "largest bound difference: %.6g absolute (%s record %d), %.3g relative (%s record %d)\n",
-			rep.MaxAbs.Value, rep.MaxAbs.File, rep.MaxAbs.Record, rep.MaxRel.Value, rep.MaxRel.File, rep.MaxRel.Record)
+	diff := func(what string, abs, rel *BoundDiff) {
+		if abs == nil {
+			fmt.Fprintf(w, "largest bound difference, %s: no sample's records both hold a bound\n", what)
+			return
+		}
+		fmt.Fprintf(w, "largest bound difference, %s: %.6g absolute (%s record %d), %.3g relative (%s record %d)\n",
+			what, abs.Value, abs.File, abs.Record, rel.Value, rel.File, rel.Record)
 	}
+	diff("decided verdicts", rep.Decided.MaxAbs, rep.Decided.MaxRel)
+	diff("all (an unknown's or open search's bound moves with the time it had)", rep.MaxAbs, rep.MaxRel)
 	ratio := ""
 	if rep.OldSeconds > 0 {
 		ratio = fmt.Sprintf(" (%.2f×)", rep.NewSeconds/rep.OldSeconds)

@@ -2,7 +2,9 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -105,8 +107,8 @@ func TestRerunRecords(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(rep.Rows) != len(tc.recs) || rep.Flips != tc.flips || rep.Decided != tc.decided || rep.Failed != 0 || (rep.Problems() > 0) != (tc.flips > 0) {
-				t.Fatalf("%d rows of %d records, %d flips, %d decided differently, %d failed: %+v", len(rep.Rows), len(tc.recs), rep.Flips, rep.Decided, rep.Failed, rep.Rows)
+			if len(rep.Rows) != len(tc.recs) || rep.Flips != tc.flips || rep.DecidedDiff != tc.decided || rep.Failed != 0 || (rep.Problems() > 0) != (tc.flips > 0) {
+				t.Fatalf("%d rows of %d records, %d flips, %d decided differently, %d failed: %+v", len(rep.Rows), len(tc.recs), rep.Flips, rep.DecidedDiff, rep.Failed, rep.Rows)
 			}
 			for _, r := range rep.Rows {
 				want := RerunSame
@@ -195,16 +197,22 @@ func TestSelectRerun(t *testing.T) {
 		want   []pick // in file order
 	}{
 		{"one per group", 6, 0, []pick{{"a.jsonl", 2}, {"a.jsonl", 4}, {"a.jsonl", 5}, {"b.jsonl", 3}, {"b.jsonl", 4}, {"b.jsonl", 5}}},
-		{"the first groups first", 2, 0, []pick{{"a.jsonl", 2}, {"a.jsonl", 4}}},
-		// Round 2 starts again at a's robust records; a's vulnerable
-		// group is spent.
-		{"a second round", 8, 0, []pick{{"a.jsonl", 2}, {"a.jsonl", 3}, {"a.jsonl", 4}, {"a.jsonl", 5}, {"a.jsonl", 6}, {"b.jsonl", 3}, {"b.jsonl", 4}, {"b.jsonl", 5}}},
+		// A round takes the group whose next record is shortest first.
+		{"the shortest groups first", 2, 0, []pick{{"a.jsonl", 2}, {"b.jsonl", 3}}},
+		{"a second round", 8, 0, []pick{{"a.jsonl", 2}, {"a.jsonl", 3}, {"a.jsonl", 4}, {"a.jsonl", 5}, {"b.jsonl", 2}, {"b.jsonl", 3}, {"b.jsonl", 4}, {"b.jsonl", 5}}},
 		{"all", 100, 0, []pick{{"a.jsonl", 1}, {"a.jsonl", 2}, {"a.jsonl", 3}, {"a.jsonl", 4}, {"a.jsonl", 5}, {"a.jsonl", 6}, {"b.jsonl", 2}, {"b.jsonl", 3}, {"b.jsonl", 4}, {"b.jsonl", 5}}},
-		// Round 1: 1 + 5 + 60 + 9 + 0.2 = 75.2 s, and b's unknown (60 s)
-		// no longer fits; round 2: a's 2 s and b's 0.5 s (77.7 s), not a's
-		// second unknown (61 s); round 3: a's 3 s (80.7 s).
+		// 81 s hold at most 8 records (0.2 + 0.5 + 1 + 2 + 3 + 5 + 9 + 60
+		// = 80.7 s): round 1 takes every group's first but b's unknown,
+		// which would leave room for fewer; rounds 2 and 3 the rest.
 		{"budget", 100, 81, []pick{{"a.jsonl", 1}, {"a.jsonl", 2}, {"a.jsonl", 3}, {"a.jsonl", 4}, {"a.jsonl", 5}, {"b.jsonl", 2}, {"b.jsonl", 3}, {"b.jsonl", 5}}},
+		// 80 s hold 7: a's unknown still leaves room for them.
 		{"budget spent", 100, 80, []pick{{"a.jsonl", 2}, {"a.jsonl", 3}, {"a.jsonl", 4}, {"a.jsonl", 5}, {"b.jsonl", 2}, {"b.jsonl", 3}, {"b.jsonl", 5}}},
+		// 4 picks in 20 s: the four shortest groups' first records
+		// (15.2 s); the unknowns are not reached.
+		{"budget and few picks", 4, 20, []pick{{"a.jsonl", 2}, {"a.jsonl", 4}, {"b.jsonl", 3}, {"b.jsonl", 5}}},
+		// 5 picks in 12 s: b's 9 s robust record would leave room for
+		// one more pick, not two: its group is closed.
+		{"a group closed", 5, 12, []pick{{"a.jsonl", 2}, {"a.jsonl", 3}, {"a.jsonl", 4}, {"b.jsonl", 2}, {"b.jsonl", 3}}},
 	} {
 		got, eligible := SelectRerun(files, recs, tc.n, tc.budget)
 		if !slices.Equal(names(got), tc.want) || eligible != 10 {
@@ -214,5 +222,68 @@ func TestSelectRerun(t *testing.T) {
 		if !slices.EqualFunc(got, again, func(a, b RerunPick) bool { return a.File == b.File && a.Record == b.Record }) {
 			t.Errorf("%s: a second choice differs", tc.name)
 		}
+	}
+}
+
+// TestRerunInterrupted: a rerun cancelled after its first sample returns
+// the context's error with that sample's row, and reruns no more.
+func TestRerunInterrupted(t *testing.T) {
+	mdir, dir, ver, _ := rerunFixture(t)
+	p := writeRecords(t, dir, "r.jsonl", ver...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opt := rerunTestOptions(100, mdir)
+	opt.Progress = func(_ string, done, _ int, _ string) {
+		if done == 1 {
+			cancel()
+		}
+	}
+	rep, err := RerunRecords(ctx, Sources{}, []string{p}, opt)
+	if !errors.Is(err, context.Canceled) || rep == nil || len(rep.Rows) != 1 {
+		t.Fatalf("%v, %+v", err, rep)
+	}
+}
+
+// TestSelectRerunShares: with many short records and a budget that holds
+// more than one unknown per group, every group's first record is taken,
+// then the short groups in turns while an unknown is over a pick's share
+// of the budget left (after round 1, 217.9 s for 51 picks); with 3 picks
+// left, the share (67 s) lets the unknowns in again.
+func TestSelectRerunShares(t *testing.T) {
+	var files []string
+	var recs [][]VerifyRecord
+	for f := range 3 {
+		files = append(files, fmt.Sprintf("%c.jsonl", 'a'+f))
+		var rs []VerifyRecord
+		for i := range 45 {
+			r := VerifyRecord{SchemaVersion: SchemaVersion, ModelSHA256: "aaaa", Data: DataRef{Name: "test", Split: "test", Seed: 1}, Sample: 100*f + i, Eps: 0.1, K: 1}
+			switch {
+			case i < 20:
+				r.Verdict, r.Seconds = "robust", 0.5
+			case i < 40:
+				r.Verdict, r.Seconds = "vulnerable", 0.2
+			default:
+				r.Verdict, r.Seconds = "unknown", 60
+			}
+			rs = append(rs, r)
+		}
+		recs = append(recs, rs)
+	}
+	picks, eligible := SelectRerun(files, recs, 60, 400)
+	count := map[string]int{}
+	total := 0.0
+	for _, p := range picks {
+		count[p.File+" "+p.Rec.Verdict]++
+		total += p.Rec.Seconds
+	}
+	// Round 1, then 8 rounds of the six short groups (57 picks), then
+	// the unknowns: 6·60 + 27·0.2 + 27·0.5 s.
+	for _, f := range files {
+		if count[f+" unknown"] != 2 || count[f+" vulnerable"] != 9 || count[f+" robust"] != 9 {
+			t.Errorf("%s: %d unknown, %d vulnerable, %d robust; want 2, 9, 9", f, count[f+" unknown"], count[f+" vulnerable"], count[f+" robust"])
+		}
+	}
+	if len(picks) != 60 || eligible != 135 || math.Abs(total-378.9) > 1e-9 {
+		t.Errorf("%d picks of %d, %g s; want 60 of 135, 378.9 s", len(picks), eligible, total)
 	}
 }

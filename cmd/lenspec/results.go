@@ -204,7 +204,8 @@ verification's proven bound on the max-min margin, a worst-case length
 search's proven length and its witnessed length) and the time; then the
 summary: samples rerun, every verdict flip, the samples decided differently,
 the largest bound difference (absolute, and relative to the larger of the
-two), and the time recorded against the time now.
+two; among samples decided both times, and among all: an unknown's bound is
+where its time limit stopped it), and the time recorded against the time now.
 
 A flip is robust against vulnerable (for a worst-case length search,
 brackets [lower, upper] that do not meet): one of the two runs is unsound.
@@ -215,11 +216,16 @@ and the machine's speed and load move them.
 The choice is deterministic: records that claim a verdict (no error), each
 key once, are grouped by file and recorded verdict (robust, vulnerable,
 unknown, certified, open), each group ordered by recorded time, shortest
-first; rounds take the next record of every group in turn until N are
-chosen. A record that would bring the chosen records' recorded time above
---budget seconds closes its group, so the rerun takes about --budget seconds
-on a machine like the one that made the records (0: no cap; unknowns, which
-ran to their time limit, are the first to stop being chosen).
+first; rounds take the next record of every group in turn, the group whose
+next record is shortest first, until N are chosen. Their recorded time stays
+within --budget seconds (0: no cap), and there are as many as it allows: a
+record is taken only if as many records can still be chosen with it as
+without it, and after the first round only if it takes at most an equal
+share of the budget left. So every group's shortest record comes first, the
+long ones (unknowns, which ran to their time limit) only while they leave
+room, and the short groups fill the rest. The rerun takes about the chosen
+records' recorded time (printed first) on a machine like the one that made
+them.
 
 The rerun's records go to a temporary directory, removed at the end; with
 --out DIR they are kept in DIR/STEM.jsonl (witnesses in DIR/STEM.witnesses/)
