@@ -16,6 +16,7 @@ import (
 	"github.com/lenspec/lenspec/internal/oneline"
 	"github.com/lenspec/lenspec/model"
 	"github.com/lenspec/lenspec/verify"
+	"github.com/spf13/pflag"
 )
 
 // Outcomes of a rerun sample (RerunRow.Outcome).
@@ -61,6 +62,34 @@ type RerunOptions struct {
 	// data, if set, replaces the data sets a record's DataRef names
 	// (tests).
 	data func(ref DataRef, in model.InputSpec) (Data, error)
+}
+
+// DefaultRerunOptions are lenspec results rerun's defaults: 300 samples
+// (issue 54's count) within DefaultRerunBudget.
+func DefaultRerunOptions() RerunOptions {
+	return RerunOptions{Samples: 300, Budget: DefaultRerunBudget}
+}
+
+// RegisterFlags registers the options' flags on fs, with their current
+// values as defaults.
+func (o *RerunOptions) RegisterFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.Samples, "samples", o.Samples, "how many records to rerun")
+	fs.Float64Var(&o.Budget, "budget", o.Budget, "cap on the chosen records' recorded seconds (0: none)")
+	fs.StringArrayVar(&o.ModelDirs, "model-dir", o.ModelDirs, "a model directory, or a directory of them, to find records' models in by sha256 (repeatable; default models)")
+	fs.StringVar(&o.Out, "out", o.Out, "directory to keep the rerun's records in (default: a temporary one, removed)")
+}
+
+// Validate refuses, as SettingsErrors naming their flags, fewer than one
+// sample and a budget that is negative or not finite.
+func (o RerunOptions) Validate() error {
+	var errs []error
+	if o.Samples < 1 {
+		errs = append(errs, fmt.Errorf("--samples %d: want at least 1", o.Samples))
+	}
+	if !(o.Budget >= 0) || math.IsInf(o.Budget, 0) {
+		errs = append(errs, fmt.Errorf("--budget %v: want seconds ≥ 0 (0: no cap)", o.Budget))
+	}
+	return settingsErr(errors.Join(errs...))
 }
 
 // RerunPick is a record chosen to rerun: its file, 1-based position and
@@ -132,7 +161,7 @@ type RerunReport struct {
 	Decided struct {
 		MaxAbs *BoundDiff `json:"max_abs_bound_diff"`
 		MaxRel *BoundDiff `json:"max_rel_bound_diff"`
-	} `json:"decided"`
+	} `json:"among_decided"`
 	// OldSeconds and NewSeconds add up the rows' recorded and rerun
 	// seconds; WallSeconds is the rerun's wall time.
 	OldSeconds  float64 `json:"old_seconds"`

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/lenspec/lenspec/experiment"
 	"github.com/spf13/cobra"
@@ -191,7 +190,7 @@ read), 2 for a usage error.`,
 }
 
 func newRerunCmd(a *app) *cobra.Command {
-	opt := experiment.RerunOptions{Samples: 300, Budget: experiment.DefaultRerunBudget}
+	opt := experiment.DefaultRerunOptions()
 	rerun := &cobra.Command{
 		Use:   "rerun [--samples N] [--budget SECONDS] [--model-dir DIR] [--out DIR] FILE.jsonl...",
 		Short: "Verify a stratified sample of recorded verdicts again and report any that flip",
@@ -244,11 +243,8 @@ printed; with --out, rerunning resumes).`,
 			if len(args) == 0 {
 				return usagef("give the verification results files to rerun")
 			}
-			if opt.Samples < 1 {
-				return usagef("--samples %d: want at least 1", opt.Samples)
-			}
-			if !(opt.Budget >= 0) || math.IsInf(opt.Budget, 0) {
-				return usagef("--budget %v: want seconds ≥ 0 (0: no cap)", opt.Budget)
+			if err := opt.Validate(); err != nil {
+				return err
 			}
 			src, err := a.sources()
 			if err != nil {
@@ -274,10 +270,6 @@ printed; with --out, rerunning resumes).`,
 			return nil
 		},
 	}
-	f := rerun.Flags()
-	f.IntVar(&opt.Samples, "samples", opt.Samples, "how many records to rerun")
-	f.Float64Var(&opt.Budget, "budget", opt.Budget, "cap on the chosen records' recorded seconds (0: none)")
-	f.StringArrayVar(&opt.ModelDirs, "model-dir", nil, "a model directory, or a directory of them, to find records' models in by sha256 (repeatable; default models)")
-	f.StringVar(&opt.Out, "out", "", "directory to keep the rerun's records in (default: a temporary one, removed)")
+	opt.RegisterFlags(rerun.Flags())
 	return rerun
 }

@@ -166,8 +166,8 @@ func mustRead(t *testing.T, path string) string {
 // TestResultsRerunExit: results rerun exits 0 when the shipped model's
 // verdicts come out again as recorded, 1 naming the record when one is
 // edited to the opposite verdict (a flip), 1 in one line naming the file
-// for attack records or a model that is not found, and 2 without files or
-// samples.
+// for attack records or a model that is not found, and 2 without files,
+// samples or a budget.
 func TestResultsRerunExit(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "v.jsonl")
@@ -200,6 +200,7 @@ func TestResultsRerunExit(t *testing.T) {
 		{"model not found", []string{other}, 1, "", other + ": record 1: model ../../models/mmnist-rnn (sha256 000000000000…) not found here"},
 		{"no files", nil, 2, "", "give the verification results files to rerun"},
 		{"no samples", []string{"--samples", "0", out}, 2, "", "--samples 0: want at least 1"},
+		{"negative budget", []string{"--budget", "-1", out}, 2, "", "--budget -1: want seconds ≥ 0"},
 	} {
 		code, stdout, stderr := runCLI(t, append([]string{"results", "rerun", "-q", "--model-dir", "../../models"}, tc.args...)...)
 		oneLine := strings.HasPrefix(stderr, "lenspec: ") && strings.Count(stderr, "\n") == 1 && strings.Contains(stderr, tc.line)
