@@ -324,14 +324,15 @@ func RerunRecords(ctx context.Context, src Sources, files []string, opt RerunOpt
 		if err != nil {
 			return nil, err
 		}
-		if kind != "verify" {
+		switch kind {
+		case "":
+			return nil, fmt.Errorf("%s: no records", path)
+		case "verify":
+		default:
 			return nil, fmt.Errorf("%s: %s records, not verification records: only verify's and bound's records are rerun", path, kind)
 		}
 		if recs[i], err = ReadVerifyRecords(path); err != nil {
 			return nil, err
-		}
-		if len(recs[i]) == 0 {
-			return nil, fmt.Errorf("%s: no records", path)
 		}
 	}
 	picks, eligible := SelectRerun(files, recs, opt.Samples, opt.Budget)

@@ -133,9 +133,10 @@ func TestRerunRecords(t *testing.T) {
 	}
 }
 
-// TestRerunRefuses: a file of attack records, a record of a model that is
-// not found, a schema-0 record and one of the user's own input are
-// refused before any rerun, in one line naming the file and record.
+// TestRerunRefuses: a file of attack records, an empty or missing file, a
+// record of a model that is not found, a schema-0 record and one of the
+// user's own input are refused before any rerun, in one line naming the
+// file (and record).
 func TestRerunRefuses(t *testing.T) {
 	mdir, dir, ver, _ := rerunFixture(t)
 	with := func(f func(*VerifyRecord)) VerifyRecord {
@@ -148,6 +149,8 @@ func TestRerunRefuses(t *testing.T) {
 		name, path, want string
 	}{
 		{"attack records", attacks, attacks + ": attack records, not verification records"},
+		{"empty", writeRecords[VerifyRecord](t, dir, "empty.jsonl"), "empty.jsonl: no records"},
+		{"missing", filepath.Join(dir, "gone.jsonl"), "gone.jsonl"},
 		{"model missing", writeRecords(t, dir, "other-model.jsonl", ver[0], with(func(r *VerifyRecord) { r.ModelSHA256 = strings.Repeat("0", 64) })), "other-model.jsonl: record 2: model"},
 		{"schema 0", writeRecords(t, dir, "schema0.jsonl", with(func(r *VerifyRecord) { r.ModelSHA256 = "" })), "schema0.jsonl: record 1: a schema-0 record"},
 		{"own input", writeRecords(t, dir, "own.jsonl", with(func(r *VerifyRecord) { r.Data.SHA256 = "abc" })), "own.jsonl: record 1: the clean input is the user's own file"},
