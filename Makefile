@@ -5,7 +5,7 @@ GO ?= go
 BIN := bin/lenspec
 MODEL := models/mmnist-rnn
 
-.PHONY: all setup build data demo slurm-demo test test-purego lint bench bench-peer nmt nmt-ding check-results clean
+.PHONY: all setup build data demo slurm-demo test test-purego lint bench bench-peer nmt nmt-ding check-results check-verdicts clean
 
 all: build
 
@@ -48,6 +48,25 @@ test: data lint
 # witness's float64 replay.
 check-results: data
 	$(BIN) results check $$(find docs/runs -name '*.jsonl' | sort)
+
+# Verify SAMPLES of the shipped verdicts again, each with its record's model,
+# data and settings (lenspec results rerun; docs/runs/README.md): exit 1 on a
+# verdict flip (robust against vulnerable) or a failed rerun. The choice is
+# stratified across files and verdicts, shortest recorded time first, within
+# BUDGET seconds of recorded time. The files are every verification and bound
+# record file whose models are shipped (models/, by sha256) and whose records
+# hold their settings (not schema 0).
+SAMPLES ?= 300
+BUDGET ?= 1200
+UNRUNNABLE := $(addprefix docs/runs/,verify-crown/verify-crown-a% verify-crown/verify-crown-b% \
+	verify-crown/verify-crown-e1-% verify-crown/verify-crown-f% verify-crown/verify-crown-kd% \
+	verify-crown/verify-crown-mix% verify-crown/verify-crown-s1-% verify-ibp/verify-ibp-sweep% \
+	verify-rnn-cuts-clip/b7-% verify-rnn/verify.jsonl verify-rs/verify-rs.jsonl \
+	verify-rs/verify-rs-notokens% verify-rs/verify-rs-stronger%)
+VERDICT_RECORDS := $(filter-out $(UNRUNNABLE),$(sort $(wildcard docs/runs/verify-*/*.jsonl \
+	docs/runs/showtell-verify/*.jsonl docs/runs/bound-curves/*.jsonl docs/runs/first-turn/*.jsonl)))
+check-verdicts: data
+	$(BIN) results rerun --samples $(SAMPLES) --budget $(BUDGET) $(VERDICT_RECORDS)
 
 bench: data
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./bench/...

@@ -515,19 +515,29 @@ func witnessProblem(where string, err error) string {
 // unit finds the model a record names (by digest) and its clean input;
 // why says what is missing.
 func (c *checker) unit(ctx context.Context, path, digest string, ref DataRef, sample int) (m *Model, x0 []float64, why string) {
-	m, why = c.model(path, digest)
+	m, d, why := c.unitData(ctx, path, digest, ref, sample)
 	if why != "" {
 		return nil, nil, why
-	}
-	d, why := c.dataFor(ctx, m, ref)
-	if why != "" {
-		return nil, nil, why
-	}
-	if sample < 0 || sample >= d.Source.Len() {
-		return nil, nil, fmt.Sprintf("sample %d outside the %s split of %d", sample, ref.Split, d.Source.Len())
 	}
 	x0, _ = d.sample(sample)
 	return m, x0, ""
+}
+
+// unitData finds the model a record names (by digest) and the data set
+// its sample is in; why says what is missing.
+func (c *checker) unitData(ctx context.Context, path, digest string, ref DataRef, sample int) (*Model, Data, string) {
+	m, why := c.model(path, digest)
+	if why != "" {
+		return nil, Data{}, why
+	}
+	d, why := c.dataFor(ctx, m, ref)
+	if why != "" {
+		return nil, Data{}, why
+	}
+	if sample < 0 || sample >= d.Source.Len() {
+		return nil, Data{}, fmt.Sprintf("sample %d outside the %s split of %d", sample, ref.Split, d.Source.Len())
+	}
+	return m, d, ""
 }
 
 // model returns the model of digest: the record's own path if it holds
@@ -625,21 +635,14 @@ func (c *checker) rederive(ctx context.Context, path string, m *Model, r VerifyR
 		return "not re-derived: " + why
 	}
 	out, wdir := rederivePaths(c.opt.Rederive, path)
-	cfg := VerifyConfig{Model: m, Data: d, Samples: []int{r.Sample}, Eps: []float64{r.Eps}, Settings: r.Settings, Out: out, WitnessDir: wdir}
-	if err := RunVerify(ctx, cfg, nil); err != nil {
+	rr, ok, err := rerunUnit(ctx, m, d, r, out, wdir)
+	switch {
+	case err != nil:
 		return "not re-derived: " + oneline.Fold(err.Error())
+	case !ok:
+		return fmt.Sprintf("re-derived in %s: the rerun's record has another key (the settings do not reproduce it)", out)
 	}
-	rs, err := ReadVerifyRecords(out)
-	if err != nil {
-		return "re-derived: " + oneline.Fold(err.Error())
-	}
-	key := VerifyKey(r)
-	for _, rr := range rs {
-		if VerifyKey(rr) == key {
-			return fmt.Sprintf("re-derived in %s: verdict %s, %s", out, rr.Verdict, rr.Reason)
-		}
-	}
-	return fmt.Sprintf("re-derived in %s: the rerun's record has another key (the settings do not reproduce it)", out)
+	return fmt.Sprintf("re-derived in %s: verdict %s, %s", out, rr.Verdict, rr.Reason)
 }
 
 // rederivePaths are where rederive writes the records and witnesses of

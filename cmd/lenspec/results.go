@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -9,7 +11,7 @@ import (
 )
 
 func newResultsCmd(a *app) *cobra.Command {
-	return group("results", "Merge, summarise, retry and check results files", newMergeCmd(a), newSummaryCmd(a), newRetryCmd(a), newCheckCmd(a))
+	return group("results", "Merge, summarise, retry, check and rerun results files", newMergeCmd(a), newSummaryCmd(a), newRetryCmd(a), newCheckCmd(a), newRerunCmd(a))
 }
 
 func newMergeCmd(a *app) *cobra.Command {
@@ -185,4 +187,89 @@ read), 2 for a usage error.`,
 	check.Flags().StringArrayVar(&opt.ModelDirs, "model-dir", nil, "a model directory, or a directory of them, to find records' models in by sha256 (repeatable; default models)")
 	check.Flags().StringVar(&opt.Rederive, "rederive", "", "directory where vulnerable verdicts' missing witnesses are made again by rerunning their units with their recorded settings")
 	return check
+}
+
+func newRerunCmd(a *app) *cobra.Command {
+	opt := experiment.DefaultRerunOptions()
+	rerun := &cobra.Command{
+		Use:   "rerun [--samples N] [--budget SECONDS] [--model-dir DIR] [--out DIR] FILE.jsonl...",
+		Short: "Verify a stratified sample of recorded verdicts again and report any that flip",
+		Long: `Verify again --samples records of verification results files (verify's or
+bound's records), each with its record's own model (found by its sha256, as
+results check finds it), data and settings (everything the record's key
+holds), through the same library call verify makes, and compare: per sample
+the recorded and the new verdict, the recorded and the new bound (a
+verification's proven bound on the max-min margin, a worst-case length
+search's proven length and its witnessed length) and the time; then the
+summary: samples rerun, every verdict flip, the samples decided differently,
+the largest bound difference (absolute, and relative to the larger of the
+two; among samples decided both times, and among all: an unknown's bound is
+where its time limit stopped it), and the time recorded against the time now.
+
+A flip is robust against vulnerable (for a worst-case length search,
+brackets [lower, upper] that do not meet): one of the two runs is unsound.
+Unknown against robust or vulnerable (open against certified) is reported
+apart as "decided differently", not as a flip: a time limit decides those,
+and the machine's speed and load move them.
+
+The choice is deterministic: records that claim a verdict (no error), each
+key once, are grouped by file and recorded verdict (robust, vulnerable,
+unknown, certified, open), each group ordered by recorded time, shortest
+first; rounds take the next record of every group in turn, the group whose
+next record is shortest first, until N are chosen. Their recorded time stays
+within --budget seconds (0: no cap), and there are as many as it allows: a
+record is taken only if as many records can still be chosen with it as
+without it, and after the first round only if it takes at most an equal
+share of the budget left. So every group's shortest record comes first, the
+long ones (unknowns, which ran to their time limit) only while they leave
+room, and the short groups fill the rest. The rerun takes about the chosen
+records' recorded time (printed first) on a machine like the one that made
+them.
+
+The rerun's records go to a temporary directory, removed at the end; with
+--out DIR they are kept in DIR/STEM.jsonl (witnesses in DIR/STEM.witnesses/)
+and a rerun into the same DIR resumes from them, so give a fresh DIR after
+changing the code. Progress is on stderr.
+
+A file that does not hold verification records, a record of schema 0 (its
+settings were not all recorded), one whose clean input is the user's own
+file, one whose model is not found or whose data set cannot be read is
+refused before any rerun, in one line naming the file and record.
+Exit status 0 when no verdict flips and every rerun completes (samples
+decided differently included), 1 on a flip, a failed rerun or a refused
+file, 2 for a usage error, 130/143 interrupted (the rows finished are
+printed; with --out, rerunning resumes).`,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("give the verification results files to rerun")
+			}
+			if err := opt.Validate(); err != nil {
+				return err
+			}
+			src, err := a.sources()
+			if err != nil {
+				return err
+			}
+			progress, finish := a.bars()
+			opt.Logf, opt.Progress = a.logf, progress
+			rep, err := experiment.RerunRecords(c.Context(), src, args, opt)
+			finish()
+			if rep != nil {
+				if werr := a.emit(rep, rep.WriteText); werr != nil {
+					return werr
+				}
+			}
+			switch {
+			case rep != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+				return interruptedError{fmt.Sprintf("%d of %d samples rerun, %d flips among them", len(rep.Rows), rep.Chosen, rep.Flips)}
+			case err != nil:
+				return err
+			case rep.Problems() > 0:
+				return fmt.Errorf("%d verdict flips, %d failed reruns", rep.Flips, rep.Failed)
+			}
+			return nil
+		},
+	}
+	opt.RegisterFlags(rerun.Flags())
+	return rerun
 }

@@ -162,3 +162,50 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestResultsRerunExit: results rerun exits 0 when the shipped model's
+// verdicts come out again as recorded, 1 naming the record when one is
+// edited to the opposite verdict (a flip), 1 in one line naming the file
+// for attack records or a model that is not found, and 2 without files,
+// samples or a budget.
+func TestResultsRerunExit(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "v.jsonl")
+	if code, _, stderr := runCLI(t, "verify", "--model", "../../models/mmnist-rnn", "--index", "7360", "--eps", "0.001,0.05", "--timeout", "10s", "--out", out); code != 0 {
+		t.Fatalf("verify: exit %d: %s", code, stderr)
+	}
+	recs, err := experiment.ReadVerifyRecords(out)
+	if err != nil || len(recs) != 2 || recs[0].Verdict != "robust" || recs[1].Verdict != "vulnerable" {
+		t.Fatalf("verify: %v %+v", err, recs)
+	}
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	flipped := write("flipped.jsonl", strings.Replace(mustRead(t, out), `"verdict":"robust"`, `"verdict":"vulnerable"`, 1))
+	other := write("other.jsonl", strings.ReplaceAll(mustRead(t, out), recs[0].ModelSHA256, strings.Repeat("0", 64)))
+	attacks := writeAttacks(t, filepath.Join(dir, "attacks.jsonl"), pgdRecord("abc", 1, 3))
+	for _, tc := range []struct {
+		name         string
+		args         []string
+		code         int
+		stdout, line string // line: in stderr's one line
+	}{
+		{"as recorded", []string{out}, 0, "verdict flips: 0\n", ""},
+		{"flipped", []string{flipped}, 1, "flip: " + flipped + " record 1 (sample 7360, δ 0.001, K̂ 2): vulnerable recorded, robust now", "1 verdict flips, 0 failed reruns"},
+		{"attack records", []string{out, attacks}, 1, "", attacks + ": attack records, not verification records"},
+		{"model not found", []string{other}, 1, "", other + ": record 1: model ../../models/mmnist-rnn (sha256 000000000000…) not found here"},
+		{"no files", nil, 2, "", "give the verification results files to rerun"},
+		{"no samples", []string{"--samples", "0", out}, 2, "", "--samples 0: want at least 1"},
+		{"negative budget", []string{"--budget", "-1", out}, 2, "", "--budget -1: want seconds ≥ 0"},
+	} {
+		code, stdout, stderr := runCLI(t, append([]string{"results", "rerun", "-q", "--model-dir", "../../models"}, tc.args...)...)
+		oneLine := strings.HasPrefix(stderr, "lenspec: ") && strings.Count(stderr, "\n") == 1 && strings.Contains(stderr, tc.line)
+		if code != tc.code || !strings.Contains(stdout, tc.stdout) || tc.line != "" && !oneLine {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit %d, stdout with %q, one line with %q", tc.name, code, stdout, stderr, tc.code, tc.stdout, tc.line)
+		}
+	}
+}
