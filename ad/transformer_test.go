@@ -1,0 +1,172 @@
+package ad
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// attentionLoop is Attention's naive reference: every head, query and key
+// one scalar at a time, in float64.
+func attentionLoop(q, k, v []float64, tq, tk, b, d, heads int, mask AttentionMask) []float64 {
+	dh := d / heads
+	out := make([]float64, tq*b*d)
+	for bi := 0; bi < b; bi++ {
+		for h := 0; h < heads; h++ {
+			for i := 0; i < tq; i++ {
+				scores := make([]float64, tk)
+				seen := make([]bool, tk)
+				m := math.Inf(-1)
+				for j := 0; j < tk; j++ {
+					if (mask.Causal && j > i+tk-tq) || (mask.KeyPad != nil && mask.KeyPad[bi*tk+j]) {
+						continue
+					}
+					for c := 0; c < dh; c++ {
+						scores[j] += q[(i*b+bi)*d+h*dh+c] * k[(j*b+bi)*d+h*dh+c]
+					}
+					scores[j] /= math.Sqrt(float64(dh))
+					seen[j] = true
+					m = math.Max(m, scores[j])
+				}
+				var sum float64
+				for j := range scores {
+					if seen[j] {
+						scores[j] = math.Exp(scores[j] - m)
+						sum += scores[j]
+					}
+				}
+				for j := range scores {
+					if !seen[j] {
+						continue
+					}
+					for c := 0; c < dh; c++ {
+						out[(i*b+bi)*d+h*dh+c] += scores[j] / sum * v[(j*b+bi)*d+h*dh+c]
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// padFlags sets the last n[bi] keys of each batch row bi as padding.
+func padFlags(tk int, n ...int) []bool {
+	pad := make([]bool, len(n)*tk)
+	for bi, p := range n {
+		for j := tk - p; j < tk; j++ {
+			pad[bi*tk+j] = true
+		}
+	}
+	return pad
+}
+
+func TestAttentionMatchesLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for _, c := range []struct {
+		name                string
+		tq, tk, b, d, heads int
+		causal              bool
+		pad                 []int
+	}{
+		{"one head", 4, 4, 1, 3, 1, false, nil},
+		{"heads", 5, 7, 3, 12, 4, false, nil},
+		{"causal", 6, 6, 2, 8, 2, true, nil},
+		{"causal cache step", 1, 9, 3, 8, 2, true, nil},
+		{"causal newest steps", 3, 9, 2, 6, 3, true, nil},
+		{"padding", 4, 6, 3, 8, 2, false, []int{0, 2, 5}},
+		{"causal padding, a row padded out", 5, 5, 2, 4, 2, true, []int{5, 1}},
+		{"wide", 9, 33, 2, 64, 8, true, []int{0, 7}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mask := AttentionMask{Causal: c.causal}
+			if c.pad != nil {
+				mask.KeyPad = padFlags(c.tk, c.pad...)
+			}
+			q := randTensor(rng, []int{c.tq, c.b, c.d})
+			k := randTensor(rng, []int{c.tk, c.b, c.d})
+			v := randTensor(rng, []int{c.tk, c.b, c.d})
+			want := attentionLoop(q.Data, k.Data, v.Data, c.tq, c.tk, c.b, c.d, c.heads, mask)
+			tp := NewTape[float64](false).Use(dirtyArena[float64](1 << 16))
+			got := tp.Attention(tp.Const(q), tp.Const(k), tp.Const(v), c.heads, mask).Value
+			tp32 := NewTape[float32](false).Use(dirtyArena[float32](1 << 16))
+			got32 := tp32.Attention(tp32.Const(Convert[float32](q)), tp32.Const(Convert[float32](k)), tp32.Const(Convert[float32](v)), c.heads, mask).Value
+			for i, w := range want {
+				if math.Abs(got.Data[i]-w) > 1e-12 {
+					t.Fatalf("float64 out[%d] = %v, loop %v", i, got.Data[i], w)
+				}
+				if math.Abs(float64(got32.Data[i])-w) > 1e-5*(1+math.Abs(w)) {
+					t.Fatalf("float32 out[%d] = %v, loop %v", i, got32.Data[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestLayerNormMatchesFormula(t *testing.T) {
+	x := []float64{1, 2, 4, -3, 0.5, 0.5}
+	w, b := []float64{2, -1, 0.5}, []float64{0.1, 0.2, 0.3}
+	tp := NewTape[float64](false)
+	got := tp.LayerNorm(tp.Const(FromSlice(x, 2, 3)), tp.Const(FromSlice(w, 3)), tp.Const(FromSlice(b, 3)), 1e-5).Value.Data
+	for r := 0; r < 2; r++ {
+		row := x[r*3 : (r+1)*3]
+		mean := (row[0] + row[1] + row[2]) / 3
+		vr := ((row[0]-mean)*(row[0]-mean) + (row[1]-mean)*(row[1]-mean) + (row[2]-mean)*(row[2]-mean)) / 3
+		for j := range row {
+			want := (row[j]-mean)/math.Sqrt(vr+1e-5)*w[j] + b[j]
+			if math.Abs(got[r*3+j]-want) > 1e-12 {
+				t.Fatalf("row %d col %d: %v, formula %v", r, j, got[r*3+j], want)
+			}
+		}
+	}
+}
+
+func TestGELUValues(t *testing.T) {
+	// PyTorch's F.gelu(torch.tensor([-2., -0.5, 0., 1., 3.], dtype=torch.float64)).
+	x := []float64{-2, -0.5, 0, 1, 3}
+	want := []float64{-0.04550026389635842, -0.15426876936299344, 0, 0.841344746068543, 2.99595030590511}
+	tp := NewTape[float64](false)
+	got := tp.GELU(tp.Const(FromSlice(x, 5))).Value.Data
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-15 {
+			t.Fatalf("GELU(%v) = %v, PyTorch %v", x[i], got[i], want[i])
+		}
+	}
+}
+
+func TestTransformerGradients(t *testing.T) {
+	attn := func(heads int, mask AttentionMask) func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+		return func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.Attention(in[0], in[1], in[2], heads, mask)
+		}
+	}
+	cases := []gradCase{
+		{name: "LayerNorm", shapes: [][]int{{2, 3, 5}, {5}, {5}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.LayerNorm(in[0], in[1], in[2], 1e-5)
+		}},
+		{name: "LayerNormNoAffine", shapes: [][]int{{4, 3}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.LayerNorm(in[0], nil, nil, 1e-3)
+		}},
+		{name: "LayerNormTwice", shapes: [][]int{{3, 4}, {4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.LayerNorm(tp.Add(in[0], tp.LayerNorm(in[0], in[1], nil, 1e-5)), nil, in[1], 1e-5)
+		}},
+		{name: "GELU", shapes: [][]int{{3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.GELU(in[0]) }},
+		{name: "Attention", shapes: [][]int{{3, 2, 4}, {5, 2, 4}, {5, 2, 4}}, f: attn(2, AttentionMask{})},
+		{name: "AttentionCausal", shapes: [][]int{{4, 2, 6}, {4, 2, 6}, {4, 2, 6}}, f: attn(3, AttentionMask{Causal: true})},
+		{name: "AttentionCausalStep", shapes: [][]int{{2, 2, 4}, {5, 2, 4}, {5, 2, 4}}, f: attn(2, AttentionMask{Causal: true})},
+		{name: "AttentionPadded", shapes: [][]int{{3, 3, 4}, {4, 3, 4}, {4, 3, 4}}, f: attn(1, AttentionMask{KeyPad: padFlags(4, 1, 0, 4)})},
+		{name: "AttentionCausalPadded", shapes: [][]int{{4, 2, 4}, {4, 2, 4}, {4, 2, 4}}, f: attn(2, AttentionMask{Causal: true, KeyPad: padFlags(4, 2, 0)})},
+		{name: "AttentionOneTensor", shapes: [][]int{{4, 2, 6}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.Attention(in[0], in[0], in[0], 2, AttentionMask{Causal: true})
+		}},
+		{name: "AttentionSharedKeyValue", shapes: [][]int{{2, 2, 4}, {3, 2, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			return tp.Attention(tp.Tanh(in[0]), in[1], in[1], 2, AttentionMask{})
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 3; seed++ {
+				checkGrad(t, c, seed)
+			}
+		})
+	}
+}
