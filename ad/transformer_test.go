@@ -170,3 +170,58 @@ func TestTransformerGradients(t *testing.T) {
 		})
 	}
 }
+
+// appendChain appends in[1] (one step, [B, D]), in[2] ([1, B, D]) and in[4]
+// ([2, B, D], past the first buffer's room) to in[0] ([2, B, D]), and in[3]
+// to the second sequence again (a fork), returning every sequence.
+func appendChain(tp *Tape[float64], in []*Node[float64]) []*Steps[float64] {
+	s1 := tp.AppendSteps(nil, in[0], 1)
+	s2 := tp.AppendSteps(s1, in[1], 1)
+	s3 := tp.AppendSteps(s2, in[2], 1)
+	fork := tp.AppendSteps(s2, in[3], 1)
+	s4 := tp.AppendSteps(s3, in[4], 1)
+	return []*Steps[float64]{s1, s2, s3, fork, s4}
+}
+
+var appendShapes = [][]int{{2, 2, 3}, {2, 3}, {1, 2, 3}, {2, 3}, {2, 2, 3}}
+
+func TestAppendStepsValues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 1))
+	tp := NewTape[float64](false).Use(dirtyArena[float64](1 << 12))
+	var in []*Node[float64]
+	for _, s := range appendShapes {
+		in = append(in, tp.Const(randTensor(rng, s)))
+	}
+	seqs := appendChain(tp, in)
+	want := [][]int{{0}, {0, 1}, {0, 1, 2}, {0, 1, 3}, {0, 1, 2, 4}}
+	for i, s := range seqs {
+		var data []float64
+		for _, k := range want[i] {
+			data = append(data, in[k].Value.Data...)
+		}
+		if s.Len()*6 != len(data) || s.Node.Value.Shape[1] != 2 || s.Node.Value.Shape[2] != 3 {
+			t.Fatalf("sequence %d: shape %v, want %d steps of [2, 3]", i, s.Node.Value.Shape, len(data)/6)
+		}
+		for j, v := range data {
+			if s.Node.Value.Data[j] != v {
+				t.Fatalf("sequence %d value %d = %v, want %v (overwritten by a later append?)", i, j, s.Node.Value.Data[j], v)
+			}
+		}
+	}
+	if seqs[1].buf != seqs[2].buf || seqs[3].buf == seqs[1].buf || seqs[4].buf == seqs[2].buf {
+		t.Fatal("appends in place, forks and growth did not share and copy buffers as expected")
+	}
+}
+
+func TestAppendStepsGradients(t *testing.T) {
+	c := gradCase{name: "AppendSteps", shapes: appendShapes, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+		var parts []*Node[float64]
+		for _, s := range appendChain(tp, in) {
+			parts = append(parts, tp.Reshape(tp.Tanh(s.Node), s.Node.Value.Len()))
+		}
+		return tp.Concat(0, parts...)
+	}}
+	for seed := uint64(1); seed <= 3; seed++ {
+		checkGrad(t, c, seed)
+	}
+}
