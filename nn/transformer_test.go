@@ -1,0 +1,246 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/lenspec/lenspec/ad"
+)
+
+// randomise sets every parameter to N(0, scale²) values, so that biases,
+// norms and all are exercised (and no ReLU sits at a tie).
+func randomise[T ad.Float](rng *rand.Rand, scale float64, ps []*ad.Param[T]) {
+	for _, p := range ps {
+		for i := range p.W.Data {
+			p.W.Data[i] = T(scale * rng.NormFloat64())
+		}
+	}
+}
+
+// checkLayerGrads compares the gradient of a fixed random linear functional
+// of f's output with respect to every input and every parameter with
+// central differences, in float64.
+func checkLayerGrads(t *testing.T, name string, rng *rand.Rand, params []*ad.Param[float64], inputs []*ad.Tensor[float64], f func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64]) {
+	t.Helper()
+	var w []float64
+	loss := func(record bool) (float64, []*ad.Node[float64]) {
+		var tp *ad.Tape[float64]
+		if record {
+			tp = ad.NewTrainingTape[float64]()
+		} else {
+			tp = ad.NewTape[float64](false)
+		}
+		in := make([]*ad.Node[float64], len(inputs))
+		for i, x := range inputs {
+			in[i] = tp.Var(x)
+		}
+		out := f(tp, in)
+		if w == nil {
+			w = randVec(rng, out.Value.Len())
+		}
+		l := tp.WeightedSum(out, w)
+		if record {
+			if err := tp.Backward(l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return l.Value.Data[0], in
+	}
+	for _, p := range params {
+		p.ZeroGrad()
+	}
+	_, vars := loss(true)
+	check := func(what string, data, grad []float64) {
+		t.Helper()
+		const eps = 1e-6
+		for i := range data {
+			orig := data[i]
+			data[i] = orig + eps
+			up, _ := loss(false)
+			data[i] = orig - eps
+			down, _ := loss(false)
+			data[i] = orig
+			fd := (up - down) / (2 * eps)
+			var g float64
+			if grad != nil {
+				g = grad[i]
+			}
+			if math.Abs(fd-g) > 1e-6*math.Max(1, math.Abs(fd)) {
+				t.Fatalf("%s: %s[%d]: gradient %v, finite difference %v", name, what, i, g, fd)
+			}
+		}
+	}
+	for i, x := range inputs {
+		var g []float64
+		if vars[i].Grad != nil {
+			g = vars[i].Grad.Data
+		}
+		check(fmt.Sprintf("input %d", i), x.Data, g)
+	}
+	for _, p := range params {
+		check(p.Name, p.W.Data, append([]float64(nil), p.G.Data...))
+	}
+}
+
+func randTensor(rng *rand.Rand, shape ...int) *ad.Tensor[float64] {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return ad.FromSlice(randVec(rng, n), shape...)
+}
+
+func TestTransformerLayerGradients(t *testing.T) {
+	const S, T, B, D = 3, 4, 2, 6
+	memPad := []bool{false, false, true, false, false, false} // [B, S]
+	tgtPad := []bool{false, false, false, true, false, false, false, false}
+	for _, nf := range []bool{false, true} {
+		for _, act := range []string{"relu", "gelu"} {
+			c := TransformerConfig{Dim: D, Heads: 2, FF: 5, NormFirst: nf, Activation: act}
+			rng := rand.New(rand.NewPCG(7, 1))
+			tag := fmt.Sprintf("norm_first=%v %s", nf, act)
+
+			ln := NewLayerNorm[float64]("ln", D)
+			randomise(rng, 1, ln.Params())
+			checkLayerGrads(t, "LayerNorm", rng, ln.Params(), []*ad.Tensor[float64]{randTensor(rng, T, B, D)},
+				func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] { return ln.Forward(tp, in[0]) })
+
+			mha := NewMultiheadAttention[float64]("attn", D, 3, rng)
+			randomise(rng, 0.5, mha.Params())
+			checkLayerGrads(t, "MultiheadAttention self "+tag, rng, mha.Params(), []*ad.Tensor[float64]{randTensor(rng, T, B, D)},
+				func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] {
+					return mha.Forward(tp, in[0], in[0], in[0], ad.AttentionMask{Causal: true, KeyPad: tgtPad})
+				})
+			checkLayerGrads(t, "MultiheadAttention cross", rng, mha.Params(), []*ad.Tensor[float64]{randTensor(rng, T, B, D), randTensor(rng, S, B, D)},
+				func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] {
+					return mha.Forward(tp, in[0], in[1], in[1], ad.AttentionMask{KeyPad: memPad})
+				})
+			checkLayerGrads(t, "MultiheadAttention three inputs", rng, mha.Params(), []*ad.Tensor[float64]{randTensor(rng, T, B, D), randTensor(rng, S, B, D), randTensor(rng, S, B, D)},
+				func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] {
+					return mha.Forward(tp, in[0], in[1], in[2], ad.AttentionMask{})
+				})
+
+			enc := NewTransformerEncoderLayer[float64]("enc", c, rng)
+			randomise(rng, 0.5, enc.Params())
+			checkLayerGrads(t, "encoder layer "+tag, rng, enc.Params(), []*ad.Tensor[float64]{randTensor(rng, S, B, D)},
+				func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] {
+					return enc.Forward(tp, in[0], memPad, Dropout{})
+				})
+
+			dec := NewTransformerDecoderLayer[float64]("dec", c, rng)
+			randomise(rng, 0.5, dec.Params())
+			checkLayerGrads(t, "decoder layer "+tag, rng, dec.Params(), []*ad.Tensor[float64]{randTensor(rng, T, B, D), randTensor(rng, S, B, D)},
+				func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] {
+					return dec.Forward(tp, in[0], in[1], tgtPad, memPad, Dropout{})
+				})
+			// Three cached steps (one, then two at once, then one of a
+			// dropped batch row's cache), every output weighed: the
+			// gradient through the cache.
+			checkLayerGrads(t, "decoder layer steps "+tag, rng, dec.Params(), []*ad.Tensor[float64]{randTensor(rng, B, D), randTensor(rng, 2, B, D), randTensor(rng, 1, D), randTensor(rng, S, B, D)},
+				func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] {
+					cache := dec.Start(tp, in[3], memPad, 2)
+					y0, cache := dec.Step(tp, in[0], cache, Dropout{})
+					y1, cache := dec.Step(tp, in[1], cache, Dropout{})
+					y2, _ := dec.Step(tp, in[2], cache.Rows(tp, []int{1}), Dropout{})
+					return tp.Concat(0, tp.Reshape(y0, B*D), tp.Reshape(y1, 2*B*D), tp.Reshape(y2, D))
+				})
+		}
+	}
+	rng := rand.New(rand.NewPCG(7, 2))
+	pos := NewLearnedPositions[float64]("pos", 6, D, rng)
+	checkLayerGrads(t, "learned positions", rng, pos.Params(), []*ad.Tensor[float64]{randTensor(rng, T, B, D)},
+		func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] { return pos.Add(tp, in[0], 2) })
+	checkLayerGrads(t, "sinusoidal positions", rng, nil, []*ad.Tensor[float64]{randTensor(rng, T, B, D)},
+		func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] {
+			return tp.Tanh(Sinusoidal[float64]{Dim: D}.Add(tp, in[0], 1))
+		})
+}
+
+func TestSinusoidalPositions(t *testing.T) {
+	const d = 6
+	p := Sinusoidal[float64]{Dim: d}
+	all := p.Table(0, 9)
+	for pos := 0; pos < 9; pos++ {
+		for i := 0; i < d/2; i++ {
+			a := float64(pos) / math.Pow(10000, float64(2*i)/d)
+			if all.Data[pos*d+2*i] != math.Sin(a) || all.Data[pos*d+2*i+1] != math.Cos(a) {
+				t.Fatalf("PE[%d, %d:%d] = %v, want sin, cos of %v", pos, 2*i, 2*i+2, all.Data[pos*d+2*i:pos*d+2*i+2], a)
+			}
+		}
+	}
+	// A step's codes are the whole sequence's at its position.
+	tp := ad.NewTape[float64](false)
+	x := tp.Const(ad.New[float64](2, 3, d))
+	got := p.Add(tp, x, 4).Value.Data
+	for s := 0; s < 2; s++ {
+		for b := 0; b < 3; b++ {
+			for j := 0; j < d; j++ {
+				if got[(s*3+b)*d+j] != all.Data[(4+s)*d+j] {
+					t.Fatalf("step %d row %d: code %v, want position %d's %v", s, b, got[(s*3+b)*d:(s*3+b+1)*d], 4+s, all.Data[(4+s)*d:(4+s+1)*d])
+				}
+			}
+		}
+	}
+}
+
+// TestCachedDecodingMatchesFull decodes a two-layer decoder step by step
+// through its caches, drops a batch row half way (Rows), and requires the
+// outputs of the whole sequence decoded at once with the causal mask.
+func TestCachedDecodingMatchesFull(t *testing.T) {
+	t.Run("float64", func(t *testing.T) { cachedMatchesFull[float64](t, 1e-12) })
+	t.Run("float32", func(t *testing.T) { cachedMatchesFull[float32](t, 2e-5) })
+}
+
+func cachedMatchesFull[T ad.Float](t *testing.T, tol float64) {
+	const S, L, B, D = 5, 9, 3, 8
+	rng := rand.New(rand.NewPCG(11, 3))
+	memPad := []bool{false, false, false, false, false, false, false, false, true, true, false, false, false, false, true}
+	for _, nf := range []bool{false, true} {
+		c := TransformerConfig{Dim: D, Heads: 2, FF: 12, NormFirst: nf}
+		layers := []*TransformerDecoderLayer[T]{NewTransformerDecoderLayer[T]("layers.0", c, rng), NewTransformerDecoderLayer[T]("layers.1", c, rng)}
+		for _, l := range layers {
+			randomise(rng, 0.5, l.Params())
+		}
+		tp := ad.NewTape[T](false)
+		mem := tp.Const(ad.Convert[T](randTensor(rng, S, B, D)))
+		x := ad.Convert[T](randTensor(rng, L, B, D))
+		full := tp.Const(x)
+		for _, l := range layers {
+			full = l.Forward(tp, full, mem, nil, memPad, Dropout{})
+		}
+		caches := make([]*DecoderCache[T], len(layers))
+		for i, l := range layers {
+			caches[i] = l.Start(tp, mem, memPad, 4) // grows past 4 steps
+		}
+		rows := []int{0, 1, 2}
+		var worst float64
+		for s := 0; s < L; s++ {
+			if s == 5 { // row 1 finished
+				rows = []int{0, 2}
+				for i := range caches {
+					caches[i] = caches[i].Rows(tp, []int{0, 2})
+				}
+			}
+			step := ad.New[T](len(rows), D)
+			for k, b := range rows {
+				copy(step.Data[k*D:(k+1)*D], x.Data[(s*B+b)*D:(s*B+b+1)*D])
+			}
+			h := tp.Const(step)
+			for i, l := range layers {
+				h, caches[i] = l.Step(tp, h, caches[i], Dropout{})
+			}
+			for k, b := range rows {
+				for j := 0; j < D; j++ {
+					got, want := float64(h.Value.Data[k*D+j]), float64(full.Value.Data[(s*B+b)*D+j])
+					worst = math.Max(worst, math.Abs(got-want))
+					if math.Abs(got-want) > tol*(1+math.Abs(want)) {
+						t.Fatalf("norm_first=%v step %d row %d unit %d: cached %v, full %v", nf, s, b, j, got, want)
+					}
+				}
+			}
+		}
+		t.Logf("norm_first=%v: largest difference %.3g", nf, worst)
+	}
+}
