@@ -56,21 +56,32 @@ func initUniform[T ad.Float](p *ad.Param[T], bound float64, rng *rand.Rand) {
 // self-attention's query, key and value, Project(tp, mem, 1, 2) a
 // cross-attention's keys and values of the memory.
 func (m *MultiheadAttention[T]) Project(tp *ad.Tape[T], x *ad.Node[T], first, parts int) []*ad.Node[T] {
-	d := m.Dim
-	w, b := tp.Param(m.InW), tp.Param(m.InB)
-	if parts < 3 {
-		w = tp.Slice(w, 0, first*d, (first+parts)*d)
-		b = tp.Slice(b, 0, first*d, (first+parts)*d)
-	}
+	w, b := m.Projection(tp, first, parts)
 	y := tp.Linear(x, w, b)
 	if parts == 1 {
 		return []*ad.Node[T]{y}
 	}
 	sizes := make([]int, parts)
 	for i := range sizes {
-		sizes[i] = d
+		sizes[i] = m.Dim
 	}
 	return tp.Split(y, len(y.Value.Shape)-1, sizes...)
+}
+
+// Projection is the weight and bias of parts consecutive input projections
+// from first (see Project): rows of in_proj_weight and in_proj_bias, a copy
+// unless all three. A decoder that projects one step at a time takes its
+// query's once.
+func (m *MultiheadAttention[T]) Projection(tp *ad.Tape[T], first, parts int) (w, b *ad.Node[T]) {
+	if first < 0 || parts < 1 || first+parts > 3 {
+		panic(fmt.Sprintf("nn.MultiheadAttention: projections %d to %d of 3", first, first+parts))
+	}
+	w, b = tp.Param(m.InW), tp.Param(m.InB)
+	if parts < 3 {
+		w = tp.Slice(w, 0, first*m.Dim, (first+parts)*m.Dim)
+		b = tp.Slice(b, 0, first*m.Dim, (first+parts)*m.Dim)
+	}
+	return w, b
 }
 
 // Attend is the attention of projected queries q [Tq, B, Dim] over

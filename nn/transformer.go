@@ -210,19 +210,20 @@ func (l *TransformerDecoderLayer[T]) Forward(tp *ad.Tape[T], x, mem *ad.Node[T],
 		return l.SelfAttn.Forward(tp, h, h, h, ad.AttentionMask{Causal: true, KeyPad: tgtPad})
 	}
 	kv := l.CrossAttn.Project(tp, mem, 1, 2)
-	return l.block(tp, x, self, kv[0], kv[1], memPad, drop)
+	cross := func(h *ad.Node[T]) *ad.Node[T] {
+		q := l.CrossAttn.Project(tp, h, 0, 1)[0]
+		return l.CrossAttn.Attend(tp, q, kv[0], kv[1], ad.AttentionMask{KeyPad: memPad})
+	}
+	return l.block(tp, x, self, cross, drop)
 }
 
-// block is the layer's three sublayers after the self-attention's own
-// (self): attention over the memory's projected keys and values, then the
-// feed-forward block.
-func (l *TransformerDecoderLayer[T]) block(tp *ad.Tape[T], x *ad.Node[T], self func(*ad.Node[T]) *ad.Node[T], memK, memV *ad.Node[T], memPad []bool, drop Dropout) *ad.Node[T] {
+// block is the layer's three sublayers around their attentions (self over
+// the target, cross over the memory): each with its residual connection
+// and normalisation, then the feed-forward block.
+func (l *TransformerDecoderLayer[T]) block(tp *ad.Tape[T], x *ad.Node[T], self, cross func(*ad.Node[T]) *ad.Node[T], drop Dropout) *ad.Node[T] {
 	nf := l.Config.NormFirst
 	x = residual(tp, nf, l.Norm1, x, drop, self)
-	x = residual(tp, nf, l.Norm2, x, drop, func(h *ad.Node[T]) *ad.Node[T] {
-		q := l.CrossAttn.Project(tp, h, 0, 1)[0]
-		return l.CrossAttn.Attend(tp, q, memK, memV, ad.AttentionMask{KeyPad: memPad})
-	})
+	x = residual(tp, nf, l.Norm2, x, drop, cross)
 	return residual(tp, nf, l.Norm3, x, drop, func(h *ad.Node[T]) *ad.Node[T] { return l.FF.Forward(tp, h, drop) })
 }
 
@@ -230,7 +231,7 @@ func (l *TransformerDecoderLayer[T]) block(tp *ad.Tape[T], x *ad.Node[T], self f
 // of greedy decoding: the self-attention's keys and values of every step
 // so far, and the memory's keys and values, projected once. A step then
 // costs O(t) for the t steps before it, not the O(t²) of decoding the
-// whole prefix again.
+// whole prefix again. A cache holds nodes of the tape it was started on.
 type DecoderCache[T ad.Float] struct {
 	// K and V are the self-attention's keys and values [t, B, Dim] (nil
 	// before the first step).
@@ -239,6 +240,9 @@ type DecoderCache[T ad.Float] struct {
 	// its padding flags [B, S] or nil.
 	MemK, MemV *ad.Node[T]
 	MemPad     []bool
+	// qw and qb are the memory attention's query projection, sliced from
+	// in_proj once, not at every step.
+	qw, qb *ad.Node[T]
 	// Capacity is the number of steps the key and value buffers are
 	// allocated for (they grow past it, by copying).
 	Capacity int
@@ -249,7 +253,8 @@ type DecoderCache[T ad.Float] struct {
 // decoding's step cap).
 func (l *TransformerDecoderLayer[T]) Start(tp *ad.Tape[T], mem *ad.Node[T], memPad []bool, capacity int) *DecoderCache[T] {
 	kv := l.CrossAttn.Project(tp, mem, 1, 2)
-	return &DecoderCache[T]{MemK: kv[0], MemV: kv[1], MemPad: memPad, Capacity: capacity}
+	qw, qb := l.CrossAttn.Projection(tp, 0, 1)
+	return &DecoderCache[T]{MemK: kv[0], MemV: kv[1], MemPad: memPad, qw: qw, qb: qb, Capacity: capacity}
 }
 
 // Step decodes the next steps x [n, B, Dim] (or one step, [B, Dim]) after
@@ -270,7 +275,11 @@ func (l *TransformerDecoderLayer[T]) Step(tp *ad.Tape[T], x *ad.Node[T], c *Deco
 		next.V = tp.AppendSteps(c.V, p[2], c.Capacity)
 		return l.SelfAttn.Attend(tp, p[0], next.K.Node, next.V.Node, ad.AttentionMask{Causal: true})
 	}
-	y := l.block(tp, x, self, c.MemK, c.MemV, c.MemPad, drop)
+	cross := func(h *ad.Node[T]) *ad.Node[T] {
+		q := tp.Linear(h, c.qw, c.qb)
+		return l.CrossAttn.Attend(tp, q, c.MemK, c.MemV, ad.AttentionMask{KeyPad: c.MemPad})
+	}
+	y := l.block(tp, x, self, cross, drop)
 	if len(shape) == 2 {
 		y = tp.Reshape(y, shape...)
 	}
@@ -281,7 +290,7 @@ func (l *TransformerDecoderLayer[T]) Step(tp *ad.Tape[T], x *ad.Node[T], c *Deco
 // decoder contract's State.Rows, for dropping finished rows or repeating
 // one.
 func (c *DecoderCache[T]) Rows(tp *ad.Tape[T], idx []int) *DecoderCache[T] {
-	next := &DecoderCache[T]{Capacity: c.Capacity,
+	next := &DecoderCache[T]{Capacity: c.Capacity, qw: c.qw, qb: c.qb,
 		MemK: batchRows(tp, c.MemK, idx), MemV: batchRows(tp, c.MemV, idx)}
 	if c.MemPad != nil {
 		s := len(c.MemPad) / c.MemK.Value.Shape[1]
