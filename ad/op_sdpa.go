@@ -3,13 +3,15 @@ package ad
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"gonum.org/v1/gonum/blas"
 )
 
-// AttentionMask says which keys each query of Attention sees. The zero
-// value hides nothing.
-type AttentionMask struct {
+// AttentionOptions says which keys each query of Attention sees, and how
+// its weights are dropped in training. The zero value hides and drops
+// nothing.
+type AttentionOptions struct {
 	// Causal lets query i see key j only for j ≤ i + Tk − Tq: the usual
 	// lower triangle when Tq = Tk, aligned at the end otherwise, so that
 	// the queries of a decoder's newest steps over a cache of every earlier
@@ -19,6 +21,12 @@ type AttentionMask struct {
 	// major, as PyTorch's key_padding_mask: a set flag hides that key (a
 	// padding position) from every query of that row.
 	KeyPad []bool
+	// Dropout, if positive, drops each attention weight with this
+	// probability after the softmax and scales the others by
+	// 1/(1 − Dropout), as nn.MultiheadAttention's dropout does in
+	// training; the masks are drawn from Rng.
+	Dropout float64
+	Rng     *rand.Rand
 }
 
 // Attention is multi-head scaled dot-product attention,
@@ -35,8 +43,9 @@ type AttentionMask struct {
 // by appending a step's rows.
 //
 // A query that sees no key (all masked) gets zeros, where PyTorch gives NaN.
-// The probabilities are kept for the backward pass ([B·heads, Tq, Tk]).
-func (tp *Tape[T]) Attention(q, k, v *Node[T], heads int, mask AttentionMask) *Node[T] {
+// The probabilities (and, with dropout, the weights applied) are kept for
+// the backward pass, [B·heads, Tq, Tk] each.
+func (tp *Tape[T]) Attention(q, k, v *Node[T], heads int, mask AttentionOptions) *Node[T] {
 	qs, ks, vs := q.Value.Shape, k.Value.Shape, v.Value.Shape
 	if len(qs) != 3 || len(ks) != 3 || len(vs) != 3 || heads < 1 || qs[2]%heads != 0 ||
 		ks[1] != qs[1] || ks[2] != qs[2] || vs[0] != ks[0] || vs[1] != ks[1] || vs[2] != ks[2] || ks[0] == 0 {
@@ -46,10 +55,17 @@ func (tp *Tape[T]) Attention(q, k, v *Node[T], heads int, mask AttentionMask) *N
 	if mask.KeyPad != nil && len(mask.KeyPad) != s.b*s.tk {
 		panic(fmt.Sprintf("ad.Attention: %d padding flags for %d rows of %d keys", len(mask.KeyPad), s.b, s.tk))
 	}
+	if mask.Dropout > 0 && (mask.Dropout >= 1 || mask.Rng == nil) {
+		panic(fmt.Sprintf("ad.Attention: dropout %v (with a source: %v)", mask.Dropout, mask.Rng != nil))
+	}
 	mask.KeyPad = append([]bool(nil), mask.KeyPad...)
-	p := tp.alloc(false, s.b*heads, s.tq, s.tk)
+	p := tp.alloc(false, s.b*heads, s.tq, s.tk).Data
+	pd := p // the weights applied: p, or p with dropout
+	if mask.Dropout > 0 {
+		pd = tp.alloc(false, len(p)).Data
+	}
 	out := tp.alloc(false, s.tq, s.b, s.d)
-	sdpaForward(s, mask, q.Value.Data, k.Value.Data, v.Value.Data, p.Data, out.Data)
+	sdpaForward(s, mask, q.Value.Data, k.Value.Data, v.Value.Data, p, pd, out.Data)
 	return tp.op(out, func(o *Node[T]) {
 		var dq, dk, dv []T
 		var bq, bk, bv T
@@ -66,7 +82,7 @@ func (tp *Tape[T]) Attention(q, k, v *Node[T], heads int, mask AttentionMask) *N
 			dv, bv = gradBeta(v)
 		}
 		scratch := tp.alloc(false, s.tq*s.tk).Data
-		sdpaBackward(s, q.Value.Data, k.Value.Data, v.Value.Data, p.Data, o.Grad.Data, scratch, dq, bq, dk, bk, dv, bv)
+		sdpaBackward(s, q.Value.Data, k.Value.Data, v.Value.Data, p, pd, o.Grad.Data, scratch, dq, bq, dk, bk, dv, bv)
 	}, q, k, v)
 }
 
@@ -79,14 +95,16 @@ type sdpaShape struct{ tq, tk, b, d, heads int }
 func (s sdpaShape) head(bi, h int) (off, ld int) { return bi*s.d + h*(s.d/s.heads), s.b * s.d }
 
 // visible is the last key query i may see (before padding).
-func (s sdpaShape) visible(mask AttentionMask, i int) int {
+func (s sdpaShape) visible(mask AttentionOptions, i int) int {
 	if mask.Causal {
 		return min(s.tk-1, i+s.tk-s.tq)
 	}
 	return s.tk - 1
 }
 
-func sdpaForward[T Float](s sdpaShape, mask AttentionMask, q, k, v, p, out []T) {
+// sdpaForward writes the probabilities to p and the output to out; with
+// dropout, the weights applied to pd (else pd is p).
+func sdpaForward[T Float](s sdpaShape, mask AttentionOptions, q, k, v, p, pd, out []T) {
 	dh := s.d / s.heads
 	scale := T(1 / math.Sqrt(float64(dh)))
 	for bi := 0; bi < s.b; bi++ {
@@ -101,7 +119,18 @@ func sdpaForward[T Float](s sdpaShape, mask AttentionMask, q, k, v, p, out []T) 
 			for i := 0; i < s.tq; i++ {
 				softmaxVisible(pb[i*s.tk:(i+1)*s.tk], s.visible(mask, i), pad)
 			}
-			gemmLD(false, false, s.tq, dh, s.tk, 1, pb, s.tk, v[off:], ld, 0, out[off:], ld)
+			wb := pd[(bi*s.heads+h)*s.tq*s.tk : (bi*s.heads+h+1)*s.tq*s.tk]
+			if mask.Dropout > 0 {
+				keep := T(1 / (1 - mask.Dropout))
+				for j, x := range pb {
+					if mask.Rng.Float64() < mask.Dropout {
+						wb[j] = 0
+					} else {
+						wb[j] = x * keep
+					}
+				}
+			}
+			gemmLD(false, false, s.tq, dh, s.tk, 1, wb, s.tk, v[off:], ld, 0, out[off:], ld)
 		}
 	}
 }
@@ -137,27 +166,33 @@ func softmaxVisible[T Float](row []T, last int, pad []bool) {
 }
 
 // sdpaBackward writes (beta 0) or adds (beta 1) the gradients of the query,
-// key and value that are not nil, from the output's gradient g; dp is
-// scratch of Tq·Tk values.
-func sdpaBackward[T Float](s sdpaShape, q, k, v, p, g, dp, dq []T, bq T, dk []T, bk T, dv []T, bv T) {
+// key and value that are not nil, from the output's gradient g, the
+// probabilities p and the weights applied pd; dp is scratch of Tq·Tk
+// values.
+func sdpaBackward[T Float](s sdpaShape, q, k, v, p, pd, g, dp, dq []T, bq T, dk []T, bk T, dv []T, bv T) {
 	dh := s.d / s.heads
 	scale := T(1 / math.Sqrt(float64(dh)))
 	for bi := 0; bi < s.b; bi++ {
 		for h := 0; h < s.heads; h++ {
 			off, ld := s.head(bi, h)
-			pb := p[(bi*s.heads+h)*s.tq*s.tk : (bi*s.heads+h+1)*s.tq*s.tk]
+			blk := (bi*s.heads + h) * s.tq * s.tk
+			pb, wb := p[blk:blk+s.tq*s.tk], pd[blk:blk+s.tq*s.tk]
 			if dq != nil || dk != nil {
-				// dP = dO·Vᵀ, then dS = P ⊙ (dP − rowsum(P ⊙ dP)): zero
-				// where P is (masked keys pass nothing back).
+				// dW = dO·Vᵀ for the weights applied W = P ⊙ M (M the
+				// dropout's scaled mask, 1 without), then with
+				// a = W ⊙ dW, dS = a − P·rowsum(a): P ⊙ (dP − rowsum(P ⊙
+				// dP)) for dP = M ⊙ dW, zero where P is (masked keys
+				// pass nothing back).
 				gemmLD(false, true, s.tq, s.tk, dh, 1, g[off:], ld, v[off:], ld, 0, dp, s.tk)
 				for i := 0; i < s.tq; i++ {
-					pr, dr := pb[i*s.tk:(i+1)*s.tk], dp[i*s.tk:(i+1)*s.tk]
-					var dot T
-					for j, x := range pr {
-						dot += x * dr[j]
+					pr, wr, dr := pb[i*s.tk:(i+1)*s.tk], wb[i*s.tk:(i+1)*s.tk], dp[i*s.tk:(i+1)*s.tk]
+					var sum T
+					for j, w := range wr {
+						dr[j] *= w
+						sum += dr[j]
 					}
 					for j, x := range pr {
-						dr[j] = x * (dr[j] - dot)
+						dr[j] -= x * sum
 					}
 				}
 				if dq != nil { // dQ = dS·K/√dh
@@ -167,8 +202,8 @@ func sdpaBackward[T Float](s sdpaShape, q, k, v, p, g, dp, dq []T, bq T, dk []T,
 					gemmLD(true, false, s.tk, dh, s.tq, scale, dp, s.tk, q[off:], ld, bk, dk[off:], ld)
 				}
 			}
-			if dv != nil { // dV = Pᵀ·dO
-				gemmLD(true, false, s.tk, dh, s.tq, 1, pb, s.tk, g[off:], ld, bv, dv[off:], ld)
+			if dv != nil { // dV = Wᵀ·dO
+				gemmLD(true, false, s.tk, dh, s.tq, 1, wb, s.tk, g[off:], ld, bv, dv[off:], ld)
 			}
 		}
 	}

@@ -7,8 +7,9 @@ import (
 )
 
 // attentionLoop is Attention's naive reference: every head, query and key
-// one scalar at a time, in float64.
-func attentionLoop(q, k, v []float64, tq, tk, b, d, heads int, mask AttentionMask) []float64 {
+// one scalar at a time, in float64; with dropout, one draw for every
+// weight, batch row by batch row, head by head, query by query.
+func attentionLoop(q, k, v []float64, tq, tk, b, d, heads int, mask AttentionOptions) []float64 {
 	dh := d / heads
 	out := make([]float64, tq*b*d)
 	for bi := 0; bi < b; bi++ {
@@ -36,11 +37,18 @@ func attentionLoop(q, k, v []float64, tq, tk, b, d, heads int, mask AttentionMas
 					}
 				}
 				for j := range scores {
+					w := scores[j] / sum
+					if mask.Dropout > 0 {
+						if mask.Rng.Float64() < mask.Dropout {
+							w = 0
+						}
+						w /= 1 - mask.Dropout
+					}
 					if !seen[j] {
 						continue
 					}
 					for c := 0; c < dh; c++ {
-						out[(i*b+bi)*d+h*dh+c] += scores[j] / sum * v[(j*b+bi)*d+h*dh+c]
+						out[(i*b+bi)*d+h*dh+c] += w * v[(j*b+bi)*d+h*dh+c]
 					}
 				}
 			}
@@ -67,27 +75,36 @@ func TestAttentionMatchesLoop(t *testing.T) {
 		tq, tk, b, d, heads int
 		causal              bool
 		pad                 []int
+		dropout             float64
 	}{
-		{"one head", 4, 4, 1, 3, 1, false, nil},
-		{"heads", 5, 7, 3, 12, 4, false, nil},
-		{"causal", 6, 6, 2, 8, 2, true, nil},
-		{"causal cache step", 1, 9, 3, 8, 2, true, nil},
-		{"causal newest steps", 3, 9, 2, 6, 3, true, nil},
-		{"padding", 4, 6, 3, 8, 2, false, []int{0, 2, 5}},
-		{"causal padding, a row padded out", 5, 5, 2, 4, 2, true, []int{5, 1}},
-		{"wide", 9, 33, 2, 64, 8, true, []int{0, 7}},
+		{"one head", 4, 4, 1, 3, 1, false, nil, 0},
+		{"heads", 5, 7, 3, 12, 4, false, nil, 0},
+		{"causal", 6, 6, 2, 8, 2, true, nil, 0},
+		{"causal cache step", 1, 9, 3, 8, 2, true, nil, 0},
+		{"causal newest steps", 3, 9, 2, 6, 3, true, nil, 0},
+		{"padding", 4, 6, 3, 8, 2, false, []int{0, 2, 5}, 0},
+		{"causal padding, a row padded out", 5, 5, 2, 4, 2, true, []int{5, 1}, 0},
+		{"wide", 9, 33, 2, 64, 8, true, []int{0, 7}, 0},
+		{"dropout", 5, 6, 2, 8, 2, true, []int{1, 0}, 0.3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			mask := AttentionMask{Causal: c.causal}
+			mask := AttentionOptions{Causal: c.causal}
 			if c.pad != nil {
 				mask.KeyPad = padFlags(c.tk, c.pad...)
 			}
 			q := randTensor(rng, []int{c.tq, c.b, c.d})
 			k := randTensor(rng, []int{c.tk, c.b, c.d})
 			v := randTensor(rng, []int{c.tk, c.b, c.d})
-			want := attentionLoop(q.Data, k.Data, v.Data, c.tq, c.tk, c.b, c.d, c.heads, mask)
+			draws := func() AttentionOptions {
+				if c.dropout > 0 {
+					mask.Dropout, mask.Rng = c.dropout, rand.New(rand.NewPCG(1, 1))
+				}
+				return mask
+			}
+			want := attentionLoop(q.Data, k.Data, v.Data, c.tq, c.tk, c.b, c.d, c.heads, draws())
 			tp := NewTape[float64](false).Use(dirtyArena[float64](1 << 16))
-			got := tp.Attention(tp.Const(q), tp.Const(k), tp.Const(v), c.heads, mask).Value
+			got := tp.Attention(tp.Const(q), tp.Const(k), tp.Const(v), c.heads, draws()).Value
+			mask = draws()
 			tp32 := NewTape[float32](false).Use(dirtyArena[float32](1 << 16))
 			got32 := tp32.Attention(tp32.Const(Convert[float32](q)), tp32.Const(Convert[float32](k)), tp32.Const(Convert[float32](v)), c.heads, mask).Value
 			for i, w := range want {
@@ -134,7 +151,7 @@ func TestGELUValues(t *testing.T) {
 }
 
 func TestTransformerGradients(t *testing.T) {
-	attn := func(heads int, mask AttentionMask) func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+	attn := func(heads int, mask AttentionOptions) func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
 		return func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
 			return tp.Attention(in[0], in[1], in[2], heads, mask)
 		}
@@ -150,16 +167,21 @@ func TestTransformerGradients(t *testing.T) {
 			return tp.LayerNorm(tp.Add(in[0], tp.LayerNorm(in[0], in[1], nil, 1e-5)), nil, in[1], 1e-5)
 		}},
 		{name: "GELU", shapes: [][]int{{3, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] { return tp.GELU(in[0]) }},
-		{name: "Attention", shapes: [][]int{{3, 2, 4}, {5, 2, 4}, {5, 2, 4}}, f: attn(2, AttentionMask{})},
-		{name: "AttentionCausal", shapes: [][]int{{4, 2, 6}, {4, 2, 6}, {4, 2, 6}}, f: attn(3, AttentionMask{Causal: true})},
-		{name: "AttentionCausalStep", shapes: [][]int{{2, 2, 4}, {5, 2, 4}, {5, 2, 4}}, f: attn(2, AttentionMask{Causal: true})},
-		{name: "AttentionPadded", shapes: [][]int{{3, 3, 4}, {4, 3, 4}, {4, 3, 4}}, f: attn(1, AttentionMask{KeyPad: padFlags(4, 1, 0, 4)})},
-		{name: "AttentionCausalPadded", shapes: [][]int{{4, 2, 4}, {4, 2, 4}, {4, 2, 4}}, f: attn(2, AttentionMask{Causal: true, KeyPad: padFlags(4, 2, 0)})},
+		{name: "Attention", shapes: [][]int{{3, 2, 4}, {5, 2, 4}, {5, 2, 4}}, f: attn(2, AttentionOptions{})},
+		{name: "AttentionCausal", shapes: [][]int{{4, 2, 6}, {4, 2, 6}, {4, 2, 6}}, f: attn(3, AttentionOptions{Causal: true})},
+		{name: "AttentionCausalStep", shapes: [][]int{{2, 2, 4}, {5, 2, 4}, {5, 2, 4}}, f: attn(2, AttentionOptions{Causal: true})},
+		{name: "AttentionPadded", shapes: [][]int{{3, 3, 4}, {4, 3, 4}, {4, 3, 4}}, f: attn(1, AttentionOptions{KeyPad: padFlags(4, 1, 0, 4)})},
+		{name: "AttentionCausalPadded", shapes: [][]int{{4, 2, 4}, {4, 2, 4}, {4, 2, 4}}, f: attn(2, AttentionOptions{Causal: true, KeyPad: padFlags(4, 2, 0)})},
+		{name: "AttentionDropout", shapes: [][]int{{4, 2, 4}, {5, 2, 4}, {5, 2, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
+			// The same masks at every evaluation: a source seeded alike.
+			opt := AttentionOptions{Causal: true, KeyPad: padFlags(5, 1, 0), Dropout: 0.4, Rng: rand.New(rand.NewPCG(2, 9))}
+			return tp.Attention(in[0], in[1], in[2], 2, opt)
+		}},
 		{name: "AttentionOneTensor", shapes: [][]int{{4, 2, 6}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
-			return tp.Attention(in[0], in[0], in[0], 2, AttentionMask{Causal: true})
+			return tp.Attention(in[0], in[0], in[0], 2, AttentionOptions{Causal: true})
 		}},
 		{name: "AttentionSharedKeyValue", shapes: [][]int{{2, 2, 4}, {3, 2, 4}}, f: func(tp *Tape[float64], in []*Node[float64]) *Node[float64] {
-			return tp.Attention(tp.Tanh(in[0]), in[1], in[1], 2, AttentionMask{})
+			return tp.Attention(tp.Tanh(in[0]), in[1], in[1], 2, AttentionOptions{})
 		}},
 	}
 	for _, c := range cases {

@@ -14,7 +14,7 @@ import (
 // value's), the output projection out_proj.weight [Dim, Dim] and
 // out_proj.bias, Heads heads of Dim/Heads columns each, scores scaled by
 // 1/√(Dim/Heads). Inputs are time-major, [T, B, Dim] (batch_first=False).
-// Dropout on the attention weights is not applied.
+// Dropout on the attention weights is the options' (ad.AttentionOptions).
 type MultiheadAttention[T ad.Float] struct {
 	Dim, Heads int
 	InW, InB   *ad.Param[T]
@@ -86,7 +86,7 @@ func (m *MultiheadAttention[T]) Projection(tp *ad.Tape[T], first, parts int) (w,
 
 // Attend is the attention of projected queries q [Tq, B, Dim] over
 // projected keys and values [Tk, B, Dim], through the output projection.
-func (m *MultiheadAttention[T]) Attend(tp *ad.Tape[T], q, k, v *ad.Node[T], mask ad.AttentionMask) *ad.Node[T] {
+func (m *MultiheadAttention[T]) Attend(tp *ad.Tape[T], q, k, v *ad.Node[T], mask ad.AttentionOptions) *ad.Node[T] {
 	return m.Out.Forward(tp, tp.Attention(q, k, v, m.Heads, mask))
 }
 
@@ -94,7 +94,7 @@ func (m *MultiheadAttention[T]) Attend(tp *ad.Tape[T], q, k, v *ad.Node[T], mask
 // (query [Tq, B, Dim], key and value [Tk, B, Dim]) with the mask's
 // key_padding_mask and causal attn_mask. A self-attention (one node for
 // all three) or a key that is also the value is projected in one GEMM.
-func (m *MultiheadAttention[T]) Forward(tp *ad.Tape[T], query, key, value *ad.Node[T], mask ad.AttentionMask) *ad.Node[T] {
+func (m *MultiheadAttention[T]) Forward(tp *ad.Tape[T], query, key, value *ad.Node[T], mask ad.AttentionOptions) *ad.Node[T] {
 	var q, k, v *ad.Node[T]
 	switch {
 	case query == key && key == value:

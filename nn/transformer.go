@@ -64,6 +64,15 @@ type Dropout struct {
 	Rng *rand.Rand
 }
 
+// attention is o with the dropout of the attention weights (PyTorch's
+// layers give their attentions their own dropout).
+func (d Dropout) attention(o ad.AttentionOptions) ad.AttentionOptions {
+	if d.P > 0 {
+		o.Dropout, o.Rng = d.P, d.Rng
+	}
+	return o
+}
+
 func dropout[T ad.Float](tp *ad.Tape[T], x *ad.Node[T], d Dropout) *ad.Node[T] {
 	if d.P <= 0 {
 		return x
@@ -158,7 +167,7 @@ func newNorm[T ad.Float](prefix, name string, c TransformerConfig) *LayerNorm[T]
 func (l *TransformerEncoderLayer[T]) Forward(tp *ad.Tape[T], x *ad.Node[T], pad []bool, drop Dropout) *ad.Node[T] {
 	nf := l.Config.NormFirst
 	x = residual(tp, nf, l.Norm1, x, drop, func(h *ad.Node[T]) *ad.Node[T] {
-		return l.SelfAttn.Forward(tp, h, h, h, ad.AttentionMask{KeyPad: pad})
+		return l.SelfAttn.Forward(tp, h, h, h, drop.attention(ad.AttentionOptions{KeyPad: pad}))
 	})
 	return residual(tp, nf, l.Norm2, x, drop, func(h *ad.Node[T]) *ad.Node[T] { return l.FF.Forward(tp, h, drop) })
 }
@@ -207,12 +216,12 @@ func (l *TransformerDecoderLayer[T]) Params() []*ad.Param[T] {
 // memory_key_padding_mask).
 func (l *TransformerDecoderLayer[T]) Forward(tp *ad.Tape[T], x, mem *ad.Node[T], tgtPad, memPad []bool, drop Dropout) *ad.Node[T] {
 	self := func(h *ad.Node[T]) *ad.Node[T] {
-		return l.SelfAttn.Forward(tp, h, h, h, ad.AttentionMask{Causal: true, KeyPad: tgtPad})
+		return l.SelfAttn.Forward(tp, h, h, h, drop.attention(ad.AttentionOptions{Causal: true, KeyPad: tgtPad}))
 	}
 	kv := l.CrossAttn.Project(tp, mem, 1, 2)
 	cross := func(h *ad.Node[T]) *ad.Node[T] {
 		q := l.CrossAttn.Project(tp, h, 0, 1)[0]
-		return l.CrossAttn.Attend(tp, q, kv[0], kv[1], ad.AttentionMask{KeyPad: memPad})
+		return l.CrossAttn.Attend(tp, q, kv[0], kv[1], drop.attention(ad.AttentionOptions{KeyPad: memPad}))
 	}
 	return l.block(tp, x, self, cross, drop)
 }
@@ -273,11 +282,11 @@ func (l *TransformerDecoderLayer[T]) Step(tp *ad.Tape[T], x *ad.Node[T], c *Deco
 		p := l.SelfAttn.Project(tp, h, 0, 3)
 		next.K = tp.AppendSteps(c.K, p[1], c.Capacity)
 		next.V = tp.AppendSteps(c.V, p[2], c.Capacity)
-		return l.SelfAttn.Attend(tp, p[0], next.K.Node, next.V.Node, ad.AttentionMask{Causal: true})
+		return l.SelfAttn.Attend(tp, p[0], next.K.Node, next.V.Node, drop.attention(ad.AttentionOptions{Causal: true}))
 	}
 	cross := func(h *ad.Node[T]) *ad.Node[T] {
 		q := tp.Linear(h, c.qw, c.qb)
-		return l.CrossAttn.Attend(tp, q, c.MemK, c.MemV, ad.AttentionMask{KeyPad: c.MemPad})
+		return l.CrossAttn.Attend(tp, q, c.MemK, c.MemV, drop.attention(ad.AttentionOptions{KeyPad: c.MemPad}))
 	}
 	y := l.block(tp, x, self, cross, drop)
 	if len(shape) == 2 {

@@ -38,15 +38,15 @@ func TestTransformerLayerGradients(t *testing.T) {
 			randomise(rng, 0.5, mha.Params())
 			checkLayerGrads(t, "MultiheadAttention self "+tag, rng, mha.Params(), []*ad.Tensor[float64]{randTensor(rng, T, B, D)},
 				func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] {
-					return mha.Forward(tp, in[0], in[0], in[0], ad.AttentionMask{Causal: true, KeyPad: tgtPad})
+					return mha.Forward(tp, in[0], in[0], in[0], ad.AttentionOptions{Causal: true, KeyPad: tgtPad})
 				})
 			checkLayerGrads(t, "MultiheadAttention cross", rng, mha.Params(), []*ad.Tensor[float64]{randTensor(rng, T, B, D), randTensor(rng, S, B, D)},
 				func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] {
-					return mha.Forward(tp, in[0], in[1], in[1], ad.AttentionMask{KeyPad: memPad})
+					return mha.Forward(tp, in[0], in[1], in[1], ad.AttentionOptions{KeyPad: memPad})
 				})
 			checkLayerGrads(t, "MultiheadAttention three inputs", rng, mha.Params(), []*ad.Tensor[float64]{randTensor(rng, T, B, D), randTensor(rng, S, B, D), randTensor(rng, S, B, D)},
 				func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] {
-					return mha.Forward(tp, in[0], in[1], in[2], ad.AttentionMask{})
+					return mha.Forward(tp, in[0], in[1], in[2], ad.AttentionOptions{})
 				})
 
 			enc := NewTransformerEncoderLayer[float64]("enc", c, rng)
@@ -61,6 +61,14 @@ func TestTransformerLayerGradients(t *testing.T) {
 			checkLayerGrads(t, "decoder layer "+tag, rng, dec.Params(), []*ad.Tensor[float64]{randTensor(rng, T, B, D), randTensor(rng, S, B, D)},
 				func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] {
 					return dec.Forward(tp, in[0], in[1], tgtPad, memPad, Dropout{})
+				})
+			// Training: dropout on the residual branches, inside the
+			// feed-forward block and on the attention weights, the same
+			// masks at every evaluation.
+			train := func() Dropout { return Dropout{P: 0.3, Rng: rand.New(rand.NewPCG(5, 5))} }
+			checkLayerGrads(t, "decoder layer dropout "+tag, rng, dec.Params(), []*ad.Tensor[float64]{randTensor(rng, T, B, D), randTensor(rng, S, B, D)},
+				func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] {
+					return dec.Forward(tp, in[0], in[1], tgtPad, memPad, train())
 				})
 			// Three cached steps (one, then two at once, then one of a
 			// dropped batch row's cache), every output weighed: the
