@@ -45,27 +45,27 @@ type AttentionOptions struct {
 // A query that sees no key (all masked) gets zeros, where PyTorch gives NaN.
 // The probabilities (and, with dropout, the weights applied) are kept for
 // the backward pass, [B·heads, Tq, Tk] each.
-func (tp *Tape[T]) Attention(q, k, v *Node[T], heads int, mask AttentionOptions) *Node[T] {
+func (tp *Tape[T]) Attention(q, k, v *Node[T], heads int, opt AttentionOptions) *Node[T] {
 	qs, ks, vs := q.Value.Shape, k.Value.Shape, v.Value.Shape
 	if len(qs) != 3 || len(ks) != 3 || len(vs) != 3 || heads < 1 || qs[2]%heads != 0 ||
 		ks[1] != qs[1] || ks[2] != qs[2] || vs[0] != ks[0] || vs[1] != ks[1] || vs[2] != ks[2] || ks[0] == 0 {
 		panic(fmt.Sprintf("ad.Attention: query %v, key %v, value %v, %d heads", qs, ks, vs, heads))
 	}
 	s := sdpaShape{tq: qs[0], tk: ks[0], b: qs[1], d: qs[2], heads: heads}
-	if mask.KeyPad != nil && len(mask.KeyPad) != s.b*s.tk {
-		panic(fmt.Sprintf("ad.Attention: %d padding flags for %d rows of %d keys", len(mask.KeyPad), s.b, s.tk))
+	if opt.KeyPad != nil && len(opt.KeyPad) != s.b*s.tk {
+		panic(fmt.Sprintf("ad.Attention: %d padding flags for %d rows of %d keys", len(opt.KeyPad), s.b, s.tk))
 	}
-	if mask.Dropout > 0 && (mask.Dropout >= 1 || mask.Rng == nil) {
-		panic(fmt.Sprintf("ad.Attention: dropout %v (with a source: %v)", mask.Dropout, mask.Rng != nil))
+	if opt.Dropout > 0 && (opt.Dropout >= 1 || opt.Rng == nil) {
+		panic(fmt.Sprintf("ad.Attention: dropout %v (with a source: %v)", opt.Dropout, opt.Rng != nil))
 	}
-	mask.KeyPad = append([]bool(nil), mask.KeyPad...)
+	opt.KeyPad = append([]bool(nil), opt.KeyPad...)
 	p := tp.alloc(false, s.b*heads, s.tq, s.tk).Data
 	pd := p // the weights applied: p, or p with dropout
-	if mask.Dropout > 0 {
+	if opt.Dropout > 0 {
 		pd = tp.alloc(false, len(p)).Data
 	}
 	out := tp.alloc(false, s.tq, s.b, s.d)
-	sdpaForward(s, mask, q.Value.Data, k.Value.Data, v.Value.Data, p, pd, out.Data)
+	sdpaForward(s, opt, q.Value.Data, k.Value.Data, v.Value.Data, p, pd, out.Data)
 	return tp.op(out, func(o *Node[T]) {
 		var dq, dk, dv []T
 		var bq, bk, bv T
@@ -95,8 +95,8 @@ type sdpaShape struct{ tq, tk, b, d, heads int }
 func (s sdpaShape) head(bi, h int) (off, ld int) { return bi*s.d + h*(s.d/s.heads), s.b * s.d }
 
 // visible is the last key query i may see (before padding).
-func (s sdpaShape) visible(mask AttentionOptions, i int) int {
-	if mask.Causal {
+func (s sdpaShape) visible(opt AttentionOptions, i int) int {
+	if opt.Causal {
 		return min(s.tk-1, i+s.tk-s.tq)
 	}
 	return s.tk - 1
@@ -104,26 +104,26 @@ func (s sdpaShape) visible(mask AttentionOptions, i int) int {
 
 // sdpaForward writes the probabilities to p and the output to out; with
 // dropout, the weights applied to pd (else pd is p).
-func sdpaForward[T Float](s sdpaShape, mask AttentionOptions, q, k, v, p, pd, out []T) {
+func sdpaForward[T Float](s sdpaShape, opt AttentionOptions, q, k, v, p, pd, out []T) {
 	dh := s.d / s.heads
 	scale := T(1 / math.Sqrt(float64(dh)))
 	for bi := 0; bi < s.b; bi++ {
 		var pad []bool
-		if mask.KeyPad != nil {
-			pad = mask.KeyPad[bi*s.tk : (bi+1)*s.tk]
+		if opt.KeyPad != nil {
+			pad = opt.KeyPad[bi*s.tk : (bi+1)*s.tk]
 		}
 		for h := 0; h < s.heads; h++ {
 			off, ld := s.head(bi, h)
 			pb := p[(bi*s.heads+h)*s.tq*s.tk : (bi*s.heads+h+1)*s.tq*s.tk]
 			gemmLD(false, true, s.tq, s.tk, dh, scale, q[off:], ld, k[off:], ld, 0, pb, s.tk)
 			for i := 0; i < s.tq; i++ {
-				softmaxVisible(pb[i*s.tk:(i+1)*s.tk], s.visible(mask, i), pad)
+				softmaxVisible(pb[i*s.tk:(i+1)*s.tk], s.visible(opt, i), pad)
 			}
 			wb := pd[(bi*s.heads+h)*s.tq*s.tk : (bi*s.heads+h+1)*s.tq*s.tk]
-			if mask.Dropout > 0 {
-				keep := T(1 / (1 - mask.Dropout))
+			if opt.Dropout > 0 {
+				keep := T(1 / (1 - opt.Dropout))
 				for j, x := range pb {
-					if mask.Rng.Float64() < mask.Dropout {
+					if opt.Rng.Float64() < opt.Dropout {
 						wb[j] = 0
 					} else {
 						wb[j] = x * keep
