@@ -236,12 +236,12 @@ func (l *TransformerDecoderLayer[T]) block(tp *ad.Tape[T], x *ad.Node[T], self, 
 	return residual(tp, nf, l.Norm3, x, drop, func(h *ad.Node[T]) *ad.Node[T] { return l.FF.Forward(tp, h, drop) })
 }
 
-// DecoderCache is what a TransformerDecoderLayer keeps between the steps
+// DecoderLayerCache is what a TransformerDecoderLayer keeps between the steps
 // of greedy decoding: the self-attention's keys and values of every step
 // so far, and the memory's keys and values, projected once. A step then
 // costs O(t) for the t steps before it, not the O(t²) of decoding the
 // whole prefix again. A cache holds nodes of the tape it was started on.
-type DecoderCache[T ad.Float] struct {
+type DecoderLayerCache[T ad.Float] struct {
 	// K and V are the self-attention's keys and values [t, B, Dim] (nil
 	// before the first step).
 	K, V *ad.Steps[T]
@@ -260,10 +260,10 @@ type DecoderCache[T ad.Float] struct {
 // Start returns the cache before the first step: the memory [S, B, Dim]
 // projected to keys and values, no steps, buffers for capacity steps (the
 // decoding's step cap).
-func (l *TransformerDecoderLayer[T]) Start(tp *ad.Tape[T], mem *ad.Node[T], memPad []bool, capacity int) *DecoderCache[T] {
+func (l *TransformerDecoderLayer[T]) Start(tp *ad.Tape[T], mem *ad.Node[T], memPad []bool, capacity int) *DecoderLayerCache[T] {
 	kv := l.CrossAttn.Project(tp, mem, 1, 2)
 	qw, qb := l.CrossAttn.Projection(tp, 0, 1)
-	return &DecoderCache[T]{MemK: kv[0], MemV: kv[1], MemPad: memPad, qw: qw, qb: qb, Capacity: capacity}
+	return &DecoderLayerCache[T]{MemK: kv[0], MemV: kv[1], MemPad: memPad, qw: qw, qb: qb, Capacity: capacity}
 }
 
 // Step decodes the next steps x [n, B, Dim] (or one step, [B, Dim]) after
@@ -272,7 +272,7 @@ func (l *TransformerDecoderLayer[T]) Start(tp *ad.Tape[T], mem *ad.Node[T], memP
 // Forward on the whole sequence at the same positions. Steps have no
 // target padding: a batch row that finished is dropped (Rows) or decoded
 // on.
-func (l *TransformerDecoderLayer[T]) Step(tp *ad.Tape[T], x *ad.Node[T], c *DecoderCache[T], drop Dropout) (*ad.Node[T], *DecoderCache[T]) {
+func (l *TransformerDecoderLayer[T]) Step(tp *ad.Tape[T], x *ad.Node[T], c *DecoderLayerCache[T], drop Dropout) (*ad.Node[T], *DecoderLayerCache[T]) {
 	shape := x.Value.Shape
 	if len(shape) == 2 {
 		x = tp.Reshape(x, 1, shape[0], shape[1])
@@ -298,8 +298,8 @@ func (l *TransformerDecoderLayer[T]) Step(tp *ad.Tape[T], x *ad.Node[T], c *Deco
 // Rows returns the cache of the batch rows idx (with gradient): the
 // decoder contract's State.Rows, for dropping finished rows or repeating
 // one.
-func (c *DecoderCache[T]) Rows(tp *ad.Tape[T], idx []int) *DecoderCache[T] {
-	next := &DecoderCache[T]{Capacity: c.Capacity, qw: c.qw, qb: c.qb,
+func (c *DecoderLayerCache[T]) Rows(tp *ad.Tape[T], idx []int) *DecoderLayerCache[T] {
+	next := &DecoderLayerCache[T]{Capacity: c.Capacity, qw: c.qw, qb: c.qb,
 		MemK: batchRows(tp, c.MemK, idx), MemV: batchRows(tp, c.MemV, idx)}
 	if c.MemPad != nil {
 		s := len(c.MemPad) / c.MemK.Value.Shape[1]

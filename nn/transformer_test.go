@@ -84,6 +84,16 @@ func TestTransformerLayerGradients(t *testing.T) {
 		}
 	}
 	rng := rand.New(rand.NewPCG(7, 2))
+	c := TransformerConfig{Dim: D, Heads: 2, FF: 5, NormFirst: true, Activation: "gelu"}
+	enc, dec := NewTransformerEncoder[float64]("encoder", c, 2, true, rng), NewTransformerDecoder[float64]("decoder", c, 2, true, rng)
+	randomise(rng, 0.5, append(enc.Params(), dec.Params()...))
+	checkLayerGrads(t, "encoder and decoder stacks, cached steps", rng, append(enc.Params(), dec.Params()...), []*ad.Tensor[float64]{randTensor(rng, S, B, D), randTensor(rng, 2, B, D)},
+		func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] {
+			cache := dec.Start(tp, enc.Forward(tp, in[0], memPad, Dropout{}), memPad, 1)
+			y0, cache := dec.Step(tp, tp.Slice(in[1], 0, 0, 1), cache, Dropout{})
+			y1, _ := dec.Step(tp, tp.Slice(in[1], 0, 1, 2), cache.Rows(tp, []int{1, 1}), Dropout{})
+			return tp.Concat(1, y0, y1)
+		})
 	pos := NewLearnedPositions[float64]("pos", 6, D, rng)
 	checkLayerGrads(t, "learned positions", rng, pos.Params(), []*ad.Tensor[float64]{randTensor(rng, T, B, D)},
 		func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] { return pos.Add(tp, in[0], 2) })
@@ -134,38 +144,26 @@ func cachedMatchesFull[T ad.Float](t *testing.T, tol float64) {
 	memPad := []bool{false, false, false, false, false, false, false, false, true, true, false, false, false, false, true}
 	for _, nf := range []bool{false, true} {
 		c := TransformerConfig{Dim: D, Heads: 2, FF: 12, NormFirst: nf}
-		layers := []*TransformerDecoderLayer[T]{NewTransformerDecoderLayer[T]("layers.0", c, rng), NewTransformerDecoderLayer[T]("layers.1", c, rng)}
-		for _, l := range layers {
-			randomise(rng, 0.5, l.Params())
-		}
+		dec := NewTransformerDecoder[T]("decoder", c, 2, true, rng)
+		randomise(rng, 0.5, dec.Params())
 		tp := ad.NewTape[T](false)
 		mem := tp.Const(ad.Convert[T](randTensor(rng, S, B, D)))
 		x := ad.Convert[T](randTensor(rng, L, B, D))
-		full := tp.Const(x)
-		for _, l := range layers {
-			full = l.Forward(tp, full, mem, nil, memPad, Dropout{})
-		}
-		caches := make([]*DecoderCache[T], len(layers))
-		for i, l := range layers {
-			caches[i] = l.Start(tp, mem, memPad, 4) // grows past 4 steps
-		}
+		full := dec.Forward(tp, tp.Const(x), mem, nil, memPad, Dropout{})
+		cache := dec.Start(tp, mem, memPad, 4) // grows past 4 steps
 		rows := []int{0, 1, 2}
 		var worst float64
 		for s := 0; s < L; s++ {
 			if s == 5 { // row 1 finished
 				rows = []int{0, 2}
-				for i := range caches {
-					caches[i] = caches[i].Rows(tp, []int{0, 2})
-				}
+				cache = cache.Rows(tp, []int{0, 2})
 			}
 			step := ad.New[T](len(rows), D)
 			for k, b := range rows {
 				copy(step.Data[k*D:(k+1)*D], x.Data[(s*B+b)*D:(s*B+b+1)*D])
 			}
-			h := tp.Const(step)
-			for i, l := range layers {
-				h, caches[i] = l.Step(tp, h, caches[i], Dropout{})
-			}
+			var h *ad.Node[T]
+			h, cache = dec.Step(tp, tp.Const(step), cache, Dropout{})
 			for k, b := range rows {
 				for j := 0; j < D; j++ {
 					got, want := float64(h.Value.Data[k*D+j]), float64(full.Value.Data[(s*B+b)*D+j])
@@ -189,7 +187,7 @@ func BenchmarkDecoderSteps(b *testing.B) {
 	ad.SetBLASThreads(1) // as lenspec runs its GEMMs
 	rng := rand.New(rand.NewPCG(1, 1))
 	c := TransformerConfig{Dim: D, Heads: 8, FF: 1024}
-	layers := []*TransformerDecoderLayer[float32]{NewTransformerDecoderLayer[float32]("0", c, rng), NewTransformerDecoderLayer[float32]("1", c, rng)}
+	dec := NewTransformerDecoder[float32]("decoder", c, 2, false, rng)
 	mem := ad.Convert[float32](randTensor(rng, S, B, D))
 	x := ad.Convert[float32](randTensor(rng, B, D))
 	for _, n := range []int{32, 256} {
@@ -198,15 +196,9 @@ func BenchmarkDecoderSteps(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				arena.Reset()
 				tp := ad.NewTape[float32](false).Use(arena)
-				caches := make([]*DecoderCache[float32], len(layers))
-				for k, l := range layers {
-					caches[k] = l.Start(tp, tp.Const(mem), nil, n)
-				}
+				cache := dec.Start(tp, tp.Const(mem), nil, n)
 				for s := 0; s < n; s++ {
-					h := tp.Const(x)
-					for k, l := range layers {
-						h, caches[k] = l.Step(tp, h, caches[k], Dropout{})
-					}
+					_, cache = dec.Step(tp, tp.Const(x), cache, Dropout{})
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")

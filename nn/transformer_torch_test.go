@@ -13,8 +13,8 @@ import (
 )
 
 // torchLayers builds random torch.nn.TransformerEncoderLayer and
-// TransformerDecoderLayer modules (float64, time-major, every parameter
-// drawn N(0, 0.5²)), runs them on random inputs with padding masks (and the
+// TransformerDecoderLayer modules, and whole two-layer nn.Transformers
+// (float64, time-major, every parameter drawn N(0, 0.5²)), runs them on random inputs with padding masks (and the
 // causal tgt_mask) in training mode with dropout 0, so that PyTorch's
 // inference fast path is not taken, and prints their state_dicts, inputs
 // and outputs as JSON (Python's floats print exactly).
@@ -48,6 +48,18 @@ for kind in ("encoder", "decoder"):
                           "params": {k: {"shape": list(v.shape), "data": flat(v)} for k, v in layer.state_dict().items()},
                           "src": flat(src), "tgt": flat(tgt), "out": flat(y),
                           "mem_pad": flat(mem_pad), "tgt_pad": flat(tgt_pad)})
+for norm_first in (False, True):
+    model = torch.nn.Transformer(D, H, 2, 2, FF, dropout=0.0, norm_first=norm_first)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.5)
+    model.train()
+    src, tgt = torch.randn(S, B, D), torch.randn(T, B, D)
+    y = model(src, tgt, tgt_mask=causal, src_key_padding_mask=mem_pad, tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=mem_pad)
+    cases.append({"kind": "transformer", "norm_first": norm_first, "activation": "relu",
+                  "params": {k: {"shape": list(v.shape), "data": flat(v)} for k, v in model.state_dict().items()},
+                  "src": flat(src), "tgt": flat(tgt), "out": flat(y),
+                  "mem_pad": flat(mem_pad), "tgt_pad": flat(tgt_pad)})
 print(json.dumps({"S": S, "T": T, "B": B, "D": D, "H": H, "FF": FF, "cases": cases}))
 `
 
@@ -111,8 +123,9 @@ func loadState(ps []*ad.Param[float64], state map[string]torchTensor) error {
 }
 
 // TestTransformerLayersMatchPyTorch loads random PyTorch encoder and
-// decoder layers (post- and pre-norm, ReLU and GELU) into lenspec's by
-// their state_dict names and requires PyTorch's outputs to 1e-10 in
+// decoder layers (post- and pre-norm, ReLU and GELU) and whole
+// nn.Transformers (post- and pre-norm) into lenspec's by their state_dict
+// names and requires PyTorch's outputs to 1e-10 in
 // float64: the whole sequence at once, and the decoder's cached steps too.
 func TestTransformerLayersMatchPyTorch(t *testing.T) {
 	var got struct {
@@ -123,8 +136,8 @@ func TestTransformerLayersMatchPyTorch(t *testing.T) {
 		t.Fatal(err)
 	}
 	S, L, B, D := got.S, got.T, got.B, got.D
-	if len(got.Cases) != 8 {
-		t.Fatalf("%d cases from PyTorch, want 8", len(got.Cases))
+	if len(got.Cases) != 10 {
+		t.Fatalf("%d cases from PyTorch, want 10", len(got.Cases))
 	}
 	for _, c := range got.Cases {
 		name := fmt.Sprintf("%s norm_first=%v %s", c.Kind, c.NormFirst, c.Activation)
@@ -132,20 +145,41 @@ func TestTransformerLayersMatchPyTorch(t *testing.T) {
 		memPad, tgtPad := c.MemPad, c.TgtPad
 		tp := ad.NewTape[float64](false)
 		src := tp.Const(ad.FromSlice(c.Src, S, B, D))
+		tgt := tp.Const(ad.FromSlice(c.Tgt, L, B, D))
 		var y *ad.Node[float64]
-		var dec *TransformerDecoderLayer[float64]
-		if c.Kind == "encoder" {
+		var steps func(x *ad.Node[float64]) *ad.Node[float64] // the next cached step, if a decoder
+		load := func(ps []*ad.Param[float64]) {
+			if err := loadState(ps, c.Params); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		switch c.Kind {
+		case "encoder":
 			enc := NewTransformerEncoderLayer[float64]("", cfg, nil)
-			if err := loadState(enc.Params(), c.Params); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
+			load(enc.Params())
 			y = enc.Forward(tp, src, memPad, Dropout{})
-		} else {
-			dec = NewTransformerDecoderLayer[float64]("", cfg, nil)
-			if err := loadState(dec.Params(), c.Params); err != nil {
-				t.Fatalf("%s: %v", name, err)
+		case "decoder":
+			dec := NewTransformerDecoderLayer[float64]("", cfg, nil)
+			load(dec.Params())
+			y = dec.Forward(tp, tgt, src, tgtPad, memPad, Dropout{})
+			cache := dec.Start(tp, src, memPad, L)
+			steps = func(x *ad.Node[float64]) (h *ad.Node[float64]) {
+				h, cache = dec.Step(tp, x, cache, Dropout{})
+				return h
 			}
-			y = dec.Forward(tp, tp.Const(ad.FromSlice(c.Tgt, L, B, D)), src, tgtPad, memPad, Dropout{})
+		case "transformer":
+			enc := NewTransformerEncoder[float64]("encoder", cfg, 2, true, nil)
+			dec := NewTransformerDecoder[float64]("decoder", cfg, 2, true, nil)
+			load(append(enc.Params(), dec.Params()...))
+			mem := enc.Forward(tp, src, memPad, Dropout{})
+			y = dec.Forward(tp, tgt, mem, tgtPad, memPad, Dropout{})
+			cache := dec.Start(tp, mem, memPad, L)
+			steps = func(x *ad.Node[float64]) (h *ad.Node[float64]) {
+				h, cache = dec.Step(tp, x, cache, Dropout{})
+				return h
+			}
+		default:
+			t.Fatalf("PyTorch case of kind %q", c.Kind)
 		}
 		var worst float64
 		for i, w := range c.Out {
@@ -154,17 +188,15 @@ func TestTransformerLayersMatchPyTorch(t *testing.T) {
 		if worst > 1e-10 {
 			t.Errorf("%s: outputs differ from PyTorch's by up to %.3g", name, worst)
 		}
-		if dec == nil {
+		if steps == nil {
 			t.Logf("%s: largest difference from PyTorch %.3g", name, worst)
 			continue
 		}
 		// Cached steps; the padded last target of row 2 is left out (a
 		// step has no target padding).
-		cache := dec.Start(tp, src, memPad, L)
 		var stepWorst float64
 		for s := 0; s < L; s++ {
-			var h *ad.Node[float64]
-			h, cache = dec.Step(tp, tp.Const(ad.FromSlice(c.Tgt[s*B*D:(s+1)*B*D], B, D)), cache, Dropout{})
+			h := steps(tp.Const(ad.FromSlice(c.Tgt[s*B*D:(s+1)*B*D], B, D)))
 			for b := 0; b < B; b++ {
 				if tgtPad[b*L+L-1] && s == L-1 {
 					continue
