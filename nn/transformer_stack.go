@@ -7,26 +7,52 @@ import (
 	"github.com/lenspec/lenspec/ad"
 )
 
-// TransformerEncoder is PyTorch's nn.TransformerEncoder: a stack of
-// encoder layers (prefix.layers.0, prefix.layers.1, …) and, if Norm is not
-// nil, a final layer normalisation (prefix.norm; nn.Transformer always has
-// one).
-type TransformerEncoder[T ad.Float] struct {
-	Layers []*TransformerEncoderLayer[T]
+// Stack is a stack of transformer layers as PyTorch's
+// nn.TransformerEncoder and nn.TransformerDecoder hold them: the layers
+// (prefix.layers.0, prefix.layers.1, …) and, if Norm is not nil, a final
+// layer normalisation (prefix.norm; nn.Transformer always has one).
+type Stack[T ad.Float, L interface{ Params() []*ad.Param[T] }] struct {
+	Layers []L
 	Norm   *LayerNorm[T]
+}
+
+// newStack returns n layers built by build under the names
+// prefix.layers.i, and the final normalisation prefix.norm if norm is set.
+func newStack[T ad.Float, L interface{ Params() []*ad.Param[T] }](prefix string, c TransformerConfig, n int, norm bool, build func(name string) L) Stack[T, L] {
+	s := Stack[T, L]{Layers: make([]L, n)}
+	for i := range s.Layers {
+		s.Layers[i] = build(qualify(prefix, fmt.Sprintf("layers.%d", i)))
+	}
+	if norm {
+		s.Norm = newNorm[T](prefix, "norm", c)
+	}
+	return s
+}
+
+// Params lists the stack's parameters in PyTorch's state_dict order.
+func (s *Stack[T, L]) Params() []*ad.Param[T] {
+	var ps []*ad.Param[T]
+	for _, l := range s.Layers {
+		ps = append(ps, l.Params()...)
+	}
+	if s.Norm != nil {
+		ps = append(ps, s.Norm.Params()...)
+	}
+	return ps
+}
+
+// TransformerEncoder is PyTorch's nn.TransformerEncoder: a Stack of
+// encoder layers.
+type TransformerEncoder[T ad.Float] struct {
+	Stack[T, *TransformerEncoderLayer[T]]
 }
 
 // NewTransformerEncoder returns n layers named prefix.layers.i, with the
 // final normalisation prefix.norm if norm is set.
 func NewTransformerEncoder[T ad.Float](prefix string, c TransformerConfig, n int, norm bool, rng *rand.Rand) *TransformerEncoder[T] {
-	e := &TransformerEncoder[T]{}
-	for i := 0; i < n; i++ {
-		e.Layers = append(e.Layers, NewTransformerEncoderLayer[T](qualify(prefix, fmt.Sprintf("layers.%d", i)), c, rng))
-	}
-	if norm {
-		e.Norm = newNorm[T](prefix, "norm", c)
-	}
-	return e
+	return &TransformerEncoder[T]{newStack(prefix, c, n, norm, func(name string) *TransformerEncoderLayer[T] {
+		return NewTransformerEncoderLayer[T](name, c, rng)
+	})}
 }
 
 // Forward encodes x [S, B, Dim] with the padding flags pad [B, S] (or nil).
@@ -37,34 +63,18 @@ func (e *TransformerEncoder[T]) Forward(tp *ad.Tape[T], x *ad.Node[T], pad []boo
 	return finalNorm(tp, e.Norm, x)
 }
 
-// Params lists the stack's parameters in PyTorch's state_dict order.
-func (e *TransformerEncoder[T]) Params() []*ad.Param[T] {
-	var ps []*ad.Param[T]
-	for _, l := range e.Layers {
-		ps = append(ps, l.Params()...)
-	}
-	return appendNorm(ps, e.Norm)
-}
-
-// TransformerDecoder is PyTorch's nn.TransformerDecoder: a stack of
-// decoder layers (prefix.layers.i) and, if Norm is not nil, a final layer
-// normalisation (prefix.norm).
+// TransformerDecoder is PyTorch's nn.TransformerDecoder: a Stack of
+// decoder layers.
 type TransformerDecoder[T ad.Float] struct {
-	Layers []*TransformerDecoderLayer[T]
-	Norm   *LayerNorm[T]
+	Stack[T, *TransformerDecoderLayer[T]]
 }
 
 // NewTransformerDecoder returns n layers named prefix.layers.i, with the
 // final normalisation prefix.norm if norm is set.
 func NewTransformerDecoder[T ad.Float](prefix string, c TransformerConfig, n int, norm bool, rng *rand.Rand) *TransformerDecoder[T] {
-	d := &TransformerDecoder[T]{}
-	for i := 0; i < n; i++ {
-		d.Layers = append(d.Layers, NewTransformerDecoderLayer[T](qualify(prefix, fmt.Sprintf("layers.%d", i)), c, rng))
-	}
-	if norm {
-		d.Norm = newNorm[T](prefix, "norm", c)
-	}
-	return d
+	return &TransformerDecoder[T]{newStack(prefix, c, n, norm, func(name string) *TransformerDecoderLayer[T] {
+		return NewTransformerDecoderLayer[T](name, c, rng)
+	})}
 }
 
 // Forward decodes the whole target x [T, B, Dim] at once (causally) over
@@ -74,15 +84,6 @@ func (d *TransformerDecoder[T]) Forward(tp *ad.Tape[T], x, mem *ad.Node[T], tgtP
 		x = l.Forward(tp, x, mem, tgtPad, memPad, drop)
 	}
 	return finalNorm(tp, d.Norm, x)
-}
-
-// Params lists the stack's parameters in PyTorch's state_dict order.
-func (d *TransformerDecoder[T]) Params() []*ad.Param[T] {
-	var ps []*ad.Param[T]
-	for _, l := range d.Layers {
-		ps = append(ps, l.Params()...)
-	}
-	return appendNorm(ps, d.Norm)
 }
 
 // DecoderCache is a TransformerDecoder's state between greedy steps: each
@@ -123,11 +124,4 @@ func finalNorm[T ad.Float](tp *ad.Tape[T], norm *LayerNorm[T], x *ad.Node[T]) *a
 		return x
 	}
 	return norm.Forward(tp, x)
-}
-
-func appendNorm[T ad.Float](ps []*ad.Param[T], norm *LayerNorm[T]) []*ad.Param[T] {
-	if norm == nil {
-		return ps
-	}
-	return append(ps, norm.Params()...)
 }
