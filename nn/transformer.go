@@ -1,7 +1,6 @@
 package nn
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -26,18 +25,20 @@ type TransformerConfig struct {
 	Eps float64
 }
 
-// Validate refuses a configuration no layer can be built from, naming the
-// field.
+// Validate refuses a configuration no layer can be built from, naming
+// PyTorch's argument.
 func (c TransformerConfig) Validate() error {
 	switch {
-	case c.Dim < 1 || c.Heads < 1 || c.FF < 1:
-		return fmt.Errorf("transformer: width %d, heads %d and feed-forward width %d must be positive", c.Dim, c.Heads, c.FF)
-	case c.Dim%c.Heads != 0:
-		return fmt.Errorf("transformer: %d heads do not divide the width %d", c.Heads, c.Dim)
+	case c.Dim < 1:
+		return fmt.Errorf("transformer: d_model %d is not positive", c.Dim)
+	case c.Heads < 1 || c.Dim%c.Heads != 0:
+		return fmt.Errorf("transformer: nhead %d does not divide d_model %d", c.Heads, c.Dim)
+	case c.FF < 1:
+		return fmt.Errorf("transformer: dim_feedforward %d is not positive", c.FF)
 	case c.Activation != "" && c.Activation != "relu" && c.Activation != "gelu":
-		return fmt.Errorf("transformer: activation %q: want relu or gelu", c.Activation)
-	case c.Eps < 0 || math.IsNaN(c.Eps):
-		return errors.New("transformer: layer_norm_eps must be positive")
+		return fmt.Errorf("transformer: activation %q is neither relu nor gelu", c.Activation)
+	case c.Eps < 0 || math.IsNaN(c.Eps) || math.IsInf(c.Eps, 0):
+		return fmt.Errorf("transformer: layer_norm_eps %v is not a positive number", c.Eps)
 	}
 	return nil
 }

@@ -208,3 +208,28 @@ func BenchmarkDecoderSteps(b *testing.B) {
 		})
 	}
 }
+
+func TestTransformerConfigValidate(t *testing.T) {
+	ok := TransformerConfig{Dim: 8, Heads: 2, FF: 16}
+	for _, c := range []struct {
+		name string
+		edit func(*TransformerConfig)
+		want string // "" for valid
+	}{
+		{"defaults", func(*TransformerConfig) {}, ""},
+		{"gelu, pre-norm, eps", func(c *TransformerConfig) { c.Activation, c.NormFirst, c.Eps = "gelu", true, 1e-6 }, ""},
+		{"no width", func(c *TransformerConfig) { c.Dim = 0 }, "transformer: d_model 0 is not positive"},
+		{"heads do not divide", func(c *TransformerConfig) { c.Heads = 3 }, "transformer: nhead 3 does not divide d_model 8"},
+		{"no heads", func(c *TransformerConfig) { c.Heads = 0 }, "transformer: nhead 0 does not divide d_model 8"},
+		{"no feed-forward", func(c *TransformerConfig) { c.FF = -1 }, "transformer: dim_feedforward -1 is not positive"},
+		{"activation", func(c *TransformerConfig) { c.Activation = "tanh" }, `transformer: activation "tanh" is neither relu nor gelu`},
+		{"eps", func(c *TransformerConfig) { c.Eps = math.Inf(1) }, "transformer: layer_norm_eps +Inf is not a positive number"},
+	} {
+		cfg := ok
+		c.edit(&cfg)
+		err := cfg.Validate()
+		if (err == nil) != (c.want == "") || (err != nil && err.Error() != c.want) {
+			t.Errorf("%s: Validate() = %v, want %q", c.name, err, c.want)
+		}
+	}
+}
