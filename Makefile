@@ -39,7 +39,7 @@ lint:
 # -timeout 30m: go test's default 10 minutes per package is less than the Slurm
 # test and the verify package take on a busy 2-vCPU machine (530 s at load 10).
 test: data lint
-	@bash scripts/setup.sh python3-torch python3-numpy # the PyTorch export test (model/showtell_torch_test.go)
+	@bash scripts/setup.sh python3-torch python3-numpy # the PyTorch tests (model/showtell_torch_test.go, nn/transformer_torch_test.go)
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -timeout 30m -tags purego ./...
 

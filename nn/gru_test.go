@@ -67,43 +67,8 @@ func TestGRUCellGradients(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 3))
 	const B, In, H = 2, 3, 4
 	c := NewGRUCell[float64]("cell", In, H, rng)
-	x, h, wh := randVec(rng, B*In), randVec(rng, B*H), randVec(rng, B*H)
-	loss := func(record bool) (float64, []*ad.Node[float64]) {
-		tp := ad.NewTape[float64](false)
-		if record {
-			tp = ad.NewTrainingTape[float64]()
-		}
-		xs, hs := tp.Var(ad.FromSlice(x, B, In)), tp.Var(ad.FromSlice(h, B, H))
-		l := tp.WeightedSum(c.Forward(tp, xs, c.Forward(tp, xs, hs)), wh)
-		if record {
-			for _, p := range c.Params() {
-				p.ZeroGrad()
-			}
-			if err := tp.Backward(l); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return l.Value.Data[0], []*ad.Node[float64]{xs, hs}
-	}
-	_, vars := loss(true)
-	check := func(name string, data, grad []float64) {
-		const eps = 1e-6
-		for i := range data {
-			orig := data[i]
-			data[i] = orig + eps
-			up, _ := loss(false)
-			data[i] = orig - eps
-			down, _ := loss(false)
-			data[i] = orig
-			fd := (up - down) / (2 * eps)
-			if math.Abs(fd-grad[i]) > 1e-6*math.Max(1, math.Abs(fd)) {
-				t.Fatalf("%s[%d]: gradient %v, finite difference %v", name, i, grad[i], fd)
-			}
-		}
-	}
-	check("x", x, vars[0].Grad.Data)
-	check("h", h, vars[1].Grad.Data)
-	for _, p := range c.Params() {
-		check(p.Name, p.W.Data, append([]float64(nil), p.G.Data...))
-	}
+	checkLayerGrads(t, "GRUCell", rng, c.Params(), []*ad.Tensor[float64]{randTensor(rng, B, In), randTensor(rng, B, H)},
+		func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] {
+			return c.Forward(tp, in[0], c.Forward(tp, in[0], in[1]))
+		})
 }

@@ -70,50 +70,10 @@ func TestLSTMCellGradients(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 2))
 	const B, In, H = 2, 3, 4
 	c := NewLSTMCell[float64]("cell", In, H, rng)
-	x, h, cell := randVec(rng, B*In), randVec(rng, B*H), randVec(rng, B*H)
-	wh, wc := randVec(rng, B*H), randVec(rng, B*H)
-	loss := func(record bool) (float64, []*ad.Node[float64]) {
-		var tp *ad.Tape[float64]
-		if record {
-			tp = ad.NewTrainingTape[float64]()
-		} else {
-			tp = ad.NewTape[float64](false)
-		}
-		xs := tp.Var(ad.FromSlice(x, B, In))
-		hs, cs := tp.Var(ad.FromSlice(h, B, H)), tp.Var(ad.FromSlice(cell, B, H))
-		h1, c1 := c.Forward(tp, xs, hs, cs)
-		h2, c2 := c.Forward(tp, xs, h1, c1)
-		l := tp.Add(tp.WeightedSum(h2, wh), tp.WeightedSum(c2, wc))
-		if record {
-			for _, p := range c.Params() {
-				p.ZeroGrad()
-			}
-			if err := tp.Backward(l); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return l.Value.Data[0], []*ad.Node[float64]{xs, hs, cs}
-	}
-	_, vars := loss(true)
-	check := func(name string, data []float64, grad []float64) {
-		const eps = 1e-6
-		for i := range data {
-			orig := data[i]
-			data[i] = orig + eps
-			up, _ := loss(false)
-			data[i] = orig - eps
-			down, _ := loss(false)
-			data[i] = orig
-			fd := (up - down) / (2 * eps)
-			if math.Abs(fd-grad[i]) > 1e-6*math.Max(1, math.Abs(fd)) {
-				t.Fatalf("%s[%d]: gradient %v, finite difference %v", name, i, grad[i], fd)
-			}
-		}
-	}
-	check("x", x, vars[0].Grad.Data)
-	check("h", h, vars[1].Grad.Data)
-	check("c", cell, vars[2].Grad.Data)
-	for _, p := range c.Params() {
-		check(p.Name, p.W.Data, append([]float64(nil), p.G.Data...))
-	}
+	checkLayerGrads(t, "LSTMCell", rng, c.Params(), []*ad.Tensor[float64]{randTensor(rng, B, In), randTensor(rng, B, H), randTensor(rng, B, H)},
+		func(tp *ad.Tape[float64], in []*ad.Node[float64]) *ad.Node[float64] {
+			h1, c1 := c.Forward(tp, in[0], in[1], in[2])
+			h2, c2 := c.Forward(tp, in[0], h1, c1)
+			return tp.Concat(1, h2, c2)
+		})
 }
