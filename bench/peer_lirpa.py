@@ -109,9 +109,11 @@ class Peer:
                 p.copy_(w[name])
         t = read_safetensors(inputs)
         shape = (-1,) + self.m.in_shape
-        self.lo, self.hi = t["lo"].float().reshape(shape), t["hi"].float().reshape(shape)
+        settings = t["settings"].tolist()
+        self.iters, self.dtype = int(settings[0]), torch.float64 if settings[1] else torch.float32
+        torch.set_default_dtype(self.dtype)  # auto_LiRPA makes some tensors in the default type
+        self.lo, self.hi = t["lo"].to(self.dtype).reshape(shape), t["hi"].to(self.dtype).reshape(shape)
         self.paths = [[z for z in row if z >= 0] for row in t["paths"].tolist()]
-        self.iters = int(t["settings"].tolist()[0])
         self.nets = {}
         return {"lirpa": auto_LiRPA.__version__}
 
@@ -120,7 +122,7 @@ class Peer:
         from auto_LiRPA.operators import BoundAdd
         lo, hi = self.lo[i:i + 1], self.hi[i:i + 1]
         if i not in self.nets:
-            net = Unrolled(self.m, self.paths[i]).eval()
+            net = Unrolled(self.m, self.paths[i]).to(self.dtype).eval()
             opts = {"optimize_bound_args": {"iteration": self.iters}, "verbosity": 0}
             bm = BoundedModule(net, (lo + hi) / 2, bound_opts=opts, device="cpu")
             # auto_LiRPA 0.4.0 gives every Add its default conv mode,

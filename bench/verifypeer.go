@@ -30,6 +30,11 @@ type VerifyPeerOptions struct {
 	// input range); Iters α-CROWN's iterations, on both sides.
 	Eps   float64
 	Iters int
+	// Float64 runs auto_LiRPA in float64 rather than its usual float32:
+	// lenspec's bounds are float64, padded outward for rounding, and
+	// float32's rounding alone moves a bound by more than the methods
+	// differ.
+	Float64 bool
 	// Progress hears what is being bounded (nil: nothing).
 	Progress func(string)
 }
@@ -121,6 +126,7 @@ type VerifyPeerReport struct {
 	Peer    string            `json:"peer"`
 	Eps     float64           `json:"eps"`
 	Iters   int               `json:"alpha_iterations"`
+	Float64 bool              `json:"peer_float64"`
 	Inputs  []VerifyPeerInput `json:"-"`
 	Bounds  []VerifyPeerBound `json:"bounds"`
 	Summary []VerifyPeerSummary
@@ -148,10 +154,10 @@ func VerifyPeer(ctx context.Context, modelDir string, net *verify.Net, inputs []
 	}
 	defer os.RemoveAll(dir)
 	file := filepath.Join(dir, "inputs.safetensors")
-	if err := writeVerifyPeerInputs(file, inputs, opt.Iters); err != nil {
+	if err := writeVerifyPeerInputs(file, inputs, opt.Iters, opt.Float64); err != nil {
 		return nil, err
 	}
-	rep := &VerifyPeerReport{Model: modelDir, Machine: DescribeMachine(ad.ISANative), Eps: opt.Eps, Iters: opt.Iters, Inputs: inputs}
+	rep := &VerifyPeerReport{Model: modelDir, Machine: DescribeMachine(ad.ISANative), Eps: opt.Eps, Iters: opt.Iters, Float64: opt.Float64, Inputs: inputs}
 	env := peerEnv(ad.ISANative, ad.BLASName(), rep.Machine.BLASTuned != "")
 	if opt.LiRPA != "" {
 		env = append(env, "PYTHONPATH="+opt.LiRPA)
@@ -273,8 +279,9 @@ func summarise(method string, inputs []VerifyPeerInput, bounds []VerifyPeerBound
 
 // writeVerifyPeerInputs writes what bench/peer_lirpa.py reads: the boxes
 // (lo, hi: [inputs, size], float32 as rounded), the paths ([inputs,
-// longest], −1 padded) and the settings ([α-CROWN iterations]).
-func writeVerifyPeerInputs(path string, inputs []VerifyPeerInput, iters int) error {
+// longest], −1 padded) and the settings ([α-CROWN iterations, 1 for
+// float64]).
+func writeVerifyPeerInputs(path string, inputs []VerifyPeerInput, iters int, f64 bool) error {
 	n, size, width := len(inputs), len(inputs[0].Lo), 0
 	for _, in := range inputs {
 		width = max(width, len(in.Path))
@@ -298,7 +305,7 @@ func writeVerifyPeerInputs(path string, inputs []VerifyPeerInput, iters int) err
 		safetensors.F32("lo", []int{n, size}, lo),
 		safetensors.F32("hi", []int{n, size}, hi),
 		safetensors.I32("paths", []int{n, width}, paths),
-		safetensors.F64("settings", []int{1}, []float64{float64(iters)}),
+		safetensors.F64("settings", []int{2}, []float64{float64(iters), map[bool]float64{true: 1}[f64]}),
 	}}
 	return safetensors.WriteFile(path, f)
 }
@@ -313,7 +320,11 @@ func (r *VerifyPeerReport) WriteText(w io.Writer) {
 	name := filepath.Base(r.Model)
 	fmt.Fprintf(w, "verifier peer benchmark: %s, δ = %g (clipped to the input range), α-CROWN %d iterations on both sides\n", r.Model, r.Eps, r.Iters)
 	fmt.Fprintf(w, "machine: %s\n", r.Machine.Describe())
-	fmt.Fprintf(w, "peer: %s; lenspec: 1 thread\n", r.Peer)
+	prec := "float32"
+	if r.Float64 {
+		prec = "float64"
+	}
+	fmt.Fprintf(w, "peer: %s, %s; lenspec: float64, 1 thread\n", r.Peer, prec)
 	fmt.Fprintf(w, "%s\n", r.Machine.LoadLine())
 	fmt.Fprintln(w, "input  path          method       lenspec s  auto_LiRPA s  largest margin bound per step (lenspec / auto_LiRPA)")
 	paths := map[int][]int{}

@@ -30,6 +30,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:])
+	interrupted := ctx.Err() != nil
 	stop()
 	var usage usageError
 	switch {
@@ -38,7 +39,7 @@ func main() {
 	case errors.As(err, &usage):
 		fmt.Fprintf(os.Stderr, "verifypeer: %s\n", oneline.Fold(err.Error()))
 		os.Exit(2)
-	case ctx.Err() != nil:
+	case interrupted:
 		fmt.Fprintln(os.Stderr, "verifypeer: interrupted")
 		os.Exit(130)
 	default:
@@ -56,6 +57,7 @@ func run(ctx context.Context, args []string) error {
 	images := fs.Int("images", 5, "the first this many test canvases of the standard Multi-MNIST split")
 	fs.Float64Var(&opt.Eps, "eps", opt.Eps, "L∞ radius of the box around each canvas (clipped to the input range)")
 	fs.IntVar(&opt.Iters, "iters", opt.Iters, "α-CROWN iterations, on both sides")
+	fs.BoolVar(&opt.Float64, "peer-float64", false, "run auto_LiRPA in float64 (lenspec's precision) instead of float32")
 	fs.StringVar(&opt.Python, "python", opt.Python, "Python interpreter with python3-torch")
 	fs.StringVar(&opt.Script, "script", opt.Script, "the auto_LiRPA peer script")
 	fs.StringVar(&opt.LiRPA, "lirpa", opt.LiRPA, "directory holding the auto_LiRPA package (put on PYTHONPATH)")
