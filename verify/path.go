@@ -69,14 +69,7 @@ func BoundPath(ctx context.Context, net *Net, lo, hi []float64, path []int, meth
 			return nil, err
 		}
 		n := g.nodes[id]
-		ins := make([][]Interval, len(n.in))
-		for k, p := range n.in {
-			ins[k] = b.Val[p]
-		}
-		var allowed []bool
-		if n.token >= 0 {
-			allowed = b.Allowed[n.token]
-		}
+		ins, allowed := b.inputsOf(n)
 		val := n.op.interval(ins, allowed)
 		if a := actOf[id]; a >= 0 {
 			if method != BoundInterval && !onlyInput(n) {
@@ -99,6 +92,19 @@ func BoundPath(ctx context.Context, net *Net, lo, hi []float64, path []int, meth
 		}
 	}
 	return pm, ctx.Err()
+}
+
+// inputsOf are the bounds of n's inputs in b and, for a token-feedback
+// node, the tokens b allows at the step it reads.
+func (b *Bounds) inputsOf(n *node) (ins [][]Interval, allowed []bool) {
+	ins = make([][]Interval, len(n.in))
+	for k, p := range n.in {
+		ins[k] = b.Val[p]
+	}
+	if n.token >= 0 {
+		allowed = b.Allowed[n.token]
+	}
+	return ins, allowed
 }
 
 // pathMargins bounds step t's margins o_t[z] − o_t[y] from above, from its
