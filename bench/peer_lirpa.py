@@ -19,21 +19,20 @@ stdin, one JSON answer per line on stdout:
                               "seconds": s}; the graph is built (untimed)
                               at the image's first bound
   quit
+  (and time, tokens, loss: bench/peerproto.py's, unused here)
 
 It needs auto_LiRPA 0.4.0 on PYTHONPATH (../shared/peers/, BSD-3), torch
 and numpy; it is a reference to measure against, never a dependency of
 lenspec.
 """
-import json
-import sys
 import time
 import warnings
 
 import torch
 import torch.nn as nn
 
-from peer import Captioner
-from peerproto import blas_core, read_safetensors
+from peer import load_captioner
+from peerproto import read_safetensors, serve
 
 # Importing peer set PyTorch to one thread (inter-op threads can be set once).
 warnings.filterwarnings("ignore")
@@ -100,13 +99,7 @@ class Unrolled(nn.Module):
 class Peer:
     def load(self, model_dir, inputs):
         import auto_LiRPA
-        with open(model_dir + "/config.json") as f:
-            cfg = json.load(f)
-        self.m = Captioner(cfg)
-        w = read_safetensors(model_dir + "/model.safetensors")
-        with torch.no_grad():
-            for name, p in self.m.named_parameters():
-                p.copy_(w[name])
+        self.m = load_captioner(model_dir)
         t = read_safetensors(inputs)
         shape = (-1,) + self.m.in_shape
         settings = t["settings"].tolist()
@@ -148,24 +141,7 @@ class Peer:
 
 def main():
     peer = Peer()
-    for line in sys.stdin:
-        cmd = line.split()
-        if not cmd:
-            continue
-        try:
-            if cmd[0] == "load":
-                ans = peer.load(cmd[1], cmd[2])
-                ans.update({"torch": torch.__version__, "threads": torch.get_num_threads(), "blas": blas_core()})
-            elif cmd[0] == "bound":
-                ans = peer.bound(int(cmd[1]), cmd[2])
-            elif cmd[0] == "quit":
-                return
-            else:
-                ans = {"error": "unknown command %r" % cmd[0]}
-        except Exception as e:  # reported to lenspec, which fails with it
-            ans = {"error": "%s: %s" % (type(e).__name__, e)}
-        sys.stdout.write(json.dumps(ans) + "\n")
-        sys.stdout.flush()
+    serve(peer, {}, {"bound": lambda i, method: peer.bound(int(i), method)})
 
 
 if __name__ == "__main__":
