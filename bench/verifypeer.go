@@ -121,15 +121,15 @@ func (s VerifyPeerSummary) Share() float64 { return float64(s.Tighter) / float64
 
 // VerifyPeerReport is a verifier peer benchmark run on one model.
 type VerifyPeerReport struct {
-	Model   string            `json:"model"`
-	Machine Machine           `json:"machine"`
-	Peer    string            `json:"peer"`
-	Eps     float64           `json:"eps"`
-	Iters   int               `json:"alpha_iterations"`
-	Float64 bool              `json:"peer_float64"`
-	Inputs  []VerifyPeerInput `json:"-"`
-	Bounds  []VerifyPeerBound `json:"bounds"`
-	Summary []VerifyPeerSummary
+	Model   string              `json:"model"`
+	Machine Machine             `json:"machine"`
+	Peer    string              `json:"peer"`
+	Eps     float64             `json:"eps"`
+	Iters   int                 `json:"alpha_iterations"`
+	Float64 bool                `json:"peer_float64"`
+	Inputs  []VerifyPeerInput   `json:"-"`
+	Bounds  []VerifyPeerBound   `json:"bounds"`
+	Summary []VerifyPeerSummary `json:"summary"`
 }
 
 // VerifyPeer bounds, for each input, the margins of its clean path over
@@ -199,9 +199,9 @@ func VerifyPeer(ctx context.Context, modelDir string, net *verify.Net, inputs []
 		b.LiRPA, b.LiRPASeconds = theirs.Upper, theirs.Seconds
 		return b, nil
 	}
-	// A first bound pays for what later ones reuse (memory pools,
-	// PyTorch's lazy initialisation): the first input once by every
-	// method on each side, untimed.
+	// A first bound pays for what later ones reuse (the Go heap's growth,
+	// OpenBLAS's and PyTorch's lazy initialisation): the first input once
+	// by every method on each side, untimed.
 	for m := range verifyPeerMethods {
 		if _, err := bound(0, m); err != nil {
 			return nil, err
