@@ -61,7 +61,9 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&opt.Python, "python", opt.Python, "Python interpreter with python3-torch")
 	fs.StringVar(&opt.Script, "script", opt.Script, "the auto_LiRPA peer script")
 	fs.StringVar(&opt.LiRPA, "lirpa", opt.LiRPA, "directory holding the auto_LiRPA package (put on PYTHONPATH)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, pflag.ErrHelp) {
+		return nil // the usage went to stderr
+	} else if err != nil {
 		return usageError{err}
 	}
 	switch {
