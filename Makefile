@@ -5,7 +5,7 @@ GO ?= go
 BIN := bin/lenspec
 MODEL := models/mmnist-rnn
 
-.PHONY: all setup build data demo slurm-demo test test-purego lint bench bench-peer nmt nmt-ding check-results check-verdicts clean
+.PHONY: all setup build data demo slurm-demo test test-purego lint bench bench-peer bench-verify-peer nmt nmt-ding check-results check-verdicts clean
 
 all: build
 
@@ -106,6 +106,24 @@ bench-peer: data
 	set -o pipefail; { $(BIN) bench --model $(MODEL) --peer bench/peer.py --isa $(ISA) --record $(RECORD) && \
 	  $(BIN) bench --model models/nmt-de-en --peer bench/peer_nmt.py --isa $(ISA) --record $(RECORD); } | \
 	  { r=; while IFS= read -r l; do if [[ $$l == "ratio "* || $$l == "loaded: "* ]]; then r+=$$l$$'\n'; else printf '%s\n' "$$l"; fi; done; printf '%s' "$$r"; }
+
+# The verifier peer benchmark: the margins of the clean path of the first
+# test canvases (VERIFY_PEER_FLAGS: --images 5 --eps 0.01 --iters 20 by
+# default), bounded by lenspec's verifier and by auto_LiRPA 0.4.0 (IBP, CROWN,
+# α-CROWN at the same iteration count; one thread each) on the ReLU RNN and
+# the LSTM captioner (docs/BENCHMARKS.md). auto_LiRPA (BSD-3) is never
+# shipped: LIRPA_TAR is unpacked into the cache at run time and put on the
+# peer's PYTHONPATH; its Python dependencies are Debian's. Ends with the
+# "ratio <model>/<method> <x>" and "tighter <model>/<method> <share>" lines.
+LIRPA_TAR ?= ../shared/peers/auto_LiRPA-2023-10.tar.gz
+LIRPA_CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/lenspec/peers
+LIRPA_DIR := $(LIRPA_CACHE)/auto_LiRPA-0.4.0-2023-10
+bench-verify-peer: data
+	@bash scripts/setup.sh python3-torch python3-torchvision python3-numpy python3-appdirs python3-tqdm python3-packaging python3-yaml
+	@if [[ ! -f "$(LIRPA_DIR)/auto_LiRPA/__init__.py" ]]; then \
+	  if [[ ! -f "$(LIRPA_TAR)" ]]; then echo "make bench-verify-peer: $(LIRPA_TAR): no such file (LIRPA_TAR=path of auto_LiRPA-2023-10.tar.gz)" >&2; exit 2; fi; \
+	  mkdir -p "$(LIRPA_CACHE)" && tar -xzf "$(LIRPA_TAR)" -C "$(LIRPA_CACHE)"; fi
+	$(GO) run ./bench/verifypeer --lirpa "$(LIRPA_DIR)" $(VERIFY_PEER_FLAGS)
 
 clean:
 	rm -rf bin

@@ -107,15 +107,21 @@ def tokens_before_eos(ys, eos):
     return out
 
 
+def load_captioner(model_dir):
+    """The captioner of model_dir: its config.json and model.safetensors."""
+    with open(model_dir + "/config.json") as f:
+        cfg = json.load(f)
+    m = Captioner(cfg)
+    w = read_safetensors(model_dir + "/model.safetensors")
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            p.copy_(w[name])
+    return m
+
+
 class Peer:
     def load(self, model_dir, inputs):
-        with open(model_dir + "/config.json") as f:
-            cfg = json.load(f)
-        self.m = Captioner(cfg)
-        w = read_safetensors(model_dir + "/model.safetensors")
-        with torch.no_grad():
-            for name, p in self.m.named_parameters():
-                p.copy_(w[name])
+        self.m = load_captioner(model_dir)
         t = read_safetensors(inputs)
         self.decode_x = t["decode"].float()
         self.train_x, self.train_y = t["train"].float(), t["train_labels"].long()

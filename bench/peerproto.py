@@ -2,8 +2,8 @@
 
 lenspec writes one command per line on stdin and reads one JSON object per
 line from stdout: `load MODEL DATA`, `time OP REPS [WARMUP]`, `tokens`,
-`loss`, `quit`. A peer module supplies the model-specific part (a class with load,
-tokens, and its operations); this module supplies the rest.
+`loss`, `quit`, and any a peer adds. A peer module supplies the model-specific
+part (a class with load, tokens, and its operations); this module supplies the rest.
 """
 
 import json
@@ -81,18 +81,21 @@ def onednn_isa():
         return "unknown"
 
 
-def serve(peer, ops):
-    """Answer lenspec's commands on stdin; ops maps an operation's name to the callable it times."""
+def serve(peer, ops, commands=None):
+    """Answer lenspec's commands on stdin; ops maps an operation's name to the
+    callable it times, commands a further command's name to a callable of its
+    arguments (strings) returning its answer. What peer.load returns, if
+    anything, is added to load's answer."""
     for line in sys.stdin:
         cmd = line.split()
         if not cmd:
             continue
         try:
             if cmd[0] == "load":
-                peer.load(cmd[1], cmd[2])
-                ans = {"ok": True, "torch": torch.__version__, "threads": torch.get_num_threads(),
+                ans = dict(peer.load(cmd[1], cmd[2]) or {})
+                ans.update({"ok": True, "torch": torch.__version__, "threads": torch.get_num_threads(),
                        "interop_threads": torch.get_num_interop_threads(), "blas": blas_core(),
-                       "capability": cpu_capability(), "onednn": onednn_isa()}
+                       "capability": cpu_capability(), "onednn": onednn_isa()})
             elif cmd[0] == "time":
                 if cmd[1] not in ops:
                     raise ValueError("unknown op %r (want %s)" % (cmd[1], " or ".join(sorted(ops))))
@@ -104,6 +107,8 @@ def serve(peer, ops):
                 ans = {"loss": peer.loss()}
             elif cmd[0] == "quit":
                 return
+            elif commands and cmd[0] in commands:
+                ans = commands[cmd[0]](*cmd[1:])
             else:
                 ans = {"error": "unknown command %r" % cmd[0]}
         except Exception as e:  # reported to lenspec, which fails with it

@@ -186,14 +186,7 @@ func computeSplitBounds(ctx context.Context, g *graph, lo, hi []float64, method 
 	}
 	for id := max(start, 1); id < len(g.nodes); id++ {
 		n := g.nodes[id]
-		ins := make([][]Interval, len(n.in))
-		for k, p := range n.in {
-			ins[k] = b.Val[p]
-		}
-		var allowed []bool
-		if n.token >= 0 {
-			allowed = b.Allowed[n.token]
-		}
+		ins, allowed := b.inputsOf(n)
 		var val []Interval
 		switch {
 		case inheriting && id == start && len(cuts[id]) > 0:

@@ -9,6 +9,7 @@
 // is their contract, one op_*.go file per operator); branch and bound with
 // α,β-CROWN splits activations and tokens; MIP encodings go to a mip.Solver.
 // Every bound is sound in float64 (padded outward for rounding). Verify and
-// Bound are the entry points; docs/verification.md states what soundness
-// rests on.
+// Bound are the entry points (BoundPath bounds the margins of a fixed
+// decoding path, for the verifier peer benchmark); docs/verification.md
+// states what soundness rests on.
 package verify

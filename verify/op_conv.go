@@ -135,30 +135,69 @@ func (cv *conv) back(s *backState, n *node) {
 // convChunk is how many rows share one matrix product.
 const convChunk = 32
 
-// backRows adds wᵀ ⋆ c to in, row by row, chunk by chunk.
+// backRows adds wᵀ ⋆ c to in, row by row, chunk by chunk. Only the
+// output positions a row weighs (some channel's coefficient is not 0)
+// take part in the product: an unstable neuron's unit row, or one a
+// later convolution sent back, weighs a few of them (CROWN's
+// intermediate bounds are mostly such rows), a dense row costs one scan
+// more. A position left out adds exactly 0, and the kept ones add in the
+// same order, so the result is the dense product's.
 func (cv *conv) backRows(p pool, c, in *block, w []float64) {
 	P := cv.outPix
+	keep := make([]int32, 0, convChunk*P) // positions kept, row after row
+	ends := make([]int, convChunk)        // keep[ends[r−1]:ends[r]] are row r's
+	weighs := make([]bool, P)
 	for r0 := 0; r0 < c.rows; r0 += convChunk {
 		m := min(convChunk, c.rows-r0)
-		ct := p.dirty(cv.o, m*P) // [O × rows·positions], every value copied in
+		keep = keep[:0]
 		for r := 0; r < m; r++ {
 			cr := c.row(r0 + r)
+			clear(weighs)
 			for o := 0; o < cv.o; o++ {
-				copy(ct.v[o*m*P+r*P:o*m*P+(r+1)*P], cr[o*P:(o+1)*P])
-			}
-		}
-		cols := p.dirty(cv.kk, m*P) // overwritten: β = 0
-		gemm(true, false, cv.kk, m*P, cv.o, 1, w, ct.v, 0, cols.v)
-		for r := 0; r < m; r++ {
-			x := in.row(r0 + r)
-			for q := 0; q < cv.kk; q++ {
-				src := cols.v[q*m*P+r*P : q*m*P+(r+1)*P]
-				for pp, pix := range cv.pixOf[q*P : (q+1)*P] {
-					if pix >= 0 {
-						x[pix] += src[pp]
+				for pp, v := range cr[o*P : (o+1)*P] {
+					if v != 0 {
+						weighs[pp] = true
 					}
 				}
 			}
+			for pp, ok := range weighs {
+				if ok {
+					keep = append(keep, int32(pp))
+				}
+			}
+			ends[r] = len(keep)
+		}
+		n := len(keep)
+		if n == 0 {
+			continue
+		}
+		ct := p.dirty(cv.o, m*P) // [O × kept columns] in its first O·n values
+		for o := 0; o < cv.o; o++ {
+			dst := ct.v[o*n : (o+1)*n]
+			k := 0
+			for r := 0; r < m; r++ {
+				cr := c.row(r0 + r)[o*P : (o+1)*P]
+				for _, pp := range keep[k:ends[r]] {
+					dst[k] = cr[pp]
+					k++
+				}
+			}
+		}
+		cols := p.dirty(cv.kk, m*P) // [kk × kept columns], overwritten: β = 0
+		gemm(true, false, cv.kk, n, cv.o, 1, w, ct.v[:cv.o*n], 0, cols.v[:cv.kk*n])
+		k0 := 0
+		for r := 0; r < m; r++ {
+			x := in.row(r0 + r)
+			for q := 0; q < cv.kk; q++ {
+				src := cols.v[q*n : (q+1)*n]
+				pix := cv.pixOf[q*P : (q+1)*P]
+				for k := k0; k < ends[r]; k++ {
+					if px := pix[keep[k]]; px >= 0 {
+						x[px] += src[k]
+					}
+				}
+			}
+			k0 = ends[r]
 		}
 		p.put(ct, cols)
 	}
