@@ -27,16 +27,17 @@ type maxDecoder[T ad.Float] struct {
 	g *nn.Linear[T] // the maximum's weight in the logits, [vocabulary × embedding]
 }
 
-// maxState is the captioner's state and the cache, each entry [B, E].
+// maxState is the captioner's state and the cache, [B, k·E] after k
+// steps (nil before the first token).
 type maxState[T ad.Float] struct {
 	inner model.State[T]
-	cache []*ad.Node[T]
+	cache *ad.Node[T]
 }
 
 func (s *maxState[T]) Rows(tp *ad.Tape[T], idx []int) model.State[T] {
 	out := &maxState[T]{inner: s.inner.Rows(tp, idx)}
-	for _, c := range s.cache {
-		out.cache = append(out.cache, tp.Gather(c, idx))
+	if s.cache != nil {
+		out.cache = tp.Gather(s.cache, idx)
 	}
 	return out
 }
@@ -49,8 +50,27 @@ func (m *maxDecoder[T]) Start(tp *ad.Tape[T], in model.Input[T]) (model.State[T]
 	return &maxState[T]{inner: s}, nil
 }
 
-// Step appends the embedding of the token fed back to the cache and adds
-// G·max(cache) to the captioner's logits (nothing at the first step).
+// describeCache is the cache's part of a step after the first, written
+// once for the tape (Step) and the verifier (LowerStep): the embedding of
+// the token fed back appended to the cache (cache invalid: the first entry),
+// and the maximum of its entries, entry by entry, as a + relu(b − a).
+func (m *maxDecoder[T]) describeCache(b nn.Builder, cache nn.Value) (next, mx nn.Value) {
+	e := m.Emb.Dim
+	next = b.Embed("cache.emb", m.Emb.W, m.Vocab(), e)
+	if cache.Valid() {
+		next = b.Concat("cache", cache, next)
+	}
+	mx = b.Slice("e0", next, 0, e)
+	for k := 1; k < next.Width/e; k++ {
+		n := strconv.Itoa(k)
+		d := b.Sub("d"+n, b.Slice("e"+n, next, k*e, (k+1)*e), mx)
+		mx = b.Add("max"+n, mx, b.Act("up"+n, nn.ReLU, d))
+	}
+	return next, mx
+}
+
+// Step adds G·max(cache) to the captioner's logits (nothing at the first
+// step), the cache as describeCache says on the tape.
 func (m *maxDecoder[T]) Step(tp *ad.Tape[T], st model.State[T], prev []int) (*ad.Node[T], model.State[T]) {
 	s := st.(*maxState[T])
 	logits, inner := m.Captioner.Step(tp, s.inner, prev)
@@ -58,18 +78,20 @@ func (m *maxDecoder[T]) Step(tp *ad.Tape[T], st model.State[T], prev []int) (*ad
 	if prev == nil {
 		return logits, next
 	}
-	next.cache = append(slices.Clip(s.cache), m.Emb.Forward(tp, prev))
-	mx := next.cache[0]
-	for _, e := range next.cache[1:] {
-		mx = tp.Add(mx, tp.ReLU(tp.Sub(e, mx)))
+	ev := nn.NewEval(tp, len(prev))
+	ev.Tokens = prev
+	var cache nn.Value
+	if s.cache != nil {
+		cache = ev.Input(s.cache)
 	}
-	return tp.Add(logits, m.g.Forward(tp, mx)), next
+	c, mx := m.describeCache(ev, cache)
+	next.cache = ev.Node(c)
+	return tp.Add(logits, m.g.Forward(tp, ev.Node(mx))), next
 }
 
-// LowerStep lowers the captioner's step and the cache: the token's
-// embedding appended to the cache the step before wrote (step 1 starts
-// it), its maximum taken entry by entry as the forward pass does. The
-// output layer reads [h; max] (zeros for the maximum at the first step).
+// LowerStep lowers the captioner's step and the cache (describeCache).
+// The output layer reads [h; max] (zeros for the maximum at the first
+// step).
 func (m *maxDecoder[T]) LowerStep(b nn.Builder, first bool, s map[string]nn.Value) (nn.Value, map[string]nn.Value, error) {
 	inner := maps.Clone(s)
 	delete(inner, "cache")
@@ -77,21 +99,11 @@ func (m *maxDecoder[T]) LowerStep(b nn.Builder, first bool, s map[string]nn.Valu
 	if err != nil {
 		return nn.Value{}, nil, err
 	}
-	e := m.Emb.Dim
 	if first {
-		return b.Concat("out", h, b.Const("max", nn.Values(make([]float64, e)))), next, nil
+		return b.Concat("out", h, b.Const("max", nn.Values(make([]float64, m.Emb.Dim)))), next, nil
 	}
-	cache := b.Embed("cache.emb", m.Emb.W, m.Vocab(), e)
-	if c, ok := s["cache"]; ok {
-		cache = b.Concat("cache", c, cache)
-	}
+	cache, mx := m.describeCache(b, s["cache"])
 	next["cache"] = cache
-	mx := b.Slice("e0", cache, 0, e)
-	for k := 1; k < cache.Width/e; k++ {
-		n := strconv.Itoa(k)
-		d := b.Sub("d"+n, b.Slice("e"+n, cache, k*e, (k+1)*e), mx)
-		mx = b.Add("max"+n, mx, b.Act("up"+n, nn.ReLU, d))
-	}
 	return b.Concat("out", h, mx), next, nil
 }
 
