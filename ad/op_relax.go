@@ -95,20 +95,7 @@ func (tp *Tape[T]) RelaxReLU(lam, lo, hi *Node[T]) (c, k *Node[T]) {
 	// c carries the whole backward pass; k's only makes sure c's runs (it
 	// runs after k's, and only for a node with a gradient).
 	c = tp.op(cOut, func(o *Node[T]) {
-		var gk []T
-		if k.Grad != nil {
-			gk = k.Grad.Data
-		}
-		var gl, glo, ghi []T
-		if lam.needsGrad {
-			gl = lam.grad().Data
-		}
-		if lo.needsGrad {
-			glo = lo.grad().Data
-		}
-		if hi.needsGrad {
-			ghi = hi.grad().Data
-		}
+		gk, gl, glo, ghi := relaxGrads(k, lam, lo, hi)
 		for r := range rows {
 			lr, gc := lam.Value.Data[r*cols:(r+1)*cols], o.Grad.Data[r*cols:(r+1)*cols]
 			b := r / s * cols
@@ -148,4 +135,23 @@ func (tp *Tape[T]) RelaxReLU(lam, lo, hi *Node[T]) (c, k *Node[T]) {
 	}, lam, lo, hi)
 	k = tp.op(kOut, func(*Node[T]) { c.grad() }, c)
 	return c, k
+}
+
+// relaxGrads returns the gradient buffers a relaxation's backward pass
+// reads (k's, nil when nothing reads k) and adds to (nil for an input
+// that needs none).
+func relaxGrads[T Float](k, lam, lo, hi *Node[T]) (gk, gl, glo, ghi []T) {
+	if k.Grad != nil {
+		gk = k.Grad.Data
+	}
+	if lam.needsGrad {
+		gl = lam.grad().Data
+	}
+	if lo.needsGrad {
+		glo = lo.grad().Data
+	}
+	if hi.needsGrad {
+		ghi = hi.grad().Data
+	}
+	return gk, gl, glo, ghi
 }

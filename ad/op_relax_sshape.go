@@ -124,20 +124,7 @@ func (tp *Tape[T]) RelaxSShape(f SShape, lam, lo, hi *Node[T]) (c, k *Node[T]) {
 		kOut.Data[r] = T(kr)
 	}
 	c = tp.op(cOut, func(o *Node[T]) {
-		var gk []T
-		if k.Grad != nil {
-			gk = k.Grad.Data
-		}
-		var gl, glo, ghi []T
-		if lam.needsGrad {
-			gl = lam.grad().Data
-		}
-		if lo.needsGrad {
-			glo = lo.grad().Data
-		}
-		if hi.needsGrad {
-			ghi = hi.grad().Data
-		}
+		gk, gl, glo, ghi := relaxGrads(k, lam, lo, hi)
 		for r := range rows {
 			lr, gc := lam.Value.Data[r*cols:(r+1)*cols], o.Grad.Data[r*cols:(r+1)*cols]
 			b := r / s * cols
