@@ -149,8 +149,12 @@ func init() {
 			}
 			return &a, nil
 		},
-		New32: func(c *Config, rng *rand.Rand) (Decoder[float32], error) { return NewTransformerTranslator[float32](c, rng) },
-		New64: func(c *Config, rng *rand.Rand) (Decoder[float64], error) { return NewTransformerTranslator[float64](c, rng) },
+		New32: func(c *Config, rng *rand.Rand) (Decoder[float32], error) {
+			return NewTransformerTranslator[float32](c, rng)
+		},
+		New64: func(c *Config, rng *rand.Rand) (Decoder[float64], error) {
+			return NewTransformerTranslator[float64](c, rng)
+		},
 	})
 }
 
