@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lenspec/lenspec/ad"
 	"github.com/lenspec/lenspec/bpe"
 )
 
@@ -129,18 +128,7 @@ func TestTransformerTranslatorPyTorch(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		logits := make([][][]float64, len(sources))
-		res, err := Greedy(ad.NewTape[float64](false), m, Input[float64]{Tokens: sources}, GreedyOptions[float64]{
-			OnStep: func(_ int, o *ad.Node[float64], rows []int, live []bool) {
-				for k, r := range rows {
-					if live[k] {
-						logits[r] = append(logits[r], slices.Clone(o.Value.Data[k*v:(k+1)*v]))
-					}
-				}
-			}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, logits := greedyLogits(t, m, sources, 0)
 		stopped, worst := 0, 0.0
 		for r := range sources {
 			if !slices.Equal(res[r].Tokens, want[r].Tokens) || len(logits[r]) != len(want[r].Logits) {

@@ -87,12 +87,12 @@ func (o *Options) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxTarget, "max-target", o.MaxTarget, "leave out training pairs whose target is longer (tokens)")
 	fs.DurationVar(&t.CheckpointEvery, "checkpoint-every", t.CheckpointEvery, "also checkpoint within an epoch this often (0: after every epoch only)")
 	if arch, ok := o.Config.Arch.(*model.TranslatorConfig); ok {
-		fs.IntVar(&arch.Embedding, "embedding", arch.Embedding, "embedding size")
-		fs.IntVar(&arch.EncoderHidden, "hidden", arch.EncoderHidden, "encoder LSTM size per direction")
-		fs.IntVar(&arch.EncoderLayers, "layers", arch.EncoderLayers, "encoder layers")
-		fs.IntVar(&arch.DecoderHidden, "decoder", arch.DecoderHidden, "decoder LSTM size")
-		fs.IntVar(&arch.Attention, "attention", arch.Attention, "attention size")
-		fs.IntVar(&arch.Combine, "combine", arch.Combine, "size of the layer before the output projection")
+		fs.IntVar(&arch.Embedding, "embedding", arch.Embedding, "lstm: embedding size")
+		fs.IntVar(&arch.EncoderHidden, "hidden", arch.EncoderHidden, "lstm: encoder LSTM size per direction")
+		fs.IntVar(&arch.EncoderLayers, "layers", arch.EncoderLayers, "lstm: encoder layers")
+		fs.IntVar(&arch.DecoderHidden, "decoder", arch.DecoderHidden, "lstm: decoder LSTM size")
+		fs.IntVar(&arch.Attention, "attention", arch.Attention, "lstm: attention size")
+		fs.IntVar(&arch.Combine, "combine", arch.Combine, "lstm: size of the layer before the output projection")
 	}
 	fs.StringVar(&o.Arch, "arch", o.Arch, "architecture: lstm (bidirectional LSTM, Bahdanau attention) or transformer (torch.nn.Transformer encoder-decoder; its own defaults: --lr 5e-4 --final-lr 5e-5 --dropout 0.1 --label-smoothing 0.1 --clip-norm 1)")
 	tf := &o.Transformer
