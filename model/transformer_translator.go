@@ -310,3 +310,29 @@ func (m *TransformerTranslator[T]) Step(tp *ad.Tape[T], s State[T], prev []int) 
 	logits := m.Out.Forward(tp, tp.Reshape(h, st.b, m.Arch.DModel))
 	return logits, &transformerState[T]{cache: cache, t: st.t + 1, b: st.b, drop: st.drop}
 }
+
+// TeacherLogits runs the decoder over all len(prev) steps of a
+// teacher-forced target at once (TeacherForcer): one causal pass of the
+// layers through the key/value cache, the same logits as the steps.
+func (m *TransformerTranslator[T]) TeacherLogits(tp *ad.Tape[T], s State[T], prev [][]int) []*ad.Node[T] {
+	st := s.(*transformerState[T])
+	n, b := len(prev), st.b
+	ids := make([]int, 0, n*b)
+	for _, p := range prev {
+		if p == nil {
+			for range b {
+				ids = append(ids, m.Arch.BOSID)
+			}
+			continue
+		}
+		ids = append(ids, p...)
+	}
+	x := m.embed(tp, m.TgtEmb.Forward(tp, ids), n, b, st.t, st.drop)
+	h, _ := m.Decoder.Step(tp, x, st.cache, st.drop)
+	logits := m.Out.Forward(tp, tp.Reshape(h, n*b, m.Arch.DModel))
+	out := make([]*ad.Node[T], n)
+	for t := range out {
+		out[t] = tp.Slice(logits, 0, t*b, (t+1)*b)
+	}
+	return out
+}

@@ -238,3 +238,48 @@ func TestTransformerTranslatorLayout(t *testing.T) {
 		}
 	}
 }
+
+// stepsOnly hides a decoder's TeacherForcer, so teacher forcing runs it a
+// step at a time.
+type stepsOnly struct{ Decoder[float64] }
+
+// TestTransformerTranslatorWholeTarget: teacher forcing over the whole
+// target in one pass (TeacherForcer) gives the loss and every gradient of
+// teacher forcing a step at a time through the cache.
+func TestTransformerTranslatorWholeTarget(t *testing.T) {
+	m := tinyTransformer(t, true, "relu", 9)
+	labels := [][]int{{4, 5}, {}, {6, 7, 8}, {9}}
+	grads := func(d Decoder[float64]) (float64, [][]float64) {
+		for _, p := range m.Params() {
+			p.ZeroGrad()
+		}
+		tp := ad.NewTrainingTape[float64]()
+		l, err := TeacherForcedLoss[float64](tp, d, Input[float64]{Tokens: tinySources}, labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tp.Backward(l); err != nil {
+			t.Fatal(err)
+		}
+		var g [][]float64
+		for _, p := range m.Params() {
+			g = append(g, slices.Clone(p.G.Data))
+		}
+		return l.Value.Data[0], g
+	}
+	if _, ok := Decoder[float64](stepsOnly{m}).(TeacherForcer[float64]); ok {
+		t.Fatal("stepsOnly does not hide TeacherLogits")
+	}
+	lw, gw := grads(m)
+	ls, gs := grads(stepsOnly{m})
+	if math.Abs(lw-ls) > 1e-12*math.Abs(ls) {
+		t.Fatalf("loss %v over the whole target, %v a step at a time", lw, ls)
+	}
+	for i, p := range m.Params() {
+		for j := range gs[i] {
+			if math.Abs(gw[i][j]-gs[i][j]) > 1e-10*(1+math.Abs(gs[i][j])) {
+				t.Fatalf("%s[%d]: gradient %v over the whole target, %v a step at a time", p.Name, j, gw[i][j], gs[i][j])
+			}
+		}
+	}
+}
