@@ -1,6 +1,9 @@
 package nmt
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/lenspec/lenspec/model"
@@ -40,6 +43,21 @@ func TestArchFlag(t *testing.T) {
 	o, err = parse(t)
 	if err != nil || o.Config.Architecture != model.ArchTranslator || o.Train.LR != 1e-3 || o.Train.Dropout != 0.2 {
 		t.Errorf("no --arch: %s, lr %v, dropout %v, %v; want the LSTM's recipe", o.Config.Architecture, o.Train.LR, o.Train.Dropout, err)
+	}
+	// Fine-tuning a transformer takes the transformer's optimisation
+	// defaults from its config.json.
+	dir := t.TempDir()
+	c := model.DefaultTransformerTranslatorConfig(300, 0, 1, 2, 3)
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, model.ConfigFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err = parse(t, "--init", dir, "--dropout", "0.3")
+	if err != nil || o.Train.LR != 5e-4 || o.Train.Dropout != 0.3 || o.Train.LabelSmoothing != 0.1 {
+		t.Errorf("--init of a transformer: lr %v, dropout %v, label smoothing %v, %v; want 5e-4, 0.3 given, 0.1", o.Train.LR, o.Train.Dropout, o.Train.LabelSmoothing, err)
 	}
 	for _, tc := range []struct {
 		args []string

@@ -94,7 +94,7 @@ func (o *Options) RegisterFlags(fs *pflag.FlagSet) {
 		fs.IntVar(&arch.Attention, "attention", arch.Attention, "lstm: attention size")
 		fs.IntVar(&arch.Combine, "combine", arch.Combine, "lstm: size of the layer before the output projection")
 	}
-	fs.StringVar(&o.Arch, "arch", o.Arch, "architecture: lstm (bidirectional LSTM, Bahdanau attention) or transformer (torch.nn.Transformer encoder-decoder; its own defaults: --lr 5e-4 --final-lr 5e-5 --dropout 0.1 --label-smoothing 0.1 --clip-norm 1)")
+	fs.StringVar(&o.Arch, "arch", o.Arch, "architecture: lstm (bidirectional LSTM, Bahdanau attention) or transformer (torch.nn.Transformer encoder-decoder; its own defaults, also when --init is one: --lr 5e-4 --final-lr 5e-5 --dropout 0.1 --label-smoothing 0.1 --clip-norm 1)")
 	tf := &o.Transformer
 	fs.IntVar(&tf.DModel, "d-model", tf.DModel, "transformer: width of the embeddings and layers (d_model)")
 	fs.IntVar(&tf.NHead, "nhead", tf.NHead, "transformer: attention heads, a divisor of --d-model")
@@ -133,6 +133,14 @@ func (o *Options) ValidateFlags(changed func(flag string) bool) error {
 		return fmt.Errorf("--sentence-repeat %d must be in 1..100", o.SentenceRepeat)
 	case o.SentenceRepeat > 1 && o.SentencesOnly:
 		return errors.New("--sentence-repeat oversamples the sentences among the phrases; with --sentences-only there are none (use --epochs)")
+	}
+	if o.Init != "" {
+		// The model fine-tuned names the architecture, and with it the
+		// optimisation defaults (a config.json that cannot be read is
+		// Train's to report).
+		if c, err := model.ReadConfig(o.Init); err == nil && c.Architecture == model.ArchTransformerTranslator {
+			transformerTraining(&o.Train, changed)
+		}
 	}
 	switch o.Arch {
 	case ArchLSTM:

@@ -40,6 +40,15 @@ func TestTransformerNMT(t *testing.T) {
 		t.Fatalf("training record %v", tr)
 	}
 
+	// Fine-tuning keeps the architecture and its sizes.
+	ft := filepath.Join(t.TempDir(), "ft")
+	if code, _, stderr := runCLI(t, "train", "nmt", "--out", ft, "--corpus", tsv, "--init", out, "--epochs", "1", "--batch", "16", "--lr", "1e-3", "-q"); code != 0 {
+		t.Fatalf("train nmt --init of a transformer: exit %d: %s", code, stderr)
+	}
+	if ftm, err := model.Load[float32](ft); err != nil || ftm.Config().Arch.(*model.TransformerTranslatorConfig).DecoderLayers != 2 {
+		t.Fatalf("fine-tuned transformer: %v", err)
+	}
+
 	code, stdout, stderr = runCLI(t, "eval", "--model", out, "--corpus", tsv, "--examples", "1", "--json", "-q")
 	var ev struct {
 		BLEU     float64
