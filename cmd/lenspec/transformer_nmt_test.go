@@ -63,6 +63,12 @@ func TestTransformerNMT(t *testing.T) {
 		t.Fatalf("translate of the first example gives %q, eval showed %q", got, ev.Examples[0].Output)
 	}
 
+	// The translator benchmark counts the LSTM's FLOPs: it refuses a
+	// transformer in one line (it used to panic).
+	if code, _, stderr := runCLI(t, "bench", "--model", out, "--corpus", tsv, "-q"); code != 1 || !strings.HasSuffix(stderr, "not of a transformer-translator\n") || strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("bench of a transformer: exit %d: %q", code, stderr)
+	}
+
 	for _, method := range []string{"flip", "random", "gumbel", "embedding"} {
 		res := filepath.Join(t.TempDir(), method+".jsonl")
 		code, stdout, stderr = runCLI(t, "attack", "--model", out, "--corpus", tsv, "--method", method, "--eps", "1", "--sentences", "2",
