@@ -33,8 +33,7 @@ func seq(lo, n int) []int {
 // sources cut to what the model reads and its targets to 50 tokens, for
 // bucketed batches.
 func trainingPairs(d model.Decoder[float32], sp *corpus.Splits) *train.TokenPairs {
-	arch := d.Config().Arch.(*model.TranslatorConfig)
-	src, tgt, _ := train.EncodePairs(d.Config().Tokenizer, sp.Train, arch.MaxSourceLen, 50)
+	src, tgt, _ := train.EncodePairs(d.Config().Tokenizer, sp.Train, d.Input().MaxLen, 50)
 	return train.NewTokenPairs(src, tgt)
 }
 
@@ -43,8 +42,7 @@ func trainingPairs(d model.Decoder[float32], sp *corpus.Splits) *train.TokenPair
 // batches pad alike, and one bucketed training batch of batch pairs
 // (drawn by PCG(seed, 5)).
 func TranslatorPeerData(d model.Decoder[float32], sp *corpus.Splits, batch int, seed uint64) PeerData {
-	arch := d.Config().Arch.(*model.TranslatorConfig)
-	devSrc, _, _ := train.EncodePairs(d.Config().Tokenizer, sp.Dev, arch.MaxSourceLen, model.MaxStepCap)
+	devSrc, _, _ := train.EncodePairs(d.Config().Tokenizer, sp.Dev, d.Input().MaxLen, model.MaxStepCap)
 	slices.SortStableFunc(devSrc, func(x, y []int) int { return len(x) - len(y) })
 	pairs := trainingPairs(d, sp)
 	b := pairs.Batches(batch, rand.New(rand.NewPCG(seed, 5)))[0]

@@ -51,7 +51,7 @@ type TranslatorReport struct {
 func RunTranslator(ctx context.Context, d model.Decoder[float32], data TranslatorData, opt TranslatorOptions) (*TranslatorReport, error) {
 	arch, ok := d.Config().Arch.(*model.TranslatorConfig)
 	if !ok {
-		return nil, fmt.Errorf("bench: %s is not a translator", d.Config().Architecture)
+		return nil, fmt.Errorf("bench: the translator benchmark counts the FLOPs of a %s, not of a %s", model.ArchTranslator, d.Config().Architecture)
 	}
 	if opt.Reps < 1 || opt.TrainBatch < 1 || opt.TrainSteps < 1 || opt.GEMMSize < 1 || opt.GEMMSize > 8192 {
 		return nil, fmt.Errorf("bench: repetitions, batch, steps and GEMM size must be positive (GEMM at most 8192): %+v", opt)

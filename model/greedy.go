@@ -433,9 +433,17 @@ func forceTeacher[T ad.Float](tp *ad.Tape[T], d Decoder[T], in Input[T], labels 
 	}
 	targets := make([]int, b)
 	var prev []int
+	var whole []*ad.Node[T] // every step's logits at once (TeacherForcer)
+	if tf, ok := d.(TeacherForcer[T]); ok {
+		whole = tf.TeacherLogits(tp, s, teacherInputs(labels, steps, d.EOS()))
+	}
 	for t := 0; t < steps; t++ {
 		var logits *ad.Node[T]
-		logits, s = d.Step(tp, s, prev)
+		if whole != nil {
+			logits = whole[t]
+		} else {
+			logits, s = d.Step(tp, s, prev)
+		}
 		stepTargets(targets, labels, t, d.EOS())
 		next := make([]int, b)
 		for r, y := range targets {

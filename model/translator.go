@@ -81,18 +81,24 @@ func (a *TranslatorConfig) Validate(c *Config) error {
 	if a.EncoderLayers < 1 || a.EncoderLayers > 16 {
 		bad("encoder_layers %d must be in 1..16", a.EncoderLayers)
 	}
-	ids := map[string]int{"pad_id": a.PadID, "bos_id": a.BOSID, "unk_id": a.UnkID, "eos_id": c.EOS}
+	checkSpecialIDs(bad, a.Vocab, a.PadID, a.BOSID, a.UnkID, c.EOS)
+	return errors.Join(errs...)
+}
+
+// checkSpecialIDs reports through bad a special id outside a vocabulary of
+// vocab tokens, or two special tokens sharing an id.
+func checkSpecialIDs(bad func(format string, args ...any), vocab, pad, bos, unk, eos int) {
+	ids := map[string]int{"pad_id": pad, "bos_id": bos, "unk_id": unk, "eos_id": eos}
 	seen := map[int]string{}
 	for _, name := range []string{"pad_id", "bos_id", "unk_id", "eos_id"} {
 		id := ids[name]
-		if id < 0 || id >= a.Vocab {
-			bad("%s %d outside the vocabulary of %d", name, id, a.Vocab)
+		if id < 0 || id >= vocab {
+			bad("%s %d outside the vocabulary of %d", name, id, vocab)
 		} else if other, dup := seen[id]; dup {
 			bad("%s and %s are both %d", other, name, id)
 		}
 		seen[id] = name
 	}
-	return errors.Join(errs...)
 }
 
 // ParamCount counts the translator's parameters.
@@ -284,61 +290,11 @@ func (st *translatorState[T]) Rows(tp *ad.Tape[T], idx []int) State[T] {
 // giving each row's length).
 func (m *Translator[T]) Start(tp *ad.Tape[T], in Input[T]) (State[T], error) {
 	a := m.Arch
-	if in.X != nil {
-		return nil, fmt.Errorf("%s reads token sequences, not continuous inputs", ArchTranslator)
+	x, src, err := embedSource(tp, in, ArchTranslator, m.SrcEmb, a.MaxSourceLen, a.PadID)
+	if err != nil {
+		return nil, err
 	}
-	if len(in.Tokens) == 0 {
-		return nil, fmt.Errorf("%s: no source sequences", ArchTranslator)
-	}
-	if in.Dropout > 0 && in.Rng == nil {
-		return nil, errors.New("dropout needs a random source")
-	}
-	b, s, total := len(in.Tokens), 0, 0
-	offset := make([]int, b) // first row of sequence r in Soft or Embedded
-	for r, seq := range in.Tokens {
-		if len(seq) == 0 || len(seq) > a.MaxSourceLen {
-			return nil, fmt.Errorf("%s: source sequence %d has %d tokens, want 1..%d", ArchTranslator, r, len(seq), a.MaxSourceLen)
-		}
-		for _, id := range seq {
-			if id < 0 || id >= a.Vocab {
-				return nil, fmt.Errorf("%s: source sequence %d holds token %d outside the vocabulary of %d", ArchTranslator, r, id, a.Vocab)
-			}
-		}
-		offset[r] = total
-		total += len(seq)
-		s = max(s, len(seq))
-	}
-	// Time-major positions p = t·B + r; a padding position reads any valid
-	// row (its result is never used, so neither is its gradient).
-	valid := make([]bool, s*b)
-	keep := make([]bool, b*s)
-	ids, rows := make([]int, s*b), make([]int, s*b)
-	for t := 0; t < s; t++ {
-		for r, seq := range in.Tokens {
-			p := t*b + r
-			if t < len(seq) {
-				valid[p], keep[r*s+t] = true, true
-				ids[p], rows[p] = seq[t], offset[r]+t
-			} else {
-				ids[p], rows[p] = a.PadID, offset[r]
-			}
-		}
-	}
-	var x *ad.Node[T]
-	switch {
-	case in.Embedded != nil:
-		if sh := in.Embedded.Value.Shape; len(sh) != 2 || sh[0] != total || sh[1] != a.Embedding {
-			return nil, fmt.Errorf("%s: embedded input of shape %v, want [%d, %d]", ArchTranslator, sh, total, a.Embedding)
-		}
-		x = tp.Gather(in.Embedded, rows)
-	case in.Soft != nil:
-		if sh := in.Soft.Value.Shape; len(sh) != 2 || sh[0] != total || sh[1] != a.Vocab {
-			return nil, fmt.Errorf("%s: soft input of shape %v, want [%d, %d]", ArchTranslator, sh, total, a.Vocab)
-		}
-		x = tp.Gather(tp.MatMul(in.Soft, tp.Param(m.SrcEmb.W)), rows)
-	default:
-		x = m.SrcEmb.Forward(tp, ids)
-	}
+	b, s, valid, keep := src.b, src.s, src.valid, src.keep
 	x = tp.Dropout(x, in.Dropout, in.Rng)
 	var lastF, lastB *ad.Node[T]
 	for l := range m.Fwd {
@@ -355,6 +311,74 @@ func (m *Translator[T]) Start(tp *ad.Tape[T], in Input[T]) (State[T], error) {
 	st.h = tp.Tanh(m.Bridge.Forward(tp, tp.Concat(1, lastF, lastB)))
 	st.c = tp.Const(tp.Zeros(b, a.DecoderHidden))
 	return st, nil
+}
+
+// sourceBatch is the layout of a batch of source sequences, time-major
+// (position p = t·B + r for token t of row r): b rows of up to s tokens;
+// valid[p] and keep[r·s + t] flag the real (not padding) positions.
+type sourceBatch struct {
+	b, s        int
+	valid, keep []bool
+}
+
+// embedSource checks the source sequences of in (arch names the
+// architecture in errors) and embeds them time-major, [s·b, Dim]: the
+// tokens through emb, or in.Embedded's rows, or in.Soft times emb's table
+// (for relaxed attacks, with in.Tokens giving each row's length). A
+// padding position reads padID's row or the row's first one; its result
+// is never used, so neither is its gradient.
+func embedSource[T ad.Float](tp *ad.Tape[T], in Input[T], arch string, emb *nn.Embedding[T], maxLen, padID int) (*ad.Node[T], sourceBatch, error) {
+	vocab, dim := emb.Vocab, emb.Dim
+	if in.X != nil {
+		return nil, sourceBatch{}, fmt.Errorf("%s reads token sequences, not continuous inputs", arch)
+	}
+	if len(in.Tokens) == 0 {
+		return nil, sourceBatch{}, fmt.Errorf("%s: no source sequences", arch)
+	}
+	if in.Dropout > 0 && in.Rng == nil {
+		return nil, sourceBatch{}, errors.New("dropout needs a random source")
+	}
+	b, s, total := len(in.Tokens), 0, 0
+	offset := make([]int, b) // first row of sequence r in Soft or Embedded
+	for r, seq := range in.Tokens {
+		if len(seq) == 0 || len(seq) > maxLen {
+			return nil, sourceBatch{}, fmt.Errorf("%s: source sequence %d has %d tokens, want 1..%d", arch, r, len(seq), maxLen)
+		}
+		for _, id := range seq {
+			if id < 0 || id >= vocab {
+				return nil, sourceBatch{}, fmt.Errorf("%s: source sequence %d holds token %d outside the vocabulary of %d", arch, r, id, vocab)
+			}
+		}
+		offset[r] = total
+		total += len(seq)
+		s = max(s, len(seq))
+	}
+	src := sourceBatch{b: b, s: s, valid: make([]bool, s*b), keep: make([]bool, b*s)}
+	ids, rows := make([]int, s*b), make([]int, s*b)
+	for t := 0; t < s; t++ {
+		for r, seq := range in.Tokens {
+			p := t*b + r
+			if t < len(seq) {
+				src.valid[p], src.keep[r*s+t] = true, true
+				ids[p], rows[p] = seq[t], offset[r]+t
+			} else {
+				ids[p], rows[p] = padID, offset[r]
+			}
+		}
+	}
+	switch {
+	case in.Embedded != nil:
+		if sh := in.Embedded.Value.Shape; len(sh) != 2 || sh[0] != total || sh[1] != dim {
+			return nil, sourceBatch{}, fmt.Errorf("%s: embedded input of shape %v, want [%d, %d]", arch, sh, total, dim)
+		}
+		return tp.Gather(in.Embedded, rows), src, nil
+	case in.Soft != nil:
+		if sh := in.Soft.Value.Shape; len(sh) != 2 || sh[0] != total || sh[1] != vocab {
+			return nil, sourceBatch{}, fmt.Errorf("%s: soft input of shape %v, want [%d, %d]", arch, sh, total, vocab)
+		}
+		return tp.Gather(tp.MatMul(in.Soft, tp.Param(emb.W)), rows), src, nil
+	}
+	return emb.Forward(tp, ids), src, nil
 }
 
 // encodeLayer runs one direction of one encoder layer over the time-major

@@ -61,16 +61,28 @@ func TestTranslatorLossGradient(t *testing.T) {
 	for i := range emb {
 		emb[i] = rng.NormFloat64()
 	}
+	checkTeacherGradient(t, m, m.SrcEmb.W, srcs, labels, emb)
+}
+
+// checkTeacherGradient checks the teacher-forced loss's gradient of the
+// token-input model m on srcs and labels, the sources given as the
+// embedding rows emb (the relaxed attacks' variable), against central
+// finite differences: with respect to emb and every weight but the source
+// table srcEmb, which emb replaces.
+func checkTeacherGradient(t *testing.T, m Decoder[float64], srcEmb *ad.Param[float64], srcs, labels [][]int, emb []float64) {
+	t.Helper()
+	dim := srcEmb.W.Cols()
+	total := len(emb) / dim
 	loss := func() float64 {
 		tp := ad.NewTape[float64](false)
-		l, err := TeacherForcedLoss[float64](tp, m, Input[float64]{Tokens: srcs, Embedded: tp.Const(ad.FromSlice(emb, total, m.Arch.Embedding))}, labels)
+		l, err := TeacherForcedLoss[float64](tp, m, Input[float64]{Tokens: srcs, Embedded: tp.Const(ad.FromSlice(emb, total, dim))}, labels)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return l.Value.Data[0]
 	}
 	tp := ad.NewTrainingTape[float64]()
-	en := tp.Var(ad.FromSlice(emb, total, m.Arch.Embedding))
+	en := tp.Var(ad.FromSlice(emb, total, dim))
 	l, err := TeacherForcedLoss[float64](tp, m, Input[float64]{Tokens: srcs, Embedded: en}, labels)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +92,7 @@ func TestTranslatorLossGradient(t *testing.T) {
 	}
 	checkFD(t, "embedded input", emb, en.Grad.Data, loss)
 	for _, p := range m.Params() {
-		if p == m.SrcEmb.W {
+		if p == srcEmb {
 			continue // replaced by the embedded input here
 		}
 		checkFD(t, p.Name, p.W.Data, p.G.Data, loss)
@@ -217,23 +229,7 @@ func (p cellParams) params() (wih, whh, bih, bhh *ad.Param[float64]) {
 func TestTranslatorMatchesNaive(t *testing.T) {
 	for _, layers := range []int{1, 2} {
 		m := tinyTranslator(t, layers, uint64(10+layers))
-		var logits [][][]float64
-		tp := ad.NewTape[float64](false)
-		res, err := Greedy(tp, m, Input[float64]{Tokens: tinySources}, GreedyOptions[float64]{MaxSteps: 8,
-			OnStep: func(step int, o *ad.Node[float64], rows []int, live []bool) {
-				if logits == nil {
-					logits = make([][][]float64, len(tinySources))
-				}
-				v := o.Value.Cols()
-				for k, r := range rows {
-					if live[k] {
-						logits[r] = append(logits[r], slices.Clone(o.Value.Data[k*v:(k+1)*v]))
-					}
-				}
-			}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, logits := greedyLogits(t, m, tinySources, 8)
 		for r, src := range tinySources {
 			want := naiveTranslate(m, src, 8)
 			if len(want) != len(logits[r]) {
@@ -251,38 +247,73 @@ func TestTranslatorMatchesNaive(t *testing.T) {
 			}
 		}
 
-		// The same sources as one-hot rows and as embedding rows.
-		var soft, emb []float64
-		for _, src := range tinySources {
-			for _, id := range src {
-				oh := make([]float64, m.Vocab())
-				oh[id] = 1
-				soft = append(soft, oh...)
-				emb = append(emb, m.SrcEmb.W.W.Data[id*m.Arch.Embedding:(id+1)*m.Arch.Embedding]...)
-			}
-		}
-		n := len(soft) / m.Vocab()
-		for name, in := range map[string]Input[float64]{
-			"soft":     {Tokens: tinySources, Soft: tp.Const(ad.FromSlice(soft, n, m.Vocab()))},
-			"embedded": {Tokens: tinySources, Embedded: tp.Const(ad.FromSlice(emb, n, m.Arch.Embedding))},
-		} {
-			got, err := Greedy(ad.NewTape[float64](false), m, in, GreedyOptions[float64]{MaxSteps: 8})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for r := range res {
-				if !slices.Equal(got[r].Tokens, res[r].Tokens) || math.Abs(got[r].MinMargin-res[r].MinMargin) > 1e-12 {
-					t.Fatalf("layers %d, %s input, row %d: %+v, tokens %+v", layers, name, r, got[r], res[r])
+		checkRelaxedInputs(t, m, m.SrcEmb.W, tinySources, res, 8, 1e-12)
+	}
+}
+
+// greedyLogits decodes the sources srcs greedily with m, at most
+// maxSteps steps (0: the model's cap), and returns the results and every
+// row's logits at each step it was decoding.
+func greedyLogits(t *testing.T, m Decoder[float64], srcs [][]int, maxSteps int) ([]Result, [][][]float64) {
+	t.Helper()
+	logits := make([][][]float64, len(srcs))
+	res, err := Greedy(ad.NewTape[float64](false), m, Input[float64]{Tokens: srcs}, GreedyOptions[float64]{MaxSteps: maxSteps,
+		OnStep: func(_ int, o *ad.Node[float64], rows []int, live []bool) {
+			v := o.Value.Cols()
+			for k, r := range rows {
+				if live[k] {
+					logits[r] = append(logits[r], slices.Clone(o.Value.Data[k*v:(k+1)*v]))
 				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, logits
+}
+
+// checkRelaxedInputs requires the sources srcs given as one-hot rows
+// (Input.Soft) and as rows of the source table srcEmb (Input.Embedded) to
+// decode as the tokens did (want), margins to tol.
+func checkRelaxedInputs(t *testing.T, m Decoder[float64], srcEmb *ad.Param[float64], srcs [][]int, want []Result, maxSteps int, tol float64) {
+	t.Helper()
+	var soft, emb []float64
+	d := srcEmb.W.Cols()
+	for _, src := range srcs {
+		for _, id := range src {
+			oh := make([]float64, m.Vocab())
+			oh[id] = 1
+			soft = append(soft, oh...)
+			emb = append(emb, srcEmb.W.Data[id*d:(id+1)*d]...)
+		}
+	}
+	n := len(soft) / m.Vocab()
+	tp := ad.NewTape[float64](false)
+	for name, in := range map[string]Input[float64]{
+		"soft":     {Tokens: srcs, Soft: tp.Const(ad.FromSlice(soft, n, m.Vocab()))},
+		"embedded": {Tokens: srcs, Embedded: tp.Const(ad.FromSlice(emb, n, d))},
+	} {
+		got, err := Greedy(ad.NewTape[float64](false), m, in, GreedyOptions[float64]{MaxSteps: maxSteps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range want {
+			if !slices.Equal(got[r].Tokens, want[r].Tokens) || math.Abs(got[r].MinMargin-want[r].MinMargin) > tol {
+				t.Fatalf("%s input, row %d: %+v, tokens %+v", name, r, got[r], want[r])
 			}
 		}
 	}
 }
 
 // TestTranslatorRejectsBadInput: wrong kinds, lengths and ids are errors,
-// never panics.
+// never panics, for the LSTM and the transformer translator.
 func TestTranslatorRejectsBadInput(t *testing.T) {
-	m := tinyTranslator(t, 1, 1)
+	for _, m := range []Decoder[float64]{tinyTranslator(t, 1, 1), tinyTransformer(t, false, "relu", 1)} {
+		rejectsBadInput(t, m)
+	}
+}
+
+func rejectsBadInput(t *testing.T, m Decoder[float64]) {
 	tp := ad.NewTape[float64](false)
 	for name, in := range map[string]Input[float64]{
 		"continuous":   {X: tp.Const(ad.New[float64](1, 3))},
@@ -296,7 +327,7 @@ func TestTranslatorRejectsBadInput(t *testing.T) {
 		"dropout rng":  {Tokens: [][]int{{4}}, Dropout: 0.5},
 	} {
 		if _, err := m.Start(tp, in); err == nil {
-			t.Errorf("%s: no error", name)
+			t.Errorf("%s: %s: no error", m.Config().Architecture, name)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package nmt
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lenspec/lenspec/bpe"
@@ -20,13 +21,49 @@ func DefaultOptions() Options {
 	opt := train.DefaultOptions()
 	opt.Epochs, opt.BatchSize, opt.LR, opt.FinalLR, opt.WeightDecay, opt.Dropout, opt.Shards = 8, 128, 1e-3, 1e-4, 0, 0.2, 2
 	opt.CheckpointEvery = 2 * time.Minute
+	tf := model.DefaultTransformerTranslatorConfig(0, bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID)
 	return Options{Config: model.DefaultTranslatorConfig(0, bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID),
+		Arch: ArchLSTM, Transformer: *tf.Arch.(*model.TransformerTranslatorConfig),
 		Vocab: 8000, MaxTarget: 50, SentenceRepeat: 1, Train: opt}
+}
+
+// The architectures lenspec train nmt --arch trains.
+const (
+	// ArchLSTM is the attention LSTM translator (model.ArchTranslator).
+	ArchLSTM = "lstm"
+	// ArchTransformer is the transformer translator
+	// (model.ArchTransformerTranslator).
+	ArchTransformer = "transformer"
+)
+
+// lstmFlags and transformerFlags are the sizes of each architecture,
+// refused with the other.
+var (
+	lstmFlags        = []string{"embedding", "hidden", "layers", "decoder", "attention", "combine"}
+	transformerFlags = []string{"d-model", "nhead", "encoder-layers", "decoder-layers", "dim-feedforward", "activation", "norm-first"}
+)
+
+// transformerTraining is the optimisation --arch transformer starts from
+// where its flags are not given: Adam from 5·10⁻⁴ down to 5·10⁻⁵ by the
+// cosine schedule (pre-norm layers need no warm-up), dropout 0.1 and label
+// smoothing 0.1 as in "Attention is all you need", the gradient clipped
+// to norm 1.
+func transformerTraining(t *train.Options, changed func(flag string) bool) {
+	for _, f := range []struct {
+		flag string
+		v    *float64
+		to   float64
+	}{{"lr", &t.LR, 5e-4}, {"final-lr", &t.FinalLR, 5e-5}, {"dropout", &t.Dropout, 0.1},
+		{"label-smoothing", &t.LabelSmoothing, 0.1}, {"clip-norm", &t.ClipNorm, 1}} {
+		if !changed(f.flag) {
+			*f.v = f.to
+		}
+	}
 }
 
 // initFlags are the flags whose settings a fine-tuned translator brings:
 // its sizes and its tokenizer.
-var initFlags = []string{"vocab", "embedding", "hidden", "layers", "decoder", "attention", "combine"}
+var initFlags = append(append([]string{"arch", "vocab"}, lstmFlags...), transformerFlags...)
 
 // RegisterFlags adds o's settings to fs as the flags of lenspec train nmt,
 // each starting at o's value (DefaultOptions for the CLI's): the output,
@@ -50,13 +87,22 @@ func (o *Options) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxTarget, "max-target", o.MaxTarget, "leave out training pairs whose target is longer (tokens)")
 	fs.DurationVar(&t.CheckpointEvery, "checkpoint-every", t.CheckpointEvery, "also checkpoint within an epoch this often (0: after every epoch only)")
 	if arch, ok := o.Config.Arch.(*model.TranslatorConfig); ok {
-		fs.IntVar(&arch.Embedding, "embedding", arch.Embedding, "embedding size")
-		fs.IntVar(&arch.EncoderHidden, "hidden", arch.EncoderHidden, "encoder LSTM size per direction")
-		fs.IntVar(&arch.EncoderLayers, "layers", arch.EncoderLayers, "encoder layers")
-		fs.IntVar(&arch.DecoderHidden, "decoder", arch.DecoderHidden, "decoder LSTM size")
-		fs.IntVar(&arch.Attention, "attention", arch.Attention, "attention size")
-		fs.IntVar(&arch.Combine, "combine", arch.Combine, "size of the layer before the output projection")
+		fs.IntVar(&arch.Embedding, "embedding", arch.Embedding, "lstm: embedding size")
+		fs.IntVar(&arch.EncoderHidden, "hidden", arch.EncoderHidden, "lstm: encoder LSTM size per direction")
+		fs.IntVar(&arch.EncoderLayers, "layers", arch.EncoderLayers, "lstm: encoder layers")
+		fs.IntVar(&arch.DecoderHidden, "decoder", arch.DecoderHidden, "lstm: decoder LSTM size")
+		fs.IntVar(&arch.Attention, "attention", arch.Attention, "lstm: attention size")
+		fs.IntVar(&arch.Combine, "combine", arch.Combine, "lstm: size of the layer before the output projection")
 	}
+	fs.StringVar(&o.Arch, "arch", o.Arch, "architecture: lstm (bidirectional LSTM, Bahdanau attention) or transformer (torch.nn.Transformer encoder-decoder; its own defaults, also when --init is one: --lr 5e-4 --final-lr 5e-5 --dropout 0.1 --label-smoothing 0.1 --clip-norm 1)")
+	tf := &o.Transformer
+	fs.IntVar(&tf.DModel, "d-model", tf.DModel, "transformer: width of the embeddings and layers (d_model)")
+	fs.IntVar(&tf.NHead, "nhead", tf.NHead, "transformer: attention heads, a divisor of --d-model")
+	fs.IntVar(&tf.EncoderLayers, "encoder-layers", tf.EncoderLayers, "transformer: encoder layers")
+	fs.IntVar(&tf.DecoderLayers, "decoder-layers", tf.DecoderLayers, "transformer: decoder layers")
+	fs.IntVar(&tf.FF, "dim-feedforward", tf.FF, "transformer: width of the feed-forward blocks")
+	fs.StringVar(&tf.Activation, "activation", tf.Activation, "transformer: feed-forward activation, relu or gelu")
+	fs.BoolVar(&tf.NormFirst, "norm-first", tf.NormFirst, "transformer: layer normalisation before each sublayer (pre-norm); false: after (post-norm, PyTorch's default)")
 }
 
 // ValidateFlags checks options set by RegisterFlags before any work,
@@ -88,10 +134,45 @@ func (o *Options) ValidateFlags(changed func(flag string) bool) error {
 	case o.SentenceRepeat > 1 && o.SentencesOnly:
 		return errors.New("--sentence-repeat oversamples the sentences among the phrases; with --sentences-only there are none (use --epochs)")
 	}
+	if o.Init != "" {
+		// The model fine-tuned names the architecture, and with it the
+		// optimisation defaults (a config.json that cannot be read is
+		// Train's to report).
+		if c, err := model.ReadConfig(o.Init); err == nil && c.Architecture == model.ArchTransformerTranslator {
+			transformerTraining(&o.Train, changed)
+		}
+	}
+	switch o.Arch {
+	case ArchLSTM:
+		for _, name := range transformerFlags {
+			if changed(name) {
+				return fmt.Errorf("--%s is a transformer setting; give --arch transformer", name)
+			}
+		}
+	case ArchTransformer:
+		for _, name := range lstmFlags {
+			if changed(name) {
+				return fmt.Errorf("--%s is an LSTM setting; --arch transformer is sized by --%s", name, strings.Join(transformerFlags, ", --"))
+			}
+		}
+		if o.Init == "" {
+			transformerTraining(&o.Train, changed)
+			cfg := model.DefaultTransformerTranslatorConfig(0, bpe.PadID, bpe.BOSID, bpe.EOSID, bpe.UnkID)
+			tf := o.Transformer
+			tf.Dropout = o.Train.Dropout
+			cfg.Arch = &tf
+			o.Config = cfg
+		}
+	default:
+		return fmt.Errorf("--arch %q is neither %s nor %s", o.Arch, ArchLSTM, ArchTransformer)
+	}
 	if err := o.Train.Validate(); err != nil {
 		return err
 	}
-	if arch, ok := o.Config.Arch.(*model.TranslatorConfig); ok {
+	switch arch := o.Config.Arch.(type) {
+	case *model.TranslatorConfig:
+		arch.Vocab = o.Vocab
+	case *model.TransformerTranslatorConfig:
 		arch.Vocab = o.Vocab
 	}
 	return o.Config.Validate()

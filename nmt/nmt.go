@@ -41,6 +41,11 @@ type Options struct {
 	// vocabulary comes from the tokenizer); Vocab the BPE vocabulary size.
 	Config model.Config
 	Vocab  int
+	// Arch is the architecture --arch names (ArchLSTM, ArchTransformer);
+	// Transformer the transformer's sizes, which ValidateFlags makes Config
+	// for ArchTransformer.
+	Arch        string
+	Transformer model.TransformerTranslatorConfig
 	// Init, if set, is a translator's directory to fine-tune instead: its
 	// sizes and tokenizer are kept.
 	Init string
@@ -136,7 +141,7 @@ func Train(ctx context.Context, opt Options) (*Result, error) {
 	}
 	tok := d.Config().Tokenizer
 	trainPairs = oversample(trainPairs, opt.SentenceRepeat, logf)
-	src, tgt, dropped := train.EncodePairs(tok, trainPairs, d.Config().Arch.(*model.TranslatorConfig).MaxSourceLen, opt.MaxTarget)
+	src, tgt, dropped := train.EncodePairs(tok, trainPairs, d.Input().MaxLen, opt.MaxTarget)
 	logf("BPE vocabulary of %d tokens; %d training pairs (%d over the length caps left out)", tok.Size(), len(src), dropped)
 	tokDigest, err := TokenizerDigest(tok)
 	if err != nil {
@@ -227,7 +232,7 @@ func startingModel(ctx context.Context, opt Options, pairs []corpus.Pair, logf f
 		if d, err = model.Load[float32](opt.Init); err != nil {
 			return nil, "", nil, err
 		}
-		if d.Config().Architecture != model.ArchTranslator || d.Config().Tokenizer == nil {
+		if a := d.Config().Architecture; (a != model.ArchTranslator && a != model.ArchTransformerTranslator) || d.Config().Tokenizer == nil {
 			return nil, "", nil, fmt.Errorf("%s: fine-tuning needs a translator, not a %s", opt.Init, d.Config().Architecture)
 		}
 		if initDigest, err = model.Digest(opt.Init); err != nil {
@@ -241,12 +246,17 @@ func startingModel(ctx context.Context, opt Options, pairs []corpus.Pair, logf f
 		return nil, "", nil, err
 	}
 	cfg := opt.Config
-	arch, ok := cfg.Arch.(*model.TranslatorConfig)
-	if !ok {
+	switch arch := cfg.Arch.(type) {
+	case *model.TranslatorConfig:
+		a := *arch
+		a.Vocab, cfg.Arch = tok.Size(), &a
+	case *model.TransformerTranslatorConfig:
+		a := *arch
+		a.Vocab, cfg.Arch = tok.Size(), &a
+	default:
 		return nil, "", nil, fmt.Errorf("nmt: a %T architecture is not a translator", cfg.Arch)
 	}
-	a := *arch
-	a.Vocab, cfg.Arch, cfg.Tokenizer = tok.Size(), &a, tok
+	cfg.Tokenizer = tok
 	d, err = model.New[float32](&cfg, rand.New(rand.NewPCG(opt.Train.Seed, 0)))
 	return d, "", nil, err
 }

@@ -12,7 +12,11 @@ on the Ding German-English dictionary that Debian ships (trans-de-en; its
 sentences and multi-word phrases, split into train/dev/test by a seeded hash
 of the source) or on --corpus FILE.tsv, and write config.json,
 model.safetensors, vocab.json and merges.txt (the BPE tokenizer learnt on the
-training split) to --out. The defaults build models/nmt-de-en.
+training split) to --out. The defaults build models/nmt-de-en. --arch
+transformer trains a torch.nn.Transformer encoder-decoder instead
+(transformer-translator, sized by --d-model, --nhead, --encoder-layers,
+--decoder-layers, --dim-feedforward, --activation and --norm-first; see
+docs/models.md), with its own optimisation defaults.
 
 Training targets longer than --max-target tokens are left out (the paper caps
 them at 50). A checkpoint is written every --checkpoint-every and after every
