@@ -158,7 +158,6 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{"certify radius wider than the range", trn("--certify-images", "4", "--certify-eps", "3"), 2, "--certify-eps 3: want a positive radius no wider than the input range [-1, 1]"},
 		{"certify radius NaN", trn("--certify-images", "4", "--certify-eps", "NaN"), 2, "--certify-eps NaN: want a positive radius"},
 		{"certify timeout 0", trn("--certify-images", "4", "--certify-eps", "0.1", "--certify-timeout", "0s"), 2, "--certify-timeout 0s must be positive"},
-		{"crown-ibp on an lstm", trn("--ibp", "0.1", "--ibp-eps", "0.1", "--ibp-bound", "crown-ibp", "--cell", "lstm"), 2, "the crown-ibp bound relaxes the rnn_relu cell's ReLU, not the lstm cell"},
 		{"multi30k without --from", []string{"data", "multi30k"}, 2, "--from is required"},
 		{"multi30k from a missing directory", []string{"data", "multi30k", "--from", "/nonexistent/m30k", "--dir", t.TempDir()}, 1, "/nonexistent/m30k"},
 		{"multi30k from a file", []string{"data", "multi30k", "--from", badPNG, "--dir", t.TempDir()}, 1, "bad.png is not a directory"},
