@@ -293,3 +293,19 @@ func (m *TransformerCaptioner[T]) Step(tp *ad.Tape[T], st State[T], prev []int) 
 	next := &transformerCaptionerState[T]{cache: cache, steps: s.steps + 1, rows: s.rows, drop: s.drop}
 	return m.Out.Forward(tp, tp.Reshape(y, len(ids), d)), next
 }
+
+// Cost counts the transformer captioner's operations per image: Start is
+// the convolutions, the memory's projection and every layer's keys and
+// values of it; Step is a step's affine maps and its attention over the S
+// memory positions (the attention over the t steps before it, which grows
+// with t, is not counted).
+func (m *TransformerCaptioner[T]) Cost() Cost {
+	a := m.Arch
+	c := convCost(a.Input, a.Conv)
+	ch, h, w := a.FeatureShape()
+	s, d, l := float64(h*w), float64(a.DModel), float64(a.NumDecoderLayers)
+	c.Start += 2 * s * (float64(ch)*d + l*2*d*d)
+	layer := 4*d*d + 2*d*d + 2*d*float64(a.DimFeedforward) + 2*s*d // self (q, k, v, out), cross (q, out), FF, over the memory
+	c.Step = 2 * (l*layer + d*float64(len(m.Cfg.Vocab)))
+	return c
+}

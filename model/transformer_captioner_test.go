@@ -162,3 +162,25 @@ func TestTransformerCaptionerConfigErrors(t *testing.T) {
 		t.Fatalf("valid config refused: %v", err)
 	}
 }
+
+// TestTransformerCaptionerCost: the default model's counts, by hand.
+func TestTransformerCaptionerCost(t *testing.T) {
+	cfg := DefaultTransformerCaptionerConfig()
+	m, err := NewTransformerCaptioner[float32](&cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m.Cost()
+	// The CNN-RNN captioner's convolutions; the 196 memory positions
+	// projected from 16 channels to 64, then to one layer's keys and
+	// values (2·64·64 each).
+	if want := 2.0 * (14*56*8*9 + 7*28*16*72 + 196*16*64 + 196*2*64*64); c.Start != want || c.FirstLayer != 2.0*14*56*8*9 {
+		t.Fatalf("start FLOPs %+v, want %v", c, want)
+	}
+	// Self-attention's q, k, v and out (4·64²), cross-attention's q and
+	// out (2·64²), the feed-forward block (2·64·256), scores and sum over
+	// the memory (2·196·64), the output layer (64·11).
+	if want := 2.0 * (4*64*64 + 2*64*64 + 2*64*256 + 2*196*64 + 64*11); c.Step != want {
+		t.Fatalf("step FLOPs %v, want %v", c.Step, want)
+	}
+}
