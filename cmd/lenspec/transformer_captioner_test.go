@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,17 +11,8 @@ import (
 // transformerModel writes a randomly initialised transformer captioner of
 // the default configuration (it reads 28x112 canvases) to a temp dir.
 func transformerModel(t *testing.T) string {
-	t.Helper()
 	cfg := model.DefaultTransformerCaptionerConfig()
-	m, err := model.New[float32](&cfg, rand.New(rand.NewPCG(3, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := model.Save(dir, m); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return savedModel(t, &cfg, 3)
 }
 
 // TestTrainTransformerCaptioner: lenspec train captioner --arch
