@@ -184,3 +184,22 @@ func TestTransformerCaptionerCost(t *testing.T) {
 		t.Fatalf("step FLOPs %v, want %v", c.Step, want)
 	}
 }
+
+// TestTransformerCaptionerParamCount: the config's count, which bounds
+// what a file may make lenspec allocate, is the model's.
+func TestTransformerCaptionerParamCount(t *testing.T) {
+	def := DefaultTransformerCaptionerConfig()
+	for _, cfg := range []*Config{&def, tinyTransformerConfig(true, PositionsSinusoidal, 2)} {
+		m, err := NewTransformerCaptioner[float32](cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, p := range m.Params() {
+			n += len(p.W.Data)
+		}
+		if got := cfg.Arch.ParamCount(cfg); got != float64(n) {
+			t.Errorf("%+v: ParamCount %v, the model has %d", *cfg.Arch.(*TransformerCaptionerConfig), got, n)
+		}
+	}
+}
