@@ -24,12 +24,18 @@ type CaptionerTraining struct {
 	DataSeed uint64
 	Shift    bool
 	Probe    ProbeSettings
+
+	// Arch selects the decoder: "rnn" (Config's cell decoder) or
+	// "transformer" (Transformer's, on Config's convolutions).
+	Arch        string
+	Transformer model.Config
 }
 
 // NewCaptionerTraining is the training lenspec train captioner runs
 // given no flags, the recipe of models/mmnist-rnn.
 func NewCaptionerTraining() *CaptionerTraining {
 	return &CaptionerTraining{Run: train.CaptionerRun{Options: train.DefaultOptions()}, Config: model.DefaultCaptionerConfig(),
+		Arch: ArchRNN, Transformer: model.DefaultTransformerCaptionerConfig(),
 		DataSeed: DefaultDataSeed, Shift: true, Probe: DefaultProbeSettings()}
 }
 
@@ -41,6 +47,8 @@ func (t *CaptionerTraining) RegisterFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&t.Shift, "shift", t.Shift, "shift training canvases horizontally (digits stay inside; labels unchanged)")
 	t.Probe.RegisterFlags(fs)
 	train.RegisterCaptionerArchFlags(fs, t.Config.Arch.(*model.CaptionerConfig))
+	fs.StringVar(&t.Arch, "arch", t.Arch, "decoder: rnn (the --cell decoder) or transformer (cnn-transformer-captioner)")
+	train.RegisterTransformerCaptionerFlags(fs, t.Transformer.Arch.(*model.TransformerCaptionerConfig))
 }
 
 // Train checks the settings (as SettingsErrors, before any data are
@@ -53,10 +61,14 @@ func (t *CaptionerTraining) Train(ctx context.Context, env Env, command string, 
 	if err := run.ValidateFlags(changed); err != nil {
 		return CaptionerSummary{}, SettingsError{err}
 	}
-	if err := run.ValidateModel(&t.Config, changed); err != nil {
+	cfg, err := t.modelConfig(changed)
+	if err != nil {
 		return CaptionerSummary{}, SettingsError{err}
 	}
-	d, err := run.Model(&t.Config)
+	if err := run.ValidateModel(cfg, changed); err != nil {
+		return CaptionerSummary{}, SettingsError{err}
+	}
+	d, err := run.Model(cfg)
 	if err != nil {
 		return CaptionerSummary{}, err
 	}

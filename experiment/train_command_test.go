@@ -170,6 +170,8 @@ func TestTrainingCommandRoundTrip(t *testing.T) {
 		{"captioner", []string{"--out", dir, "--cell", "lstm", "--conv1", "4", "--fc", "16", "--batch", "32", "--weight-decay", "0", "--clip-norm", "1",
 			"--dropout", "0.2", "--final-lr", "0", "--shift=false", "--data-seed", "7", "--init", dir, "--ibp", "0.5", "--ibp-eps", "0.1",
 			"--ibp-attack", "--certify-images", "3", "--certify-timeout", "2s", "--distill-from", dir, "--distill-hard-eos"}},
+		{"captioner", []string{"--out", dir, "--arch", "transformer", "--d-model", "32", "--nhead", "2", "--num-decoder-layers", "2",
+			"--dim-feedforward", "64", "--activation", "gelu", "--norm-first", "--memory-positions", "sinusoidal", "--conv1", "4", "--dropout", "0.1"}},
 		{"showtell", []string{"--out", dir, "--hidden", "8", "--embedding", "8", "--fc", "16", "--weight-decay", "0", "--clip-norm", "1",
 			"--data-seed", "3", "--lengths", "flat", "--pretrain-epochs", "0", "--checkpoint-every", "1m", "--lr", "1e-3"}},
 		{"nmt", []string{"--out", dir, "--corpus", dir, "--split-seed", "9", "--select-dev=false", "--sentences-only", "--lr", "1e-3",

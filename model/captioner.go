@@ -303,20 +303,28 @@ type Cost struct {
 // Coster is implemented by architectures that count their operations.
 type Coster interface{ Cost() Cost }
 
-// Cost counts the captioner's operations per image.
-func (m *Captioner[T]) Cost() Cost {
+// convCost counts the operations of convolutions convs on one image in:
+// Cost's Start and FirstLayer.
+func convCost(in InputConfig, convs []ConvConfig) Cost {
 	var c Cost
-	a := m.Arch
-	h, w, in := a.Input.Height, a.Input.Width, a.Input.Channels
-	for i, cv := range a.Conv {
+	h, w, ch := in.Height, in.Width, in.Channels
+	for i, cv := range convs {
 		h, w = cv.geom().Out(h), cv.geom().Out(w)
-		f := 2 * float64(h*w*cv.OutChannels*in*cv.Kernel*cv.Kernel)
+		f := 2 * float64(h*w*cv.OutChannels*ch*cv.Kernel*cv.Kernel)
 		c.Start += f
 		if i == 0 {
 			c.FirstLayer = f
 		}
-		in = cv.OutChannels
+		ch = cv.OutChannels
 	}
+	return c
+}
+
+// Cost counts the captioner's operations per image.
+func (m *Captioner[T]) Cost() Cost {
+	a := m.Arch
+	c := convCost(a.Input, a.Conv)
+	in, h, w := featureShape(a.Input, a.Conv)
 	c.Start += 2 * float64(h*w*in*a.FCHidden+a.FCHidden*a.Embedding)
 	gates := cellKinds[a.Cell]
 	c.Step = 2 * float64(gates*(a.Embedding*a.Hidden+a.Hidden*a.Hidden)+a.Hidden*len(m.Cfg.Vocab))

@@ -20,15 +20,22 @@ type encoder[T ad.Float] struct {
 }
 
 func newEncoder[T ad.Float](in InputConfig, convs []ConvConfig, fcHidden, width int, rng *rand.Rand) encoder[T] {
+	e := newConvEncoder[T](in, convs, rng)
+	c, h, w := featureShape(in, convs)
+	e.FC1 = nn.NewLinear[T]("encoder.fc1", c*h*w, fcHidden, rng)
+	e.FC2 = nn.NewLinear[T]("encoder.fc2", fcHidden, width, rng)
+	return e
+}
+
+// newConvEncoder is the encoder's convolutions alone (FC₁ and FC₂ nil),
+// for decoders that read the feature map itself.
+func newConvEncoder[T ad.Float](in InputConfig, convs []ConvConfig, rng *rand.Rand) encoder[T] {
 	e := encoder[T]{in: in}
 	ch := in.Channels
 	for i, cv := range convs {
 		e.Conv = append(e.Conv, nn.NewConv2D[T](fmt.Sprintf("encoder.conv%d", i+1), ch, cv.OutChannels, cv.geom(), rng))
 		ch = cv.OutChannels
 	}
-	c, h, w := featureShape(in, convs)
-	e.FC1 = nn.NewLinear[T]("encoder.fc1", c*h*w, fcHidden, rng)
-	e.FC2 = nn.NewLinear[T]("encoder.fc2", fcHidden, width, rng)
 	return e
 }
 
@@ -43,12 +50,17 @@ func featureShape(in InputConfig, convs []ConvConfig) (ch, h, w int) {
 
 // params lists the encoder's parameters in file order.
 func (e *encoder[T]) params() []*ad.Param[T] {
+	ps := append(e.convParams(), e.FC1.Params()...)
+	return append(ps, e.FC2.Params()...)
+}
+
+// convParams lists the convolutions' parameters in file order.
+func (e *encoder[T]) convParams() []*ad.Param[T] {
 	var ps []*ad.Param[T]
 	for _, c := range e.Conv {
 		ps = append(ps, c.Params()...)
 	}
-	ps = append(ps, e.FC1.Params()...)
-	return append(ps, e.FC2.Params()...)
+	return ps
 }
 
 // imageBatch checks that in holds a batch of images of the encoder's size

@@ -196,7 +196,7 @@ func (r CaptionerRun) ValidateModel(cfg *model.Config, changed func(flag string)
 	if r.Init == "" {
 		return cfg.Validate()
 	}
-	for _, name := range []string{"conv1", "conv2", "fc", "cell"} {
+	for _, name := range append([]string{"arch", "conv1", "conv2", "fc", "cell"}, TransformerCaptionerFlags...) {
 		if changed(name) {
 			return fmt.Errorf("--%s conflicts with --init (the architecture comes from %s)", name, r.Init)
 		}

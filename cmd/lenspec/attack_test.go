@@ -68,9 +68,18 @@ func TestAttackResumes(t *testing.T) {
 }
 
 // TestAttackWitnessReplays forces successes with a large radius and checks
-// each saved witness decodes, through the CLI, to the recorded length.
+// each saved witness decodes, through the CLI, to the recorded length, for
+// the CNN-RNN and the transformer captioner.
 func TestAttackWitnessReplays(t *testing.T) {
-	dir := smallModel(t)
+	for _, m := range []struct {
+		name  string
+		model func(*testing.T) string
+	}{{"cnn-rnn", smallModel}, {"cnn-transformer", transformerModel}} {
+		t.Run(m.name, func(t *testing.T) { attackWitnessReplays(t, m.model(t)) })
+	}
+}
+
+func attackWitnessReplays(t *testing.T, dir string) {
 	out := filepath.Join(t.TempDir(), "w.jsonl")
 	code, _, stderr := runCLI(t, "attack", "--model", dir, "--method", "pgd", "--eps", "1", "--index", "1,2,5", "--budget", "30",
 		"--lr", "0.05", "--max-len", "0", "--out", out, "-q")

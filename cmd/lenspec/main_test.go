@@ -48,7 +48,14 @@ func savedCaptioner(t *testing.T, cell string, seed uint64) string {
 	if cell != "" {
 		cfg.Arch.(*model.CaptionerConfig).Cell = cell
 	}
-	m, err := model.New[float32](&cfg, rand.New(rand.NewPCG(seed, 1)))
+	return savedModel(t, &cfg, seed)
+}
+
+// savedModel writes a model of cfg with weights drawn from seed to a temp
+// dir.
+func savedModel(t *testing.T, cfg *model.Config, seed uint64) string {
+	t.Helper()
+	m, err := model.New[float32](cfg, rand.New(rand.NewPCG(seed, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,13 @@ models/mmnist-rnn-rs records its command in its config.json.
 
 --cell lstm trains the LSTM captioner (PyTorch nn.LSTMCell) instead of the
 ReLU RNN, --cell gru the GRU captioner (nn.GRUCell); lenspec verify takes all
-three (models/mmnist-lstm records its recipe). --stability adds the ReLU-stability regulariser (Xiao et al., ICLR
+three (models/mmnist-lstm records its recipe). --arch transformer trains the
+CNN-transformer captioner instead (cnn-transformer-captioner: the last
+convolution's feature map is the memory of a torch.nn.TransformerDecoder;
+--d-model, --nhead, --num-decoder-layers, --dim-feedforward, --activation,
+--norm-first and --memory-positions size it, --dropout is its dropout;
+models/mmnist-transformer records its recipe); lenspec verify does not take
+it. --stability adds the ReLU-stability regulariser (Xiao et al., ICLR
 2019): verification-friendly training, with fewer unstable ReLUs for the
 verifier. --ibp trains for a radius (interval bound propagation, Gowal et
 al. 2018): the loss mixes in the interval bound of the teacher-forced loss
