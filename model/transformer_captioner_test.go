@@ -10,9 +10,9 @@ import (
 	"github.com/lenspec/lenspec/nn"
 )
 
-// tinyTransformerConfig is a transformer captioner small enough for finite
+// tinyCaptionerTConfig is a transformer captioner small enough for finite
 // differences over every weight: 12 memory positions of width 4.
-func tinyTransformerConfig(normFirst bool, positions string, layers int) *Config {
+func tinyCaptionerTConfig(normFirst bool, positions string, layers int) *Config {
 	c := DefaultTransformerCaptionerConfig()
 	a := c.Arch.(*TransformerCaptionerConfig)
 	a.Input = InputConfig{Channels: 1, Height: 6, Width: 8, Min: -1, Max: 1}
@@ -37,9 +37,9 @@ var transformerVariants = []struct {
 	{"pre-norm sinusoidal 2 layers", true, PositionsSinusoidal, 2},
 }
 
-func tinyTransformer(t testing.TB, normFirst bool, positions string, layers int, seed uint64) *TransformerCaptioner[float64] {
+func tinyCaptionerT(t testing.TB, normFirst bool, positions string, layers int, seed uint64) *TransformerCaptioner[float64] {
 	t.Helper()
-	m, err := NewTransformerCaptioner[float64](tinyTransformerConfig(normFirst, positions, layers), rand.New(rand.NewPCG(seed, 1)))
+	m, err := NewTransformerCaptioner[float64](tinyCaptionerTConfig(normFirst, positions, layers), rand.New(rand.NewPCG(seed, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func tinyTransformer(t testing.TB, normFirst bool, positions string, layers int,
 func TestTransformerCaptionerCachedEqualsFull(t *testing.T) {
 	for _, v := range transformerVariants {
 		t.Run(v.name, func(t *testing.T) {
-			m := tinyTransformer(t, v.normFirst, v.positions, v.layers, 5)
+			m := tinyCaptionerT(t, v.normFirst, v.positions, v.layers, 5)
 			rng := rand.New(rand.NewPCG(6, 6))
 			const b, steps = 3, 5
 			x := randInput(rng, b*size(m))
@@ -110,7 +110,7 @@ func TestTransformerCaptionerCachedEqualsFull(t *testing.T) {
 func TestTransformerCaptionerLossGradient(t *testing.T) {
 	for _, v := range transformerVariants {
 		t.Run(v.name, func(t *testing.T) {
-			m := tinyTransformer(t, v.normFirst, v.positions, v.layers, 7)
+			m := tinyCaptionerT(t, v.normFirst, v.positions, v.layers, 7)
 			rng := rand.New(rand.NewPCG(8, 8))
 			const b = 3
 			x := randInput(rng, b*size(m))
@@ -144,7 +144,7 @@ func TestTransformerCaptionerConfigErrors(t *testing.T) {
 		{"input range", func(a *TransformerCaptionerConfig) { a.Input.Min = 1 }, "input range [1, 1] must be non-empty"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := tinyTransformerConfig(false, PositionsLearned, 1)
+			cfg := tinyCaptionerTConfig(false, PositionsLearned, 1)
 			c.edit(cfg.Arch.(*TransformerCaptionerConfig))
 			err := cfg.Validate()
 			if err == nil {
@@ -158,7 +158,7 @@ func TestTransformerCaptionerConfigErrors(t *testing.T) {
 			}
 		})
 	}
-	if err := tinyTransformerConfig(true, PositionsSinusoidal, 2).Validate(); err != nil {
+	if err := tinyCaptionerTConfig(true, PositionsSinusoidal, 2).Validate(); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
 }
@@ -189,7 +189,7 @@ func TestTransformerCaptionerCost(t *testing.T) {
 // what a file may make lenspec allocate, is the model's.
 func TestTransformerCaptionerParamCount(t *testing.T) {
 	def := DefaultTransformerCaptionerConfig()
-	for _, cfg := range []*Config{&def, tinyTransformerConfig(true, PositionsSinusoidal, 2)} {
+	for _, cfg := range []*Config{&def, tinyCaptionerTConfig(true, PositionsSinusoidal, 2)} {
 		m, err := NewTransformerCaptioner[float32](cfg, nil)
 		if err != nil {
 			t.Fatal(err)
