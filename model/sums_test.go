@@ -96,6 +96,7 @@ var shippedDigests = map[string]string{
 	"mmnist-rnn-crown-eps0.25":         "3cfd31b5483dc5ef41390ea511594b73782446188eda81eb5a913bb54ab048da",
 	"mmnist-rnn-crown-eps0.25-w2.5e-4": "c39a3ae95c63c70ab43d381a8f3f9b0595e3a44538c53afd082563d8146c5b4e",
 	"mmnist-lstm":                      "538cc142c04423c204fc17f3b45224bb8faeacf7150b83ddac1bdacc94f20f84",
+	"mmnist-lstm-crown":                "8c2f73a2b7838490a5d329777d0c04837abf871ec8b64d76caca15eae5c4cccd",
 	"mmnist-transformer":               "64dfae5539be661d7059e3fbd252f011c3dbc9264f86cc293cb330ca21070e1d",
 	"showtell-lstm":                    "5e40d79bd87d10f763ec194c32cb6c0c49c2cd60140db2c7ac19d4b6af3548a0",
 	"showtell-lstm-flat":               "15c50575c4d46c7a9a66b18433ea12ae1e205b02d65e3efadcb40f5c60840f46",
