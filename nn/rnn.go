@@ -32,14 +32,18 @@ func NewRNNCell[T ad.Float](prefix string, in, hidden int, rng *rand.Rand) *RNNC
 // Describe is one step of the cell, h' = ReLU(W_ih·x + b_ih + W_hh·h +
 // b_hh). With h the zero Value (the first step, as the verifier sees it)
 // the recurrent term is its bias.
+//
+// The recurrent term is described before the input's: the verifier keeps a
+// parent domain's bounds for the operators before a step's token term,
+// so the recurrent Dense is not bounded again per branch.
 func (c *RNNCell[T]) Describe(b Builder, x, h Value) Value {
-	pre := b.Dense("in", x, c.Wih, c.Bih, c.Hidden)
+	var rec Value
 	if h.Valid() {
-		pre = b.Add("pre", pre, b.Dense("rec", h, c.Whh, c.Bhh, c.Hidden))
+		rec = b.Dense("rec", h, c.Whh, c.Bhh, c.Hidden)
 	} else {
-		pre = b.Add("pre", pre, b.Const("rec", c.Bhh))
+		rec = b.Const("rec", c.Bhh)
 	}
-	return b.Act("", ReLU, pre)
+	return b.Act("", ReLU, b.Add("pre", b.Dense("in", x, c.Wih, c.Bih, c.Hidden), rec))
 }
 
 // Forward computes the next hidden state from input x [B, In] and h [B,
