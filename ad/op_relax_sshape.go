@@ -41,39 +41,39 @@ func (f SShape) critical(s float64) (float64, bool) {
 	return math.Log(p / (1 - p)), true
 }
 
-// sshapeLines is the relaxation of f on [l, u]: the chord's slope s and
-// the smallest and largest of g(x) = f(x) − s·x there, with the points
-// that reach them (an end, or ±x* where f′ = s), so that
-// s·x + dn ≤ f(x) ≤ s·x + up on [l, u]. A box narrower than 1e-9 takes
-// the tangent at its middle, with its own offset.
-func (f SShape) lines(l, u float64) (s, dn, up, xdn, xup float64, flat bool) {
+// lines is the relaxation of f on [l, u]: the chord's slope s and the
+// smallest and largest of g(x) = f(x) − s·x there, with the points that
+// reach them (an end, or ±x* where f′ = s), so that s·x + dn ≤ f(x) ≤
+// s·x + up on [l, u], and f′ at both ends for the gradient. A box
+// narrower than 1e-9 takes the tangent at its middle, with its own offset.
+func (f SShape) lines(l, u float64) sshapeLine {
 	if !(u-l > 1e-9) {
 		m := (l + u) / 2
 		y, d := f.eval(m)
-		return d, y - d*m, y - d*m, m, m, true
+		return sshapeLine{s: d, dn: y - d*m, up: y - d*m, xdn: m, xup: m, flat: true}
 	}
-	fl, _ := f.eval(l)
-	fu, _ := f.eval(u)
-	s = (fu - fl) / (u - l)
-	g := func(x float64) float64 { y, _ := f.eval(x); return y - s*x }
-	dn, up, xdn, xup = g(l), g(l), l, l
-	if v := g(u); v < dn {
-		dn, xdn = v, u
-	} else if v > up {
-		up, xup = v, u
+	fl, dl := f.eval(l)
+	fu, du := f.eval(u)
+	ln := sshapeLine{s: (fu - fl) / (u - l), dl: dl, du: du}
+	g := func(x float64) float64 { y, _ := f.eval(x); return y - ln.s*x }
+	ln.dn, ln.up, ln.xdn, ln.xup = g(l), g(l), l, l
+	if v := g(u); v < ln.dn {
+		ln.dn, ln.xdn = v, u
+	} else if v > ln.up {
+		ln.up, ln.xup = v, u
 	}
-	if x, ok := f.critical(s); ok {
+	if x, ok := f.critical(ln.s); ok {
 		for _, c := range []float64{x, -x} {
 			if c > l && c < u {
-				if v := g(c); v < dn {
-					dn, xdn = v, c
-				} else if v > up {
-					up, xup = v, c
+				if v := g(c); v < ln.dn {
+					ln.dn, ln.xdn = v, c
+				} else if v > ln.up {
+					ln.up, ln.xup = v, c
 				}
 			}
 		}
 	}
-	return s, dn, up, xdn, xup, false
+	return ln
 }
 
 // sshapeLine is one neuron's relaxation (SShape.lines) with f′ at the
@@ -100,11 +100,7 @@ func (tp *Tape[T]) RelaxSShape(f SShape, lam, lo, hi *Node[T]) (c, k *Node[T]) {
 	// One relaxation per example's neuron, shared by its s rows.
 	lines := make([]sshapeLine, lo.Value.Len())
 	for i := range lines {
-		ln := &lines[i]
-		l, u := float64(lo.Value.Data[i]), float64(hi.Value.Data[i])
-		ln.s, ln.dn, ln.up, ln.xdn, ln.xup, ln.flat = f.lines(l, u)
-		_, ln.dl = f.eval(l)
-		_, ln.du = f.eval(u)
+		lines[i] = f.lines(float64(lo.Value.Data[i]), float64(hi.Value.Data[i]))
 	}
 	for r := range rows {
 		lr, cr := lam.Value.Data[r*cols:(r+1)*cols], cOut.Data[r*cols:(r+1)*cols]

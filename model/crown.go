@@ -27,13 +27,7 @@ type crownHead[T ad.Float] struct {
 
 func (m *Captioner[T]) newCROWNHead(tp *ad.Tape[T], zc, zr *ad.Node[T]) *crownHead[T] {
 	b, h := zc.Value.Shape[0], m.Arch.Hidden
-	eye := ad.New[T](b*2*h, h)
-	for i := range b {
-		for k := range h {
-			eye.Data[((i*2*h)+k)*h+k] = 1
-			eye.Data[((i*2*h)+h+k)*h+k] = -1
-		}
-	}
+	eye := nn.SignedEye[T](b, h)
 	return &crownHead[T]{m: m, b: b, zlo: tp.Sub(zc, zr), zhi: tp.Add(zc, zr), zc: zc, zr: zr, eye: tp.Const(eye)}
 }
 

@@ -19,6 +19,8 @@ type CROWN[T ad.Float] struct {
 	// activation.
 	Tighten bool
 	rec     []crownOp[T]
+	// eyes are SignedEye's rows by width, constants of the tape.
+	eyes map[int]*ad.Node[T]
 }
 
 // crownOp is how a value was made: its operator and inputs.
@@ -54,8 +56,7 @@ func (cr *CROWN[T]) Input(c, r *ad.Node[T]) Value {
 // Dense records W·x + b.
 func (cr *CROWN[T]) Dense(name string, x Value, w, b Tensor, out int) Value {
 	v := cr.Interval.Dense(name, x, w, b, out)
-	ev := Eval[T]{tp: cr.tp}
-	return cr.note(v, crownOp[T]{kind: "dense", in: []Value{x}, w: ev.tensor(w, out, x.Width), b: ev.tensor(b, out)})
+	return cr.note(v, crownOp[T]{kind: "dense", in: []Value{x}, w: bind(cr.tp, w, out, x.Width), b: bind(cr.tp, b, out)})
 }
 
 // Add records the sum.
@@ -93,17 +94,32 @@ func (cr *CROWN[T]) tighten(x Value) {
 		return // exact, or a box back-substitution would only give back
 	}
 	w := x.Width
-	eye := ad.New[T](cr.Rows*2*w, w)
-	for i := range cr.Rows {
-		for k := range w {
-			eye.Data[((i*2*w)+k)*w+k] = 1
-			eye.Data[((i*2*w)+w+k)*w+k] = -1
-		}
+	if cr.eyes == nil {
+		cr.eyes = map[int]*ad.Node[T]{}
 	}
-	parts := tp.Split(tp.Reshape(cr.Upper(tp.Const(eye), x), cr.Rows, 2*w), 1, w, w)
+	eye := cr.eyes[w]
+	if eye == nil {
+		eye = tp.Const(SignedEye[T](cr.Rows, w))
+		cr.eyes[w] = eye
+	}
+	parts := tp.Split(tp.Reshape(cr.Upper(eye, x), cr.Rows, 2*w), 1, w, w)
 	lo := Maximum(tp, tp.Sub(c, r), tp.Scale(parts[1], -1))
 	hi := Minimum(tp, tp.Add(c, r), parts[0])
 	cr.vals[x.ID-1] = ibox[T]{tp.Scale(tp.Add(lo, hi), 0.5), tp.Scale(tp.Sub(hi, lo), 0.5)}
+}
+
+// SignedEye returns [I; −I] (width × width each) for each of rows
+// examples, [rows·2·width, width]: the specification rows of a vector's
+// upper bounds and of its negated lower bounds, as Upper takes them.
+func SignedEye[T ad.Float](rows, width int) *ad.Tensor[T] {
+	eye := ad.New[T](rows*2*width, width)
+	for i := range rows {
+		for k := range width {
+			eye.Data[((i*2*width)+k)*width+k] = 1
+			eye.Data[((i*2*width)+width+k)*width+k] = -1
+		}
+	}
+	return eye
 }
 
 // Minimum is the element-wise min(a, b) = a − ReLU(a − b) on the tape; its

@@ -70,21 +70,24 @@ func (e *Eval[T]) put(n *ad.Node[T], width int) Value {
 	return Value{ID: len(e.vals), Width: width}
 }
 
-// tensor binds a description's Tensor: a parameter as a parameter of the
-// tape, fixed values as a constant.
-func (e *Eval[T]) tensor(t Tensor, shape ...int) *ad.Node[T] {
+// tensor binds a description's Tensor onto e's tape (bind).
+func (e *Eval[T]) tensor(t Tensor, shape ...int) *ad.Node[T] { return bind(e.tp, t, shape...) }
+
+// bind puts a description's Tensor on tp: a parameter as a parameter of
+// the tape, fixed values as a constant of the given shape, nil as nil.
+func bind[T ad.Float](tp *ad.Tape[T], t Tensor, shape ...int) *ad.Node[T] {
 	switch t := t.(type) {
 	case nil:
 		return nil
 	case *ad.Param[T]:
-		return e.tp.Param(t)
+		return tp.Param(t)
 	default:
 		v := t.Float64s()
 		c := ad.New[T](shape...)
 		for i := range c.Data {
 			c.Data[i] = T(v[i])
 		}
-		return e.tp.Const(c)
+		return tp.Const(c)
 	}
 }
 

@@ -64,9 +64,8 @@ func (iv *Interval[T]) each(v Value, width int, f func(*ad.Node[T]) *ad.Node[T])
 // Dense: centre W·c + b, radius |W|·r.
 func (iv *Interval[T]) Dense(_ string, x Value, w, b Tensor, out int) Value {
 	c, r := iv.flat(x)
-	ev := Eval[T]{tp: iv.tp}
-	wn := ev.tensor(w, out, x.Width)
-	mid := iv.tp.Linear(c, wn, ev.tensor(b, out))
+	wn := bind(iv.tp, w, out, x.Width)
+	mid := iv.tp.Linear(c, wn, bind(iv.tp, b, out))
 	if r != nil {
 		r = iv.tp.Linear(r, iv.tp.Abs(wn), nil)
 	}
@@ -83,9 +82,8 @@ func (iv *Interval[T]) Conv(_ string, x Value, w, b Tensor, in [3]int, out int, 
 		return iv.tp.Reshape(n, n.Value.Shape[0], in[0], in[1], in[2])
 	}
 	c, r = shape(c), shape(r)
-	ev := Eval[T]{tp: iv.tp}
-	wn := ev.tensor(w, out, in[0], g.Kernel, g.Kernel)
-	mid := iv.tp.Conv2D(c, wn, ev.tensor(b, out), g)
+	wn := bind(iv.tp, w, out, in[0], g.Kernel, g.Kernel)
+	mid := iv.tp.Conv2D(c, wn, bind(iv.tp, b, out), g)
 	if r != nil {
 		r = iv.tp.Conv2D(r, iv.tp.Abs(wn), nil, g)
 	}
@@ -212,20 +210,24 @@ func (iv *Interval[T]) Slice(_ string, x Value, from, to int) Value {
 
 // Const is exact.
 func (iv *Interval[T]) Const(name string, v Tensor) Value {
-	ev := Eval[T]{tp: iv.tp, Rows: iv.Rows}
-	return iv.put(ev.Node(ev.Const(name, v)), nil, len(v.Float64s()))
+	return iv.exact(func(ev *Eval[T]) Value { return ev.Const(name, v) })
 }
 
 // Row is exact.
 func (iv *Interval[T]) Row(name string, table Tensor, id, dim int) Value {
-	ev := Eval[T]{tp: iv.tp, Rows: iv.Rows}
-	return iv.put(ev.Node(ev.Row(name, table, id, dim)), nil, dim)
+	return iv.exact(func(ev *Eval[T]) Value { return ev.Row(name, table, id, dim) })
 }
 
 // Embed is exact: the token is the one fed back.
 func (iv *Interval[T]) Embed(name string, table Tensor, rows, dim int) Value {
-	ev := Eval[T]{tp: iv.tp, Rows: iv.Rows, Tokens: iv.Tokens}
-	return iv.put(ev.Node(ev.Embed(name, table, rows, dim)), nil, dim)
+	return iv.exact(func(ev *Eval[T]) Value { return ev.Embed(name, table, rows, dim) })
+}
+
+// exact binds the value Eval computes as an exact box (radius nil).
+func (iv *Interval[T]) exact(f func(*Eval[T]) Value) Value {
+	ev := &Eval[T]{tp: iv.tp, Rows: iv.Rows, Tokens: iv.Tokens}
+	v := f(ev)
+	return iv.put(ev.Node(v), nil, v.Width)
 }
 
 // Dropout is the identity: boxes are of the model as it decodes.
